@@ -1,0 +1,104 @@
+import compress from '@fastify/compress'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
+import type { Config } from './config.ts'
+import { PostService } from './domain/post-service.ts'
+import { Authenticator, authPlugin } from './http/auth.ts'
+import { cachingPlugin } from './http/caching.ts'
+import { contentTypePlugin } from './http/content-type.ts'
+import { metricsPlugin } from './http/metrics.ts'
+import { CursorCodec } from './http/paging.ts'
+import { problemsPlugin, sendProblem, toAppError } from './http/problems.ts'
+import { requestLogPlugin } from './http/request-log.ts'
+import { routingPlugin } from './http/routing.ts'
+import { genRequestId, tracingPlugin } from './http/tracing.ts'
+import { createValidatorCompiler } from './http/validation.ts'
+import { API_VERSIONS, apiVersionConstraint, versioningPlugin } from './http/versioning.ts'
+import { postRoutes } from './routes/posts/index.ts'
+import { PostBodyV1Schema, PostBodyV2Schema, PostListItemV1Schema, PostListItemV2Schema, PostV1Schema, PostV2Schema } from './routes/posts/schemas.ts'
+import { FieldErrorSchema, LinkSchema, ProblemSchema } from './routes/shared/schemas.ts'
+import { apiDescription, docsRoutes } from './routes/system/docs-routes.ts'
+import { healthRoutes } from './routes/system/health-routes.ts'
+import { IndexSchema, indexRoutes, VersionsSchema } from './routes/system/index-routes.ts'
+import type { Store } from './store/store.ts'
+
+export interface AppOptions {
+  config: Config
+  store: Store
+  /** Overrides the logger built from `config.logLevel` (tests pass `false` or a stream). */
+  logger?: FastifyServerOptions['logger']
+}
+
+const SHARED_SCHEMAS = [LinkSchema, FieldErrorSchema, ProblemSchema, PostV1Schema, PostV2Schema, PostListItemV1Schema, PostListItemV2Schema, PostBodyV1Schema, PostBodyV2Schema, IndexSchema, VersionsSchema]
+
+/**
+ * Builds the whole service on an open, migrated store. Never listens: the server (or a test) does.
+ * Plugins are registered in the order requests meet them.
+ */
+export async function buildApp ({ config, store, logger }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: logger ?? {
+      level: config.logLevel,
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization'], censor: '[redacted]' },
+    },
+    genReqId: genRequestId,
+    requestIdHeader: false,
+    // Fastify's own request lines are replaced by one line per request (src/http/request-log.ts).
+    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
+    exposeHeadRoutes: true,
+    return503OnClosing: true,
+    routerOptions: { maxParamLength: 200, constraints: { apiVersion: apiVersionConstraint } },
+    frameworkErrors: (err, req, reply) => { sendProblem(req, reply, toAppError(err)) },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
+  app.setValidatorCompiler(createValidatorCompiler(SHARED_SCHEMAS))
+
+  await app.register(tracingPlugin)
+  await app.register(problemsPlugin)
+  await app.register(routingPlugin)
+  await app.register(versioningPlugin, { config })
+  await app.register(contentTypePlugin)
+  await app.register(authPlugin, { authenticator: new Authenticator(config.auth, store.apiKeys) })
+  await app.register(cachingPlugin)
+  await app.register(metricsPlugin)
+  await app.register(requestLogPlugin)
+  await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Blog Post Service', version: '1.0.0', description: apiDescription() },
+      tags: [
+        { name: 'posts', description: 'Blog posts' },
+        { name: 'index', description: 'Entry points' },
+        { name: 'operations', description: 'Health, metrics and documentation' },
+      ],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A JWT or an API key (`blog_…`).' } } },
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+  })
+
+  const posts = new PostService(store.posts)
+  const cursors = new CursorCodec(await store.serverSecret())
+
+  for (const version of API_VERSIONS) {
+    // Each version is served at /vN and, when negotiated by Accept, at the unprefixed path.
+    // The document shows /… (version 1) and /v2/… once each.
+    for (const prefix of ['', `/v${version}`]) {
+      const documented = prefix === '' ? version === 1 : version !== 1
+      await app.register(async scope => {
+        await indexRoutes(scope, { version, documented, config })
+        await postRoutes(scope, { version, documented, posts, cursors })
+      }, { prefix })
+    }
+  }
+  await app.register(healthRoutes, { store })
+  await app.register(docsRoutes)
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true, validatorUrl: null } as never })
+
+  return app
+}

@@ -1,0 +1,98 @@
+import { parseArgs } from 'node:util'
+import { ConfigError, loadConfig } from '../config.ts'
+import { generateApiKey } from '../http/auth.ts'
+import { startServer } from '../server.ts'
+import { openStore } from '../store/open-store.ts'
+
+const USAGE = `Usage: blog <command>
+
+Commands:
+  serve                                   run the HTTP service (the default)
+  migrate                                 apply database migrations, then exit
+  keys create --name N --scopes "S1 S2"   make an API key and print it once
+  keys list                               list API keys (never their secrets)
+  keys revoke <name-or-id>                revoke an API key
+
+Settings come from the environment; see the README's configuration table.`
+
+const SCOPE = /^[a-z]+(:[a-z]+)?$/
+
+async function main (argv: string[]): Promise<number> {
+  const [command = 'serve', ...rest] = argv
+  if (command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(USAGE + '\n')
+    return 0
+  }
+  let config
+  try {
+    config = loadConfig(process.env)
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`bad setting ${err.message}\n`)
+      return 2
+    }
+    throw err
+  }
+
+  if (command === 'serve') {
+    await startServer(config)
+    return -1
+  }
+
+  const store = await openStore(config)
+  try {
+    await store.migrate()
+    if (command === 'migrate') {
+      process.stdout.write(`migrations applied (${store.kind})\n`)
+      return 0
+    }
+    if (command === 'keys') {
+      const [sub, ...args] = rest
+      if (sub === 'create') {
+        const { values } = parseArgs({ args, options: { name: { type: 'string' }, scopes: { type: 'string' } } })
+        const name = values.name?.trim() ?? ''
+        const scopes = (values.scopes ?? '').split(/[\s,]+/).filter(Boolean)
+        if (!/^[A-Za-z0-9._@-]{1,100}$/.test(name)) {
+          process.stderr.write('keys create: --name must be 1–100 characters of letters, digits and . _ @ -\n')
+          return 2
+        }
+        if (scopes.length === 0 || !scopes.every(s => SCOPE.test(s))) {
+          process.stderr.write('keys create: --scopes must list scopes such as "posts:write orders:write" or "admin"\n')
+          return 2
+        }
+        const key = generateApiKey()
+        try {
+          await store.apiKeys.create({ id: key.id, name, scopes, hash: key.hash }, new Date())
+        } catch {
+          process.stderr.write(`keys create: a live key named "${name}" exists; revoke it first\n`)
+          return 1
+        }
+        process.stdout.write(`${key.token}\n`)
+        process.stderr.write(`API key "${name}" (${scopes.join(' ')}) made. It is shown only now; only its hash is kept.\n`)
+        return 0
+      }
+      if (sub === 'list') {
+        for (const k of await store.apiKeys.list()) {
+          process.stdout.write(`${k.id}  ${k.name}  ${k.scopes.join(' ')}  created ${k.createdAt}${k.revokedAt ? `  revoked ${k.revokedAt}` : ''}\n`)
+        }
+        return 0
+      }
+      if (sub === 'revoke' && args[0]) {
+        const done = await store.apiKeys.revoke(args[0], new Date())
+        process.stderr.write(done ? `revoked ${args[0]}\n` : `no live key named ${args[0]}\n`)
+        return done ? 0 : 1
+      }
+    }
+    process.stderr.write(USAGE + '\n')
+    return 2
+  } finally {
+    await store.close()
+  }
+}
+
+main(process.argv.slice(2)).then(code => {
+  if (code >= 0) process.exit(code)
+}, (err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,184 @@
+import path from 'node:path'
+
+/** A setting that cannot be used: start-up stops with one line naming it (exit code 2). */
+export class ConfigError extends Error {
+  readonly setting: string
+  constructor (setting: string, reason: string) {
+    super(`${setting}: ${reason}`)
+    this.setting = setting
+  }
+}
+
+export interface VersionDates {
+  readonly deprecatedAt: Date | null
+  readonly sunsetAt: Date | null
+}
+
+export interface Config {
+  readonly port: number
+  readonly host: string
+  /** `sqlite:<file>` or `postgres://…` */
+  readonly databaseUrl: string
+  readonly storeKind: 'sqlite' | 'postgres'
+  readonly dataDir: string
+  readonly redisUrl: string | null
+  readonly logLevel: string
+  readonly migrateOnStart: boolean
+  readonly pgPoolMax: number
+  readonly webhookSecret: string | null
+  readonly webhookAllowLoopback: boolean
+  readonly auth: {
+    readonly jwtSecret: string | null
+    readonly jwtPublicKey: string | null
+    readonly jwksUrl: string | null
+    readonly issuer: string | null
+    readonly audience: string | null
+    readonly clockToleranceS: number
+  }
+  readonly rateLimit: { readonly max: number, readonly windowS: number }
+  readonly requestTimeoutMs: number
+  readonly bodyLimitBytes: number
+  readonly corsOrigins: readonly string[]
+  readonly trustProxy: boolean
+  readonly versions: Readonly<Record<1 | 2, VersionDates>>
+  /** Set only by tests and benchmarks: skip creating the first admin key. */
+  readonly bootstrapAdminKey: boolean
+}
+
+export type Env = Record<string, string | undefined>
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+
+function str (env: Env, name: string): string | null {
+  const v = env[name]
+  return v === undefined || v.trim() === '' ? null : v.trim()
+}
+
+function int (env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = str(env, name)
+  if (raw === null) return def
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`)
+  const n = Number(raw)
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`)
+  return n
+}
+
+function bool (env: Env, name: string, def: boolean): boolean {
+  const raw = str(env, name)
+  if (raw === null) return def
+  if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return true
+  if (['0', 'false', 'no'].includes(raw.toLowerCase())) return false
+  throw new ConfigError(name, `must be 1/true/yes or 0/false/no, got "${raw}"`)
+}
+
+function url (env: Env, name: string, protocols: string[]): string | null {
+  const raw = str(env, name)
+  if (raw === null) return null
+  let parsed: URL
+  try {
+    parsed = new URL(raw)
+  } catch {
+    throw new ConfigError(name, 'is not a URL')
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`)
+  }
+  return raw
+}
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
+
+function date (env: Env, name: string): Date | null {
+  const raw = str(env, name)
+  if (raw === null) return null
+  const d = new Date(raw)
+  if (!RFC3339.test(raw) || Number.isNaN(d.getTime())) {
+    throw new ConfigError(name, `must be an RFC 3339 timestamp such as 2027-01-31T00:00:00Z, got "${raw}"`)
+  }
+  return d
+}
+
+function versionDates (env: Env, n: 1 | 2): VersionDates {
+  const deprecatedAt = date(env, `API_V${n}_DEPRECATED_AT`)
+  const sunsetAt = date(env, `API_V${n}_SUNSET_AT`)
+  if (sunsetAt && deprecatedAt && sunsetAt < deprecatedAt) {
+    throw new ConfigError(`API_V${n}_SUNSET_AT`, `must not be before API_V${n}_DEPRECATED_AT`)
+  }
+  if (sunsetAt && !deprecatedAt) {
+    throw new ConfigError(`API_V${n}_SUNSET_AT`, `needs API_V${n}_DEPRECATED_AT: a version is deprecated before it is sunset`)
+  }
+  return Object.freeze({ deprecatedAt, sunsetAt })
+}
+
+/**
+ * Reads every setting from the environment, checks it, and returns a frozen Config.
+ * Throws ConfigError naming the first bad setting.
+ *
+ * @example
+ * const config = loadConfig({ PORT: '8080', DATABASE_URL: 'postgres://localhost/blog' })
+ */
+export function loadConfig (env: Env = process.env): Config {
+  const dataDir = path.resolve(str(env, 'DATA_DIR') ?? './data')
+  const dbRaw = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:', 'sqlite:'])
+  const databaseUrl = dbRaw ?? `sqlite:${path.join(dataDir, 'blog.db')}`
+  const storeKind = databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres'
+
+  const logLevel = (str(env, 'LOG_LEVEL') ?? 'info').toLowerCase()
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`)
+
+  const webhookSecret = str(env, 'WEBHOOK_SECRET')
+  if (webhookSecret !== null) {
+    const m = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(webhookSecret)
+    if (!m || Buffer.from(m[1]!, 'base64').length < 16) {
+      throw new ConfigError('WEBHOOK_SECRET', 'must be whsec_ followed by at least 16 bytes in base64')
+    }
+  }
+
+  const jwtSecret = str(env, 'AUTH_JWT_SECRET')
+  if (jwtSecret !== null && Buffer.byteLength(jwtSecret) < 32) {
+    throw new ConfigError('AUTH_JWT_SECRET', 'must be at least 32 bytes long (HS256 needs a 256-bit key)')
+  }
+  const jwtPublicKey = str(env, 'AUTH_JWT_PUBLIC_KEY')
+  if (jwtPublicKey !== null && !jwtPublicKey.includes('BEGIN PUBLIC KEY')) {
+    throw new ConfigError('AUTH_JWT_PUBLIC_KEY', 'must be a PEM-encoded SPKI public key (-----BEGIN PUBLIC KEY-----)')
+  }
+
+  const corsOrigins = (str(env, 'CORS_ORIGINS') ?? '').split(',').map(s => s.trim()).filter(Boolean)
+  for (const origin of corsOrigins) {
+    if (origin !== '*' && !/^https?:\/\/[^/\s]+$/.test(origin)) {
+      throw new ConfigError('CORS_ORIGINS', `"${origin}" is not an origin such as https://example.com`)
+    }
+  }
+
+  return Object.freeze({
+    port: int(env, 'PORT', 3000, 0, 65535),
+    host: str(env, 'HOST') ?? '127.0.0.1',
+    databaseUrl,
+    storeKind,
+    dataDir,
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    logLevel,
+    migrateOnStart: bool(env, 'MIGRATE_ON_START', true),
+    pgPoolMax: int(env, 'PG_POOL_MAX', 10, 1, 1000),
+    webhookSecret,
+    webhookAllowLoopback: bool(env, 'WEBHOOK_ALLOW_LOOPBACK', false),
+    auth: Object.freeze({
+      jwtSecret,
+      jwtPublicKey,
+      jwksUrl: url(env, 'AUTH_JWKS_URL', ['https:', 'http:']),
+      issuer: str(env, 'AUTH_JWT_ISSUER'),
+      audience: str(env, 'AUTH_JWT_AUDIENCE'),
+      clockToleranceS: int(env, 'AUTH_CLOCK_TOLERANCE_S', 30, 0, 300),
+    }),
+    rateLimit: Object.freeze({
+      max: int(env, 'RATE_LIMIT_MAX', 1000, 0, 1_000_000_000),
+      windowS: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
+    }),
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    bodyLimitBytes: 1024 * 1024,
+    corsOrigins,
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    versions: Object.freeze({ 1: versionDates(env, 1), 2: versionDates(env, 2) }),
+    bootstrapAdminKey: bool(env, 'BOOTSTRAP_ADMIN_KEY', true),
+  })
+}

@@ -1,0 +1,42 @@
+export const POST_STATUSES = ['draft', 'published', 'archived'] as const
+export type PostStatus = typeof POST_STATUSES[number]
+
+export const TITLE_MAX = 200
+export const CONTENT_MAX = 100_000
+
+/** A post as the store keeps it. `revision` grows by one on every change and feeds the ETag. */
+export interface Post {
+  id: number
+  title: string
+  content: string
+  status: PostStatus
+  author: string
+  createdAt: string
+  updatedAt: string
+  revision: number
+}
+
+/** What a client may set: the whole of it on create and replace. */
+export interface PostInput {
+  title: string
+  content: string
+  status: PostStatus
+}
+
+/** The sortable keys of a post list, each backed by an index in both stores. */
+export const POST_SORT_KEYS = ['id', 'title', 'created_at', 'updated_at'] as const
+export type PostSortKey = typeof POST_SORT_KEYS[number]
+
+/**
+ * The title is stored trimmed; its length rule (1–200 after trimming) is checked by the
+ * request schema's `trimmedLength` keyword so that it joins the other violations in one 422.
+ */
+export function normalisePostInput (input: { title: string, content: string, status?: PostStatus | undefined }): PostInput {
+  return { title: input.title.trim(), content: input.content, status: input.status ?? 'published' }
+}
+
+/** A post's values for the given sort keys, in order (what a keyset cursor carries). */
+export function postSortValues (post: Post, sort: readonly { key: PostSortKey }[]): (string | number)[] {
+  const byKey: Record<PostSortKey, string | number> = { id: post.id, title: post.title, created_at: post.createdAt, updated_at: post.updatedAt }
+  return sort.map(t => byKey[t.key])
+}

@@ -1,0 +1,99 @@
+/**
+ * The one catalogue of problem codes. Every error the service sends carries one of these
+ * codes; the same problem always gives the same status and code (contract §6).
+ * `docs/errors.md` and the OpenAPI document are generated from this table's content.
+ */
+export const PROBLEMS = {
+  MALFORMED_JSON: { status: 400, title: 'Malformed JSON', detail: 'The request body is not valid JSON.' },
+  INVALID_CURSOR: { status: 400, title: 'Invalid cursor', detail: 'The cursor was not issued for this query, or it was altered. Start again from the first page.' },
+  INVALID_IDEMPOTENCY_KEY: { status: 400, title: 'Invalid Idempotency-Key', detail: 'An Idempotency-Key must be 1 to 255 visible ASCII characters.' },
+  BAD_REQUEST: { status: 400, title: 'Bad request', detail: 'The request could not be understood.' },
+  UNAUTHENTICATED: { status: 401, title: 'Authentication required', detail: 'This request needs a bearer token or API key in the Authorization header.' },
+  INVALID_TOKEN: { status: 401, title: 'Invalid token', detail: 'The credential is malformed, expired, revoked or not signed by a trusted key.' },
+  FORBIDDEN: { status: 403, title: 'Forbidden', detail: 'The credential is valid but does not permit this action.' },
+  NOT_FOUND: { status: 404, title: 'Not found', detail: 'There is nothing at this path.' },
+  POST_NOT_FOUND: { status: 404, title: 'Post not found', detail: 'No post with this id exists, or you may not see it.' },
+  ORDER_NOT_FOUND: { status: 404, title: 'Order not found', detail: 'No order with this id exists, or you may not see it.' },
+  EXPORT_NOT_FOUND: { status: 404, title: 'Export not found', detail: 'No export with this id exists.' },
+  METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed', detail: 'This path does not support this method; the Allow header lists those it does.' },
+  NOT_ACCEPTABLE: { status: 406, title: 'Not acceptable', detail: 'None of the media types in the Accept header can be produced. Use application/json or application/vnd.blog.v1+json or application/vnd.blog.v2+json.' },
+  CONFLICT: { status: 409, title: 'Conflict', detail: 'The request conflicts with the current state of the resource.' },
+  PATCH_TEST_FAILED: { status: 409, title: 'Patch test failed', detail: 'A "test" operation of the JSON Patch did not match the current post; nothing was changed.' },
+  ORDER_NOT_CANCELLABLE: { status: 409, title: 'Order not cancellable', detail: 'Only an order that is PROCESSING can be cancelled.' },
+  IDEMPOTENCY_KEY_IN_USE: { status: 409, title: 'Idempotency key in use', detail: 'A request with this Idempotency-Key is still being processed. Retry later.' },
+  VERSION_SUNSET: { status: 410, title: 'API version retired', detail: 'This version of the API has passed its sunset date. Use a newer version.' },
+  PRECONDITION_FAILED: { status: 412, title: 'Precondition failed', detail: 'The resource has changed since the version named in If-Match or If-Unmodified-Since. Nothing was changed.' },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large', detail: 'The request body exceeds the limit of 1 MiB.' },
+  URI_TOO_LONG: { status: 414, title: 'URI too long', detail: 'The request URI is longer than the service accepts.' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type', detail: 'The Content-Type of the request body is not supported here.' },
+  RANGE_NOT_SATISFIABLE: { status: 416, title: 'Range not satisfiable', detail: 'The requested byte range lies outside the file.' },
+  VALIDATION_FAILED: { status: 422, title: 'Validation failed', detail: 'The request is well-formed but some values are invalid; see errors.' },
+  INVALID_PATCH: { status: 422, title: 'Invalid patch', detail: 'The patch document cannot be applied to this post.' },
+  IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'Idempotency key reused', detail: 'This Idempotency-Key was already used with a different request body.' },
+  RATE_LIMITED: { status: 429, title: 'Too many requests', detail: 'The rate limit for this client is exhausted. Retry after the time in Retry-After.' },
+  HEADERS_TOO_LARGE: { status: 431, title: 'Request header fields too large', detail: 'The request headers are larger than the service accepts.' },
+  INTERNAL_ERROR: { status: 500, title: 'Internal server error', detail: 'Something went wrong on our side. Quote the request_id when you report it.' },
+  SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable', detail: 'The service is overloaded or its store is unreachable. Retry after the time in Retry-After.' },
+  REQUEST_TIMEOUT: { status: 503, title: 'Request timed out', detail: 'The request did not finish in time and was abandoned. Retry after the time in Retry-After.' },
+} as const satisfies Record<string, { status: number, title: string, detail: string }>
+
+export type ProblemCode = keyof typeof PROBLEMS
+
+/** Codes of `errors[].code` in a 422 body, one per kind of violated constraint. */
+export const FIELD_CODES = {
+  REQUIRED: 'The member or parameter is required.',
+  UNKNOWN_FIELD: 'The body has a member this resource does not define.',
+  UNKNOWN_PARAMETER: 'The query has a parameter this endpoint does not define.',
+  INVALID_TYPE: 'The value has the wrong type.',
+  BLANK: 'The value is empty or only white space.',
+  TOO_SHORT: 'The value is shorter than allowed.',
+  TOO_LONG: 'The value is longer than allowed.',
+  OUT_OF_RANGE: 'The number lies outside the allowed range.',
+  NEGATIVE_VALUE: 'The number must not be negative.',
+  INVALID_FORMAT: 'The value does not have the required format.',
+  INVALID_EMAIL: 'The value is not an e-mail address.',
+  INVALID_VALUE: 'The value is not one of those allowed.',
+  ID_MISMATCH: 'The id in the body differs from the id in the path.',
+  READ_ONLY: 'The member is set by the service and cannot be chosen by the client.',
+  CONFLICTING_PARAMETERS: 'Two parameters contradict each other.',
+} as const
+
+export type FieldCode = keyof typeof FIELD_CODES
+
+export interface FieldError {
+  /** JSON Pointer-like path without the leading slash (`title`, `items/0/quantity`), or a query parameter's name. */
+  field: string
+  code: FieldCode
+  message: string
+}
+
+/** An error the service means to send. Anything else that is thrown becomes 500 INTERNAL_ERROR. */
+export class AppError extends Error {
+  readonly code: ProblemCode
+  readonly status: number
+  readonly errors: FieldError[] | undefined
+  readonly headers: Record<string, string>
+
+  constructor (code: ProblemCode, detail?: string, opts: { errors?: FieldError[], headers?: Record<string, string> } = {}) {
+    super(detail ?? PROBLEMS[code].detail)
+    this.name = 'AppError'
+    this.code = code
+    this.status = PROBLEMS[code].status
+    this.errors = opts.errors
+    this.headers = opts.headers ?? {}
+  }
+}
+
+/** 422 VALIDATION_FAILED with one entry per violated constraint. */
+export function validationFailed (errors: FieldError[]): AppError {
+  return new AppError('VALIDATION_FAILED', undefined, { errors })
+}
+
+export function fieldError (field: string, code: FieldCode, message?: string): FieldError {
+  return { field, code, message: message ?? FIELD_CODES[code] }
+}
+
+/** `POST_NOT_FOUND` → `post-not-found`, the last segment of the problem's `type` URI. */
+export function problemSlug (code: string): string {
+  return code.toLowerCase().replaceAll('_', '-')
+}

@@ -1,0 +1,142 @@
+import { createHash, createPublicKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose'
+import type { Config } from '../config.ts'
+import { hasScope, type Principal, type Viewer } from '../domain/principal.ts'
+import { AppError } from '../errors.ts'
+import type { ApiKeyStore } from '../store/store.ts'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The verified caller, or null when the request carries no credential. */
+    principal: Viewer
+  }
+  interface FastifyContextConfig {
+    /** The scope a route needs; absent means anyone, credential or not. */
+    requiredScope?: string
+  }
+}
+
+export const REALM = 'blog'
+/** API keys look like `blog_<id>_<secret>`, so a key is never mistaken for a JWT (which has dots). */
+const API_KEY = /^blog_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/
+
+export function hashSecret (secret: string): string {
+  return createHash('sha256').update(secret).digest('hex')
+}
+
+/** Makes a new API key: the token to show once, and what the store keeps (no secret). */
+export function generateApiKey (): { token: string, id: string, hash: string } {
+  const id = randomBytes(8).toString('hex')
+  const secret = randomBytes(32).toString('base64url')
+  return { token: `blog_${id}_${secret}`, id, hash: hashSecret(secret) }
+}
+
+function invalidToken (detail: string): AppError {
+  return new AppError('INVALID_TOKEN', detail, {
+    headers: { 'www-authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="${detail.replaceAll('"', "'")}"` },
+  })
+}
+
+export function unauthenticated (): AppError {
+  return new AppError('UNAUTHENTICATED', undefined, { headers: { 'www-authenticate': `Bearer realm="${REALM}"` } })
+}
+
+export function forbidden (detail?: string): AppError {
+  return new AppError('FORBIDDEN', detail)
+}
+
+/** Verifies bearer credentials: JWTs with the configured keys, API keys against the store. */
+export class Authenticator {
+  private readonly hsKey: Uint8Array | null
+  private readonly publicKey: KeyObject | null
+  private readonly jwks: JWTVerifyGetKey | null
+
+  constructor (private readonly config: Config['auth'], private readonly keys: ApiKeyStore) {
+    this.hsKey = config.jwtSecret === null ? null : new TextEncoder().encode(config.jwtSecret)
+    this.publicKey = config.jwtPublicKey === null ? null : createPublicKey(config.jwtPublicKey)
+    // jose caches the key set and refetches on an unknown `kid`, which is how rotation is picked up.
+    this.jwks = config.jwksUrl === null ? null : createRemoteJWKSet(new URL(config.jwksUrl), { cacheMaxAge: 10 * 60_000, cooldownDuration: 30_000 })
+  }
+
+  /** The principal for an Authorization header value; throws 401 problems for a bad credential. */
+  async authenticate (header: string): Promise<Principal> {
+    const m = /^Bearer +([^\s]+) *$/i.exec(header)
+    if (!m) throw invalidToken('The Authorization header must be "Bearer <token>".')
+    const token = m[1]!
+    const key = API_KEY.exec(token)
+    if (key) return await this.apiKey(key[1]!, key[2]!)
+    if (token.startsWith('blog_')) throw invalidToken('The API key is malformed.')
+    return await this.jwt(token)
+  }
+
+  private async apiKey (id: string, secret: string): Promise<Principal> {
+    const record = await this.keys.findById(id)
+    const expected = Buffer.from(record?.hash ?? hashSecret('absent'), 'hex')
+    const actual = Buffer.from(hashSecret(secret), 'hex')
+    // Compare even when the key is unknown, so timing does not tell which ids exist.
+    const same = timingSafeEqual(expected, actual)
+    if (!record || !same) throw invalidToken('The API key is not known.')
+    if (record.revokedAt !== null) throw invalidToken('The API key has been revoked.')
+    return { subject: record.name, scopes: new Set(record.scopes), kind: 'api-key' }
+  }
+
+  private async jwt (token: string): Promise<Principal> {
+    let alg: string | undefined
+    try {
+      alg = decodeProtectedHeader(token).alg
+    } catch {
+      throw invalidToken('The token is neither a JWT nor an API key.')
+    }
+    const options = {
+      requiredClaims: ['exp', 'sub'],
+      clockTolerance: this.config.clockToleranceS,
+      ...(this.config.issuer !== null ? { issuer: this.config.issuer } : {}),
+      ...(this.config.audience !== null ? { audience: this.config.audience } : {}),
+    }
+    try {
+      let payload
+      if (alg === 'HS256' && this.hsKey) {
+        payload = (await jwtVerify(token, this.hsKey, { ...options, algorithms: ['HS256'] })).payload
+      } else if ((alg === 'RS256' || alg === 'ES256') && this.publicKey) {
+        const allowed = this.publicKey.asymmetricKeyType === 'rsa' ? ['RS256'] : ['ES256']
+        payload = (await jwtVerify(token, this.publicKey, { ...options, algorithms: allowed })).payload
+      } else if ((alg === 'RS256' || alg === 'ES256') && this.jwks) {
+        payload = (await jwtVerify(token, this.jwks, { ...options, algorithms: ['RS256', 'ES256'] })).payload
+      } else {
+        // `none`, and any algorithm no configured key is meant for: no algorithm confusion.
+        throw invalidToken(`Tokens signed with ${alg ?? 'no algorithm'} are not accepted.`)
+      }
+      if (typeof payload.sub !== 'string' || payload.sub === '') throw invalidToken('The token has no subject.')
+      const scope = typeof payload.scope === 'string' ? payload.scope : ''
+      return { subject: payload.sub, scopes: new Set(scope.split(' ').filter(Boolean)), kind: 'jwt' }
+    } catch (err) {
+      if (err instanceof AppError) throw err
+      if (err instanceof joseErrors.JWTExpired) throw invalidToken('The token has expired.')
+      if (err instanceof joseErrors.JWTClaimValidationFailed) throw invalidToken(`The token's "${err.claim}" claim is not acceptable.`)
+      if (err instanceof joseErrors.JWSSignatureVerificationFailed) throw invalidToken('The token signature does not verify.')
+      if (err instanceof joseErrors.JOSEError) throw invalidToken('The token is not valid.')
+      throw err
+    }
+  }
+}
+
+/**
+ * Every request, before its body is read: a credential, when present, must verify (else 401)
+ * and becomes `req.principal`.
+ * Routes declare `config.requiredScope`; the check lives here, not in handlers.
+ */
+export const authPlugin = fp(async function auth (app: FastifyInstance, opts: { authenticator: Authenticator }) {
+  app.decorateRequest('principal', null)
+  app.addHook('onRequest', async (req: FastifyRequest) => {
+    const header = req.headers.authorization
+    if (header !== undefined) req.principal = await opts.authenticator.authenticate(header)
+    const scope = req.routeOptions.config.requiredScope
+    if (scope === undefined) return
+    if (req.principal === null) throw unauthenticated()
+    if (!hasScope(req.principal, scope)) {
+      throw forbidden(`This action needs the "${scope}" scope.`)
+    }
+  })
+}, { name: 'auth' })

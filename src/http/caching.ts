@@ -1,0 +1,34 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+
+/** Who may cache a representation: anyone (published content), or only nobody but the client. */
+export type Audience = 'public' | 'private'
+
+export const PUBLIC_CACHE = 'public, max-age=60, stale-while-revalidate=300'
+export const PRIVATE_CACHE = 'private, no-store'
+
+/**
+ * Contract §4: published posts and their lists read anonymously may be cached by anyone;
+ * anything read with credentials, drafts, orders and exports may not be stored at all.
+ */
+export function cacheControlFor (req: FastifyRequest, audience: Audience): string {
+  return audience === 'public' && req.headers.authorization === undefined ? PUBLIC_CACHE : PRIVATE_CACHE
+}
+
+/** Adds field names to `Vary`, keeping those already there. */
+export function appendVary (reply: FastifyReply, ...fields: string[]): void {
+  const current = String(reply.getHeader('vary') ?? '')
+  const have = current.split(',').map(s => s.trim()).filter(Boolean)
+  const lower = new Set(have.map(s => s.toLowerCase()))
+  for (const f of fields) if (!lower.has(f.toLowerCase())) have.push(f)
+  if (have.length > 0) reply.header('vary', have.join(', '))
+}
+
+/** Every versioned response's body depends on Accept (version, media type) and Authorization (visibility). */
+export const cachingPlugin = fp(async function caching (app: FastifyInstance) {
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (req.routeOptions.config.apiVersion !== undefined) appendVary(reply, 'Accept', 'Authorization')
+    if (reply.statusCode >= 400) appendVary(reply, 'Accept-Language')
+    return payload
+  })
+}, { name: 'caching' })

@@ -1,0 +1,243 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
+import { type TProperties, Type } from '@sinclair/typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { AppError, fieldError, type FieldError, validationFailed } from '../errors.ts'
+import type { ListPage, SortTerm } from '../store/store.ts'
+import { appendLink } from './links.ts'
+import { applied, prefers } from './prefer.ts'
+
+export const DEFAULT_PAGE_SIZE = 20
+export const MAX_PAGE_SIZE = 100
+
+/** Query parameters every collection shares (contract §3); a collection adds its filters. */
+export const pagingQueryProperties = {
+  sort: Type.String({ minLength: 1, maxLength: 200, description: 'Comma-separated sort keys: `-key` or `key:desc` for descending, `key` or `key:asc` for ascending. `id` is always added as the last tie-breaker.' }),
+  page: Type.Integer({ minimum: 1, maximum: 10_000_000, description: 'Page number (offset paging). Cannot be combined with `cursor`.' }),
+  limit: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: `Page size, ${DEFAULT_PAGE_SIZE} by default, at most ${MAX_PAGE_SIZE} (larger is rejected, not clamped).` }),
+  per_page: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: 'Synonym of `limit`.' }),
+  fields: Type.String({ minLength: 1, maxLength: 500, description: 'Comma-separated fields; each item holds exactly these.' }),
+  include: Type.String({ minLength: 1, maxLength: 200, description: 'Comma-separated related resources to embed.' }),
+  cursor: Type.String({ minLength: 1, maxLength: 2000, description: 'Opaque position from a `Link: rel="next"` or `rel="prev"`. Cannot be combined with `page`.' }),
+} satisfies TProperties
+
+export interface PagingQuery {
+  sort?: string
+  page?: number
+  limit?: number
+  per_page?: number
+  fields?: string
+  include?: string
+  cursor?: string
+}
+
+/** A collection declares what it can be sorted by, which fields it has, and what it can embed. */
+export interface CollectionSpec<K extends string> {
+  /** Binds cursors to their collection. */
+  readonly name: string
+  readonly sortKeys: readonly K[]
+  readonly defaultSort: string
+  readonly includes: readonly string[]
+}
+
+export interface ListRequest<K extends string> {
+  readonly sort: readonly SortTerm<K>[]
+  readonly limit: number
+  /** Offset paging when set; keyset paging otherwise. */
+  readonly page: number | null
+  readonly after?: readonly (string | number)[]
+  readonly before?: readonly (string | number)[]
+  /** Names from `fields`, or null for the default item shape. */
+  readonly fields: readonly string[] | null
+  readonly include: readonly string[]
+  readonly count: boolean
+  /** Everything that decides which rows are listed and in what order; cursors carry its hash. */
+  readonly signature: string
+}
+
+function parseSort<K extends string> (raw: string, spec: CollectionSpec<K>, errors: FieldError[]): SortTerm<K>[] {
+  const terms: SortTerm<K>[] = []
+  for (const part of raw.split(',').map(s => s.trim())) {
+    let key: string = part
+    let direction: 'asc' | 'desc' = 'asc'
+    if (part.startsWith('-')) {
+      key = part.slice(1)
+      direction = 'desc'
+    } else if (part.includes(':')) {
+      const [k = '', d = ''] = part.split(':')
+      key = k
+      if (d !== 'asc' && d !== 'desc') {
+        errors.push(fieldError('sort', 'INVALID_VALUE', `"${d}" is not a sort direction; use asc or desc.`))
+        continue
+      }
+      direction = d
+    }
+    if (!(spec.sortKeys as readonly string[]).includes(key)) {
+      errors.push(fieldError('sort', 'INVALID_VALUE', `"${key}" is not a sort key; use one of ${spec.sortKeys.join(', ')}.`))
+      continue
+    }
+    if (terms.some(t => t.key === key)) {
+      errors.push(fieldError('sort', 'INVALID_VALUE', `"${key}" appears twice in sort.`))
+      continue
+    }
+    terms.push({ key: key as K, direction })
+  }
+  // The last tie-breaker makes the order total, in the direction of the last key (contract §3).
+  const last = terms.at(-1)
+  if (last && !terms.some(t => t.key === 'id')) terms.push({ key: 'id' as K, direction: last.direction })
+  return terms
+}
+
+function list (raw: string | undefined): string[] {
+  return raw === undefined ? [] : raw.split(',').map(s => s.trim())
+}
+
+/**
+ * Signs and checks cursors. A cursor is `<payload>.<mac>`: the payload holds the position and a
+ * hash of the query it belongs to; the HMAC key is shared by every instance (the store keeps it).
+ */
+export class CursorCodec {
+  constructor (private readonly secret: Buffer) {}
+
+  private mac (payload: string): Buffer {
+    return createHmac('sha256', this.secret).update(payload).digest().subarray(0, 16)
+  }
+
+  encode (direction: 'after' | 'before', values: readonly (string | number)[], signature: string): string {
+    const payload = Buffer.from(JSON.stringify({ d: direction === 'after' ? 'a' : 'b', k: values, s: signature })).toString('base64url')
+    return `${payload}.${this.mac(payload).toString('base64url')}`
+  }
+
+  /** The position, or throws 400 INVALID_CURSOR for a cursor altered or issued for another query. */
+  decode (cursor: string, signature: string, keyCount: number): { direction: 'after' | 'before', values: (string | number)[] } {
+    const invalid = new AppError('INVALID_CURSOR')
+    const [payload, mac, extra] = cursor.split('.')
+    if (!payload || !mac || extra !== undefined) throw invalid
+    const given = Buffer.from(mac, 'base64url')
+    const expected = this.mac(payload)
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid
+    let data: unknown
+    try {
+      data = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
+    } catch {
+      throw invalid
+    }
+    const { d, k, s } = (data ?? {}) as { d?: unknown, k?: unknown, s?: unknown }
+    if (s !== signature) throw new AppError('INVALID_CURSOR', 'The cursor belongs to another query (other filters or sort). Follow the links of one query, or start again.')
+    if ((d !== 'a' && d !== 'b') || !Array.isArray(k) || k.length !== keyCount || !k.every(v => typeof v === 'string' || typeof v === 'number')) throw invalid
+    return { direction: d === 'a' ? 'after' : 'before', values: k as (string | number)[] }
+  }
+}
+
+/**
+ * Reads the shared paging parameters of a list request. `filters` are the collection's own
+ * parameters (already validated); `fieldNames` the field names the item representation knows.
+ */
+export function parseListRequest<K extends string> (
+  req: FastifyRequest,
+  query: PagingQuery,
+  spec: CollectionSpec<K>,
+  filters: Record<string, unknown>,
+  fieldNames: readonly string[],
+  cursors: CursorCodec
+): ListRequest<K> {
+  const errors: FieldError[] = []
+  const sort = parseSort(query.sort ?? spec.defaultSort, spec, errors)
+  if (query.limit !== undefined && query.per_page !== undefined && query.limit !== query.per_page) {
+    errors.push(fieldError('per_page', 'CONFLICTING_PARAMETERS', '`limit` and `per_page` are synonyms; give one, or give both the same value.'))
+  }
+  if (query.page !== undefined && query.cursor !== undefined) {
+    errors.push(fieldError('cursor', 'CONFLICTING_PARAMETERS', '`page` and `cursor` choose different kinds of paging; give one.'))
+  }
+  let fields: string[] | null = null
+  if (query.fields !== undefined) {
+    fields = [...new Set(list(query.fields))]
+    for (const f of fields) {
+      if (!fieldNames.includes(f)) errors.push(fieldError('fields', 'INVALID_VALUE', `"${f}" is not a field; use any of ${fieldNames.join(', ')}.`))
+    }
+  }
+  const include = list(query.include)
+  for (const name of include) {
+    if (!spec.includes.includes(name)) {
+      errors.push(fieldError('include', 'INVALID_VALUE', spec.includes.length === 0
+        ? `${spec.name} have no related resources to include.`
+        : `"${name}" cannot be included; use any of ${spec.includes.join(', ')}.`))
+    }
+  }
+  if (errors.length > 0) throw validationFailed(errors)
+
+  const signature = createHash('sha256')
+    .update(JSON.stringify([spec.name, sort.map(t => `${t.key}:${t.direction}`), Object.entries(filters).filter(([, v]) => v !== undefined).sort()]))
+    .digest('base64url').slice(0, 16)
+  const base = {
+    sort,
+    limit: query.limit ?? query.per_page ?? DEFAULT_PAGE_SIZE,
+    page: query.page ?? null,
+    fields,
+    include,
+    count: prefers(req, 'count', 'exact'),
+    signature,
+  }
+  if (query.cursor === undefined) return base
+  const position = cursors.decode(query.cursor, signature, sort.length)
+  return position.direction === 'after' ? { ...base, after: position.values } : { ...base, before: position.values }
+}
+
+/** The store's view of a list request: offset or keyset position, and whether to count. */
+export function storeQueryOf<K extends string, F> (lr: ListRequest<K>, filter: F) {
+  return {
+    filter,
+    sort: lr.sort,
+    limit: lr.limit,
+    ...(lr.page !== null ? { offset: (lr.page - 1) * lr.limit } : {}),
+    ...(lr.after ? { after: lr.after } : {}),
+    ...(lr.before ? { before: lr.before } : {}),
+    // Offset paging needs the total for its `last` link.
+    count: lr.count || lr.page !== null,
+  }
+}
+
+function urlWith (req: FastifyRequest, set: Record<string, string | null>): string {
+  const [path = '/', rawQuery = ''] = req.url.split(/\?(.*)/s, 2)
+  const params = new URLSearchParams(rawQuery)
+  for (const [k, v] of Object.entries(set)) {
+    if (v === null) params.delete(k)
+    else params.set(k, v)
+  }
+  const qs = params.toString()
+  return qs === '' ? path : `${path}?${qs}`
+}
+
+/**
+ * Paging travels in `Link` (RFC 8288), never in the body: `first`, `prev`, `next`, and for offset
+ * paging `last`. With `Prefer: count=exact`, `X-Total-Count` and `Preference-Applied`.
+ */
+export function setPagingHeaders<T, K extends string> (
+  req: FastifyRequest,
+  reply: FastifyReply,
+  lr: ListRequest<K>,
+  page: ListPage<T>,
+  valuesOf: (item: T) => (string | number)[],
+  cursors: CursorCodec
+): void {
+  const link = (rel: string, url: string) => appendLink(reply, `<${url}>; rel="${rel}"`)
+  if (lr.page !== null) {
+    const lastPage = Math.max(1, Math.ceil((page.total ?? 0) / lr.limit))
+    link('first', urlWith(req, { page: '1', cursor: null }))
+    if (lr.page > 1) link('prev', urlWith(req, { page: String(Math.min(lr.page - 1, lastPage)), cursor: null }))
+    if (page.more) link('next', urlWith(req, { page: String(lr.page + 1), cursor: null }))
+    link('last', urlWith(req, { page: String(lastPage), cursor: null }))
+  } else {
+    const first = page.items[0]
+    const last = page.items.at(-1)
+    link('first', urlWith(req, { cursor: null, page: null }))
+    const backwards = lr.before !== undefined
+    const hasPrev = backwards ? page.more : lr.after !== undefined
+    const hasNext = backwards ? true : page.more
+    if (hasPrev && first !== undefined) link('prev', urlWith(req, { cursor: cursors.encode('before', valuesOf(first), lr.signature) }))
+    if (hasNext && last !== undefined) link('next', urlWith(req, { cursor: cursors.encode('after', valuesOf(last), lr.signature) }))
+  }
+  if (lr.count && page.total !== undefined) {
+    reply.header('x-total-count', String(page.total))
+    applied(reply, 'count=exact')
+  }
+}

@@ -1,0 +1,106 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { AppError, PROBLEMS, type FieldError, type ProblemCode, problemSlug } from '../errors.ts'
+import { toFieldErrors } from './validation.ts'
+
+export const PROBLEM_MEDIA_TYPE = 'application/problem+json'
+
+/** The one error body (RFC 9457 with the contract's extension members). */
+export interface Problem {
+  type: string
+  title: string
+  status: number
+  detail: string
+  instance: string
+  code: ProblemCode
+  errors?: FieldError[]
+  trace_id: string
+  request_id: string
+}
+
+export function buildProblem (req: FastifyRequest, err: AppError): Problem {
+  const problem: Problem = {
+    type: `/problems/${problemSlug(err.code)}`,
+    title: PROBLEMS[err.code].title,
+    status: err.status,
+    detail: err.message,
+    instance: req.url.split('?')[0] ?? '/',
+    code: err.code,
+    trace_id: req.traceId,
+    request_id: req.id,
+  }
+  if (err.errors !== undefined) problem.errors = err.errors
+  return problem
+}
+
+/** Sends `err` as a problem. Every error response of the service goes through here. */
+export function sendProblem (req: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
+  for (const [name, value] of Object.entries(err.headers)) reply.header(name, value)
+  // Validators and caching headers set for the success path must not leak onto an error.
+  reply.removeHeader('etag')
+  reply.removeHeader('last-modified')
+  reply.removeHeader('location')
+  return reply
+    .code(err.status)
+    .header('content-type', PROBLEM_MEDIA_TYPE)
+    .header('cache-control', 'no-store')
+    .header('content-language', 'en')
+    .send(JSON.stringify(buildProblem(req, err)))
+}
+
+const FRAMEWORK_CODES: Record<string, ProblemCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'MALFORMED_JSON',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'MALFORMED_JSON',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'BAD_REQUEST',
+  FST_ERR_BAD_URL: 'BAD_REQUEST',
+  FST_ERR_INVALID_URL: 'BAD_REQUEST',
+  FST_ERR_RATE_LIMIT_EXCEEDED: 'RATE_LIMITED',
+  FST_UNDER_PRESSURE: 'SERVICE_UNAVAILABLE',
+}
+
+const STATUS_CODES: Record<number, ProblemCode> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHENTICATED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  406: 'NOT_ACCEPTABLE',
+  413: 'PAYLOAD_TOO_LARGE',
+  414: 'URI_TOO_LONG',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'RATE_LIMITED',
+  431: 'HEADERS_TOO_LARGE',
+  503: 'SERVICE_UNAVAILABLE',
+}
+
+/** Maps anything thrown to the catalogue; unknown errors become 500 and never show their text. */
+export function toAppError (error: unknown): AppError {
+  if (error instanceof AppError) return error
+  const err = error as FastifyError & { validation?: unknown[], validationContext?: string }
+  if (Array.isArray(err.validation)) {
+    const context = err.validationContext ?? 'body'
+    return new AppError('VALIDATION_FAILED', undefined, { errors: toFieldErrors(err.validation as never[], context) })
+  }
+  const mapped = err.code !== undefined ? FRAMEWORK_CODES[err.code] : undefined
+  if (mapped) return new AppError(mapped, mapped === 'MALFORMED_JSON' && err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'The request body is empty; send a JSON document.' : undefined)
+  if (error instanceof SyntaxError && err.statusCode === 400) return new AppError('MALFORMED_JSON')
+  const status = typeof err.statusCode === 'number' ? err.statusCode : 500
+  if (status >= 400 && status < 500) return new AppError(STATUS_CODES[status] ?? 'BAD_REQUEST')
+  if (status === 503) return new AppError('SERVICE_UNAVAILABLE')
+  return new AppError('INTERNAL_ERROR')
+}
+
+/** The error handler: one place that turns every failure into a problem, and logs 5xx with context. */
+export const problemsPlugin = fp(async function problems (app: FastifyInstance) {
+  app.setErrorHandler(function errorHandler (error, req, reply) {
+    const appError = toAppError(error)
+    if (appError.status >= 500) {
+      if (appError.code === 'INTERNAL_ERROR') req.log.error({ err: error, route: req.routeOptions.url }, 'request failed')
+      else req.log.warn({ err: error, code: appError.code }, 'service unavailable')
+      if (!('retry-after' in appError.headers) && appError.status === 503) reply.header('retry-after', '5')
+    }
+    return sendProblem(req, reply, appError)
+  })
+}, { name: 'problems' })

@@ -1,0 +1,92 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { AppError } from '../errors.ts'
+import { sendProblem } from './problems.ts'
+import { negotiationOf } from './versioning.ts'
+
+interface PathEntry { pattern: RegExp, methods: Set<string>, acceptPatch: boolean }
+
+function patternOf (url: string): RegExp {
+  const body = url.split('/').map(seg => seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('/')
+  return new RegExp(`^${body}$`)
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** PATCH formats a route accepts, announced by `Accept-Patch` on OPTIONS and 415. */
+    acceptPatch?: readonly string[]
+  }
+}
+
+/**
+ * What the router alone cannot say, from one table of every registered path:
+ * OPTIONS → 204 with Allow; a known path with another method → 405 with Allow;
+ * a known path whose version cannot be served → 406; `/posts/` → 308 to `/posts`; else 404.
+ */
+export const routingPlugin = fp(async function routing (app: FastifyInstance) {
+  const table = new Map<string, PathEntry>()
+  let acceptPatch = ''
+
+  app.addHook('onRoute', route => {
+    const url = route.url ?? route.path
+    if (url === undefined || url.includes('*')) return
+    const entry = table.get(url) ?? { pattern: patternOf(url), methods: new Set<string>(), acceptPatch: false }
+    for (const m of [route.method].flat()) entry.methods.add(m)
+    if (route.config?.acceptPatch) {
+      entry.acceptPatch = true
+      acceptPatch = route.config.acceptPatch.join(', ')
+    }
+    table.set(url, entry)
+  })
+
+  function lookup (path: string): PathEntry | undefined {
+    for (const entry of table.values()) if (entry.pattern.test(path)) return entry
+    return undefined
+  }
+
+  function allowOf (entry: PathEntry): string {
+    return [...new Set([...entry.methods, 'OPTIONS'])].sort().join(', ')
+  }
+
+  function canonicalRedirect (url: string): string | null {
+    const [path = '/', query] = url.split(/\?(.*)/s, 2)
+    if (path.length <= 1 || !path.endsWith('/')) return null
+    const canonical = path.replace(/\/+$/, '') || '/'
+    if (!lookup(canonical)) return null
+    return canonical + (query !== undefined ? `?${query}` : '')
+  }
+
+  // Before routing matters: `/posts/` would otherwise match `/posts/:post_id` with an empty id.
+  app.addHook('onRequest', async (req, reply) => {
+    const location = canonicalRedirect(req.url)
+    if (location === null) return
+    // 308, not 301: the client repeats the same method and body at the new location.
+    return await reply.code(308).header('location', location).header('cache-control', 'no-store').send()
+  })
+
+  app.setNotFoundHandler(function notFound (req, reply) {
+    const path = req.url.split('?')[0] ?? '/'
+    const entry = lookup(path)
+    if (entry) {
+      const allow = allowOf(entry)
+      if (req.method === 'OPTIONS') {
+        reply.header('allow', allow)
+        if (entry.acceptPatch) reply.header('accept-patch', acceptPatch)
+        return reply.code(204).send()
+      }
+      if (!entry.methods.has(req.method)) {
+        return sendProblem(req, reply, new AppError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}. Allowed: ${allow}.`, { headers: { allow } }))
+      }
+      const n = negotiationOf(req.raw)
+      if (!n.ok) {
+        const detail = n.reason === 'version-conflict'
+          ? 'The version in the path and the version in Accept disagree.'
+          : n.reason === 'unknown-version' ? 'The API version asked for in Accept does not exist. Versions: 1, 2.' : undefined
+        return sendProblem(req, reply, new AppError('NOT_ACCEPTABLE', detail))
+      }
+    }
+    const location = canonicalRedirect(req.url)
+    if (location !== null) return reply.code(308).header('location', location).header('cache-control', 'no-store').send()
+    return sendProblem(req, reply, new AppError('NOT_FOUND', `There is nothing at ${path}.`))
+  })
+}, { name: 'routing' })

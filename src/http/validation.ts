@@ -1,0 +1,125 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
+import addFormatsModule from 'ajv-formats'
+import type { FastifySchemaCompiler } from 'fastify'
+import { fieldError, type FieldCode, type FieldError } from '../errors.ts'
+
+// ajv-formats is CommonJS; its default export arrives wrapped under ESM.
+type AddFormats = (ajv: Ajv, formats: string[]) => Ajv
+const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
+
+function makeAjv (coerce: boolean): Ajv {
+  // Unlike Fastify's defaults: never drop unknown members silently (they are 422), report every
+  // violation, and coerce only strings from the URL, never body values.
+  const ajv = new Ajv({
+    allErrors: true,
+    removeAdditional: false,
+    useDefaults: false,
+    coerceTypes: coerce,
+    strict: false,
+    verbose: true,
+  })
+  addFormats(ajv, ['date-time', 'email', 'uri', 'uuid'])
+  // `trimmedLength: { minimum, maximum }`: a string's length after trimming white space.
+  ajv.addKeyword({
+    keyword: 'trimmedLength',
+    type: 'string',
+    errors: true,
+    validate: function trimmedLength (limits: { minimum: number, maximum: number }, data: string) {
+      const n = [...data.trim()].length
+      const self = trimmedLength as unknown as { errors: Partial<ErrorObject>[] }
+      if (n < limits.minimum) {
+        self.errors = [{ keyword: 'trimmedLength', params: { limit: limits.minimum, blank: n === 0 }, message: `must have at least ${limits.minimum} characters that are not white space` }]
+        return false
+      }
+      if (n > limits.maximum) {
+        self.errors = [{ keyword: 'trimmedLength', params: { limit: limits.maximum }, message: `must have at most ${limits.maximum} characters after trimming` }]
+        return false
+      }
+      return true
+    },
+  })
+  return ajv
+}
+
+/**
+ * The validator compiler of one app: body schemas and URL schemas (params, query, headers)
+ * each get their own ajv, both knowing the app's shared schemas (referenced by `$id`).
+ */
+export function createValidatorCompiler (shared: readonly object[]): FastifySchemaCompiler<unknown> & { body: Ajv } {
+  const body = makeAjv(false)
+  const url = makeAjv(true)
+  for (const schema of shared) {
+    body.addSchema(schema)
+    url.addSchema(schema)
+  }
+  const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+    const ajv = httpPart === 'body' ? body : url
+    return ajv.compile(schema as object) as ValidateFunction
+  }
+  return Object.assign(compiler, { body })
+}
+
+function codeFor (e: ErrorObject, context: string): FieldCode {
+  switch (e.keyword) {
+    case 'required': return 'REQUIRED'
+    case 'additionalProperties': return context === 'body' ? 'UNKNOWN_FIELD' : 'UNKNOWN_PARAMETER'
+    case 'type': return 'INVALID_TYPE'
+    case 'minLength': return 'TOO_SHORT'
+    case 'maxLength': return 'TOO_LONG'
+    case 'minItems': return 'TOO_SHORT'
+    case 'maxItems': return 'TOO_LONG'
+    case 'minimum':
+    case 'exclusiveMinimum':
+      return typeof e.data === 'number' && e.data < 0 && Number(e.params.limit) >= 0 ? 'NEGATIVE_VALUE' : 'OUT_OF_RANGE'
+    case 'maximum':
+    case 'exclusiveMaximum':
+      return 'OUT_OF_RANGE'
+    case 'enum':
+    case 'const':
+      return 'INVALID_VALUE'
+    case 'format': return e.params.format === 'email' ? 'INVALID_EMAIL' : 'INVALID_FORMAT'
+    case 'pattern': return 'INVALID_FORMAT'
+    case 'trimmedLength': return e.params.blank ? 'BLANK' : (e.message?.includes('at most') ? 'TOO_LONG' : 'TOO_SHORT')
+    default: return 'INVALID_VALUE'
+  }
+}
+
+function fieldOf (e: ErrorObject, context: string): string {
+  const base = e.instancePath.replace(/^\//, '').replaceAll('~1', '/').replaceAll('~0', '~')
+  const child = e.keyword === 'required'
+    ? String(e.params.missingProperty)
+    : e.keyword === 'additionalProperties' ? String(e.params.additionalProperty) : ''
+  const field = [base, child].filter(Boolean).join('/')
+  return field === '' && context !== 'body' ? context : field
+}
+
+function messageOf (e: ErrorObject, field: string, code: FieldCode, context: string): string {
+  const what = context === 'querystring' ? 'query parameter' : context === 'params' ? 'path parameter' : 'member'
+  switch (code) {
+    case 'REQUIRED': return field === '' ? 'A JSON request body is required.' : `The ${what} "${field}" is required.`
+    case 'UNKNOWN_FIELD': return `"${field}" is not a member of this resource.`
+    case 'UNKNOWN_PARAMETER': return `"${field}" is not a query parameter of this endpoint.`
+    case 'INVALID_VALUE':
+      return Array.isArray(e.params.allowedValues)
+        ? `${field || 'The body'} must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}.`
+        : `${field || 'The body'} ${e.message ?? 'is invalid'}.`
+    default: return `${field || 'The body'} ${e.message ?? 'is invalid'}.`
+  }
+}
+
+/** Turns ajv's errors into the contract's `errors[]`: one entry per violated constraint. */
+export function toFieldErrors (errors: readonly ErrorObject[], context: string): FieldError[] {
+  const out: FieldError[] = []
+  const seen = new Set<string>()
+  for (const e of errors) {
+    // anyOf/oneOf repeat what their branches said; the branches carry the detail.
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue
+    const field = fieldOf(e, context)
+    const code = codeFor(e, context)
+    const key = `${field}\u0000${code}`
+    if (seen.has(key)) continue
+    seen.add(key)
+    out.push(fieldError(field, code, messageOf(e, field, code, context)))
+  }
+  return out
+}

@@ -1,0 +1,158 @@
+import type { IncomingMessage } from 'node:http'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Config } from '../config.ts'
+import { AppError } from '../errors.ts'
+import { appendLink } from './links.ts'
+
+export const API_VERSIONS = [1, 2] as const
+export type ApiVersion = typeof API_VERSIONS[number]
+
+/** Dates each version was introduced; deprecation and sunset come from the configuration. */
+export const INTRODUCED: Record<ApiVersion, string> = { 1: '2026-01-01T00:00:00Z', 2: '2026-11-01T00:00:00Z' }
+
+export const JSON_MEDIA_TYPE = 'application/json; charset=utf-8'
+
+export function vendorMediaType (v: ApiVersion): string {
+  return `application/vnd.blog.v${v}+json`
+}
+
+/** What the request asked for: a version and the media type to answer with, or why it cannot be served. */
+export type Negotiation =
+  | { readonly ok: true, readonly version: ApiVersion, readonly mediaType: string }
+  | { readonly ok: false, readonly reason: string }
+
+const PATH_VERSION = /^\/v(\d+)(?=\/|$|\?)/
+const VENDOR = /^application\/vnd\.blog\.v(\d+)\+json$/
+
+interface Candidate { version: ApiVersion | null, vendor: boolean, q: number, order: number }
+
+/**
+ * Contract §8: the version comes from the path (`/v2/…`) or the vendor media type in Accept;
+ * neither → 1; both disagreeing → 406; an unknown version in Accept → 406.
+ */
+export function negotiate (url: string, accept: string | undefined): Negotiation {
+  const pathMatch = PATH_VERSION.exec(url)
+  const pathVersion = pathMatch ? Number(pathMatch[1]) : null
+  if (pathVersion !== null && !API_VERSIONS.includes(pathVersion as ApiVersion)) {
+    return { ok: false, reason: 'unknown-path-version' }
+  }
+  const candidates: Candidate[] = []
+  let unknownVendor = false
+  const ranges = accept === undefined || accept.trim() === '' ? ['*/*'] : accept.split(',')
+  ranges.forEach((range, order) => {
+    const [type = '', ...params] = range.split(';').map(s => s.trim())
+    const mt = type.toLowerCase()
+    let q = 1
+    for (const p of params) {
+      const [k, v] = p.split('=').map(s => s.trim())
+      if (k?.toLowerCase() === 'q') q = Number(v)
+    }
+    if (!(q > 0)) return
+    const vendor = VENDOR.exec(mt)
+    if (vendor) {
+      const v = Number(vendor[1])
+      if (API_VERSIONS.includes(v as ApiVersion)) candidates.push({ version: v as ApiVersion, vendor: true, q, order })
+      else unknownVendor = true
+    } else if (mt === 'application/json' || mt === 'application/*' || mt === '*/*') {
+      candidates.push({ version: null, vendor: false, q, order })
+    }
+  })
+  const usable = pathVersion === null ? candidates : candidates.filter(c => c.version === null || c.version === pathVersion)
+  if (usable.length === 0) {
+    if (candidates.length > 0) return { ok: false, reason: 'version-conflict' }
+    return { ok: false, reason: unknownVendor ? 'unknown-version' : 'not-acceptable' }
+  }
+  // Highest q wins; at equal q the more specific (vendor) type, then the first listed.
+  usable.sort((a, b) => b.q - a.q || Number(b.vendor) - Number(a.vendor) || a.order - b.order)
+  const best = usable[0]!
+  const version = (pathVersion ?? best.version ?? 1) as ApiVersion
+  return { ok: true, version, mediaType: best.vendor ? vendorMediaType(version) : JSON_MEDIA_TYPE }
+}
+
+const NEGOTIATION = Symbol('negotiation')
+
+/** Negotiates once per request; the router and the hooks share the answer. */
+export function negotiationOf (raw: IncomingMessage): Negotiation {
+  const holder = raw as IncomingMessage & { [NEGOTIATION]?: Negotiation }
+  holder[NEGOTIATION] ??= negotiate(raw.url ?? '/', raw.headers.accept)
+  return holder[NEGOTIATION]
+}
+
+/**
+ * A router constraint: each versioned route is registered once per version, and the router picks
+ * the one the request negotiated. A request no version can serve matches none (→ 406, see routing).
+ */
+export const apiVersionConstraint = {
+  name: 'apiVersion',
+  storage () {
+    const handlers = new Map<string, never>()
+    return {
+      get: (v: string) => handlers.get(v) ?? null,
+      set: (v: string, store: never) => { handlers.set(v, store) },
+    }
+  },
+  deriveConstraint (req: IncomingMessage) {
+    const n = negotiationOf(req)
+    return n.ok ? String(n.version) : 'none'
+  },
+  mustMatchWhenDerived: false,
+  validate (value: unknown) {
+    if (typeof value !== 'string') throw new Error('apiVersion must be a string')
+  },
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The API version serving this request (1 when the route is not versioned). */
+    apiVersion: ApiVersion
+    /** Content-Type for a successful JSON response. */
+    responseMediaType: string
+  }
+  interface FastifyContextConfig {
+    /** The API version a versioned route was registered for. */
+    apiVersion?: ApiVersion
+  }
+}
+
+function httpDate (d: Date): string {
+  return d.toUTCString()
+}
+
+/** The `versions` list of GET /versions. */
+export function versionsOf (config: Pick<Config, 'versions'>) {
+  return API_VERSIONS.map(v => ({
+    version: v,
+    introduced: INTRODUCED[v],
+    deprecated: config.versions[v].deprecatedAt?.toISOString() ?? null,
+    sunset: config.versions[v].sunsetAt?.toISOString() ?? null,
+  }))
+}
+
+/**
+ * Per response of a versioned route: `API-Version`, the negotiated Content-Type, and for a
+ * deprecated version `Deprecation` (RFC 9745), `Sunset` (RFC 8594) and `Link rel="deprecation"`;
+ * after sunset, 410 VERSION_SUNSET.
+ */
+export const versioningPlugin = fp(async function versioning (app: FastifyInstance, opts: { config: Config }) {
+  app.decorateRequest('apiVersion', 1)
+  app.decorateRequest('responseMediaType', JSON_MEDIA_TYPE)
+  app.addHook('onRequest', async (req: FastifyRequest, reply) => {
+    const version = req.routeOptions.config.apiVersion
+    if (version === undefined) return
+    const n = negotiationOf(req.raw)
+    req.apiVersion = version
+    req.responseMediaType = n.ok ? n.mediaType : JSON_MEDIA_TYPE
+    reply.header('api-version', String(version))
+    const dates = opts.config.versions[version]
+    // RFC 9745 lets Deprecation name a future date, so the warning starts as soon as it is set.
+    if (dates.deprecatedAt) {
+      reply.header('deprecation', `@${Math.floor(dates.deprecatedAt.getTime() / 1000)}`)
+      appendLink(reply, '</versions>; rel="deprecation"; type="application/json"')
+      if (dates.sunsetAt) reply.header('sunset', httpDate(dates.sunsetAt))
+    }
+    if (dates.sunsetAt && dates.sunsetAt.getTime() <= Date.now()) {
+      throw new AppError('VERSION_SUNSET', `Version ${version} of the API was retired on ${dates.sunsetAt.toISOString()}.`)
+    }
+  })
+}, { name: 'versioning' })

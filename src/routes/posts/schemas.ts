@@ -1,0 +1,74 @@
+import { type Static, Type } from '@sinclair/typebox'
+import { CONTENT_MAX, POST_STATUSES, TITLE_MAX } from '../../domain/post.ts'
+import { pagingQueryProperties } from '../../http/paging.ts'
+import { LinkSchema } from '../shared/schemas.ts'
+
+export const PostIdParamsSchema = Type.Object({
+  post_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The post\'s id.' }),
+}, { additionalProperties: false })
+export type PostIdParams = Static<typeof PostIdParamsSchema>
+
+const StatusSchema = Type.Union(POST_STATUSES.map(s => Type.Literal(s)), { description: 'Only the author and admins see drafts and archived posts.' })
+const TimestampSchema = Type.String({ format: 'date-time', description: 'RFC 3339, UTC, millisecond precision.' })
+
+const fields = {
+  title: Type.String({ description: `1–${TITLE_MAX} characters after trimming; stored trimmed.` }),
+  content: Type.String({ maxLength: CONTENT_MAX, description: `0–${CONTENT_MAX} characters.` }),
+  status: StatusSchema,
+  created_at: TimestampSchema,
+  updated_at: TimestampSchema,
+  author: Type.String({ description: 'The `sub` of the credential that created the post.' }),
+}
+
+export const PostV1Schema = Type.Object({ id: Type.Integer({ minimum: 1 }), ...fields }, { $id: 'PostV1', additionalProperties: false })
+export type PostV1 = Static<typeof PostV1Schema>
+
+const PostLinksSchema = Type.Object({
+  self: Type.Ref(LinkSchema),
+  update: Type.Ref(LinkSchema),
+  delete: Type.Ref(LinkSchema),
+}, { additionalProperties: false })
+
+export const PostV2Schema = Type.Object({ postId: Type.Integer({ minimum: 1 }), ...fields, _links: PostLinksSchema }, { $id: 'PostV2', additionalProperties: false })
+export type PostV2 = Static<typeof PostV2Schema>
+
+/** List items: `{id, title}` by default, exactly the `fields` asked for otherwise. */
+export const PostListItemV1Schema = Type.Partial(Type.Object({ id: Type.Integer({ minimum: 1 }), ...fields }), { $id: 'PostListItemV1', additionalProperties: false })
+export const PostListItemV2Schema = Type.Composite([
+  Type.Partial(Type.Object({ postId: Type.Integer({ minimum: 1 }), ...fields })),
+  Type.Object({ _links: Type.Object({ self: Type.Ref(LinkSchema) }, { additionalProperties: false }) }),
+], { $id: 'PostListItemV2', additionalProperties: false })
+
+export const FIELD_NAMES = { 1: ['id', 'title', 'content', 'status', 'created_at', 'updated_at', 'author'], 2: ['postId', 'title', 'content', 'status', 'created_at', 'updated_at', 'author'] } as const
+
+function bodySchema (idName: 'id' | 'postId', $id: string) {
+  const readOnly = { readOnly: true, description: 'Read-only: accepted and ignored, so a representation can be sent back as it was read.' }
+  return Type.Object({
+    [idName]: Type.Optional(Type.Integer({ minimum: 1, ...readOnly, description: 'Read-only; on PUT it must equal the id in the path.' })),
+    title: Type.String({ trimmedLength: { minimum: 1, maximum: TITLE_MAX }, description: fields.title.description }),
+    content: fields.content,
+    status: Type.Optional({ ...StatusSchema, description: 'Default `published`.' }),
+    created_at: Type.Optional(Type.String({ ...readOnly })),
+    updated_at: Type.Optional(Type.String({ ...readOnly })),
+    author: Type.Optional(Type.String({ ...readOnly })),
+    _links: Type.Optional(Type.Object({}, { ...readOnly })),
+  }, { $id, additionalProperties: false })
+}
+
+/** The body of POST and PUT: the whole post. Unknown members are 422 UNKNOWN_FIELD. */
+export const PostBodyV1Schema = bodySchema('id', 'PostBodyV1')
+export const PostBodyV2Schema = bodySchema('postId', 'PostBodyV2')
+export interface PostBody {
+  id?: number
+  postId?: number
+  title: string
+  content: string
+  status?: typeof POST_STATUSES[number]
+}
+
+export const ListPostsQuerySchema = Type.Object({
+  status: Type.Optional(StatusSchema),
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Full-text search over title and content: every word must match.' })),
+  ...Type.Partial(Type.Object(pagingQueryProperties)).properties,
+}, { additionalProperties: false })
+export type ListPostsQuery = Static<typeof ListPostsQuerySchema>

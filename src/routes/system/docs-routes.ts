@@ -1,0 +1,66 @@
+import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import { AppError, FIELD_CODES, PROBLEMS, problemSlug } from '../../errors.ts'
+import { MAX_PAGE_SIZE } from '../../http/paging.ts'
+
+function escapeHtml (s: string): string {
+  return s.replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
+}
+
+/** The Markdown the OpenAPI document and /docs show about errors and limits. */
+export function apiDescription (): string {
+  const rows = Object.entries(PROBLEMS).map(([code, p]) => `| ${p.status} | \`${code}\` | ${p.title}: ${p.detail} |`).join('\n')
+  const fieldRows = Object.entries(FIELD_CODES).map(([code, text]) => `| \`${code}\` | ${text} |`).join('\n')
+  return `An HTTP/JSON API for blog posts.
+
+**Versions.** \`/posts\` is version 1; \`/v1/…\` is the same. Version 2 (\`/v2/…\`, or \`Accept: application/vnd.blog.v2+json\` on any path) names the identifier \`postId\` and adds \`_links\`.
+
+**Authentication.** \`Authorization: Bearer <JWT or API key>\`. Reading published posts needs none.
+
+**Limits.** Page size: default 20, maximum ${MAX_PAGE_SIZE} (larger is rejected with 422). Request body: at most 1 MiB (413).
+
+**Errors.** Every error is \`application/problem+json\` (RFC 9457) with \`code\`, \`trace_id\` and \`request_id\`. The catalogue:
+
+| status | code | meaning |
+|---|---|---|
+${rows}
+
+In a 422 \`VALIDATION_FAILED\`, \`errors[]\` has one entry per violated constraint; its \`code\` is one of:
+
+| code | meaning |
+|---|---|
+${fieldRows}
+`
+}
+
+/** The problem `type` pages, /openapi.json and the /docs reference (all assets served locally). */
+export async function docsRoutes (app: FastifyInstance): Promise<void> {
+  app.get('/openapi.json', {
+    schema: { tags: ['operations'], summary: 'This OpenAPI 3.1 document' },
+  }, async (_req, reply) => {
+    reply.header('cache-control', 'public, max-age=300')
+    return app.swagger()
+  })
+
+  app.get<{ Params: { slug: string } }>('/problems/:slug', {
+    schema: {
+      tags: ['operations'],
+      summary: 'Describes one problem type of the error catalogue',
+      params: Type.Object({ slug: Type.String({ pattern: '^[a-z-]+$', maxLength: 64 }) }),
+      produces: ['text/html'],
+    },
+  }, async (req, reply) => {
+    const code = Object.keys(PROBLEMS).find(c => problemSlug(c) === req.params.slug) as keyof typeof PROBLEMS | undefined
+    if (!code) throw new AppError('NOT_FOUND', `No problem type is called ${req.params.slug}.`)
+    const p = PROBLEMS[code]
+    reply.header('content-type', 'text/html; charset=utf-8').header('cache-control', 'public, max-age=86400')
+    return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(p.title)}</title></head>
+<body>
+<h1>${escapeHtml(p.title)}</h1>
+<p>HTTP status <strong>${p.status}</strong>, code <code>${code}</code>.</p>
+<p>${escapeHtml(p.detail)}</p>
+<p>Every error body is <code>application/problem+json</code> with <code>type</code>, <code>title</code>, <code>status</code>, <code>detail</code>, <code>instance</code>, <code>code</code>, <code>trace_id</code> and <code>request_id</code>. See <a href="/docs">the API reference</a>.</p>
+</body></html>`
+  })
+}

@@ -1,0 +1,37 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import { AppError } from '../../errors.ts'
+import type { Store } from '../../store/store.ts'
+import { problemResponses } from '../shared/schemas.ts'
+
+const HealthSchema = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false })
+const READY_TIMEOUT_MS = 2000
+
+/** Liveness (the process answers) and readiness (the store answers too, else 503). */
+export async function healthRoutes (app: FastifyInstance, opts: { store: Store }): Promise<void> {
+  app.get('/healthz', {
+    schema: { tags: ['operations'], summary: 'Liveness', response: { 200: HealthSchema } },
+  }, async (_req, reply) => {
+    reply.header('cache-control', 'no-store')
+    return { status: 'ok' as const }
+  })
+
+  app.get('/readyz', {
+    schema: { tags: ['operations'], summary: 'Readiness: the store is reachable', response: { 200: HealthSchema, ...problemResponses(503) } },
+  }, async (_req, reply) => {
+    let timer: NodeJS.Timeout | undefined
+    try {
+      await Promise.race([
+        opts.store.ping(),
+        new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error('store ping timed out')), READY_TIMEOUT_MS) }),
+      ])
+    } catch (err) {
+      app.log.warn({ err }, 'readiness check failed')
+      throw new AppError('SERVICE_UNAVAILABLE', 'The store is not reachable.', { headers: { 'retry-after': '5' } })
+    } finally {
+      clearTimeout(timer)
+    }
+    reply.header('cache-control', 'no-store')
+    return { status: 'ok' as const }
+  })
+}

@@ -1,0 +1,61 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../../config.ts'
+import { type ApiVersion, versionsOf } from '../../http/versioning.ts'
+import { linkBase } from '../posts/representation.ts'
+import { COMMON_ERRORS, LinkSchema, problemResponses } from '../shared/schemas.ts'
+
+export const IndexSchema = Type.Object({
+  _links: Type.Record(Type.String(), Type.Ref(LinkSchema)),
+}, { $id: 'Index', additionalProperties: false })
+
+export const VersionsSchema = Type.Object({
+  versions: Type.Array(Type.Object({
+    version: Type.Integer(),
+    introduced: Type.String({ format: 'date-time' }),
+    deprecated: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    sunset: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  }, { additionalProperties: false })),
+}, { $id: 'Versions', additionalProperties: false })
+
+/** GET / (the API index) and GET /versions, answered under every version prefix. */
+export async function indexRoutes (app: FastifyInstance, opts: { version: ApiVersion, documented: boolean, config: Config }): Promise<void> {
+  const common = { constraints: { apiVersion: String(opts.version) }, config: { apiVersion: opts.version } }
+  app.get('/', {
+    ...common,
+    // Under /v1 the index is /v1 alone; /v1/ redirects to it like every trailing slash.
+    prefixTrailingSlash: 'no-slash',
+    schema: {
+      hide: !opts.documented,
+      tags: ['index'],
+      summary: 'API index',
+      description: 'Links to every collection, the OpenAPI document and the API reference.',
+      response: { 200: Type.Ref(IndexSchema), ...problemResponses(...COMMON_ERRORS) },
+    },
+  }, async (req, reply) => {
+    const base = linkBase(req)
+    reply.header('cache-control', 'public, max-age=300').header('content-type', req.responseMediaType)
+    return {
+      _links: {
+        self: { href: base === '' ? '/' : base },
+        posts: { href: `${base}/posts` },
+        versions: { href: `${base}/versions` },
+        openapi: { href: '/openapi.json' },
+        docs: { href: '/docs' },
+      },
+    }
+  })
+
+  app.get('/versions', {
+    ...common,
+    schema: {
+      hide: !opts.documented,
+      tags: ['index'],
+      summary: 'API versions and their lifecycle',
+      response: { 200: Type.Ref(VersionsSchema), ...problemResponses(...COMMON_ERRORS) },
+    },
+  }, async (req, reply) => {
+    reply.header('cache-control', 'public, max-age=300').header('content-type', req.responseMediaType)
+    return { versions: versionsOf(opts.config) }
+  })
+}

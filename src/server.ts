@@ -1,0 +1,58 @@
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from './app.ts'
+import type { Config } from './config.ts'
+import { generateApiKey } from './http/auth.ts'
+import { openStore } from './store/open-store.ts'
+import type { Store } from './store/store.ts'
+
+const SHUTDOWN_GRACE_MS = 10_000
+
+/**
+ * First start with no credential configured: make one admin API key and print it once.
+ * Only its hash is kept, so it cannot be shown again (make another with `keys create`).
+ */
+export async function bootstrapAdminKey (config: Config, store: Store): Promise<string | null> {
+  const a = config.auth
+  if (a.jwtSecret !== null || a.jwtPublicKey !== null || a.jwksUrl !== null) return null
+  if (await store.apiKeys.countActive() > 0) return null
+  const key = generateApiKey()
+  await store.apiKeys.create({ id: key.id, name: 'admin', scopes: ['admin'], hash: key.hash }, new Date())
+  return key.token
+}
+
+/** Opens the store, builds the app and listens; SIGTERM/SIGINT drain in-flight requests, close the store, exit 0. */
+export async function startServer (config: Config): Promise<{ app: FastifyInstance, store: Store }> {
+  const store = await openStore(config)
+  if (config.migrateOnStart) await store.migrate()
+  const app = await buildApp({ config, store })
+  if (config.bootstrapAdminKey) {
+    const token = await bootstrapAdminKey(config, store)
+    if (token !== null) {
+      // Printed once, to the terminal, never to the log stream.
+      process.stderr.write(`\nNo credential was configured, so an admin API key was made. It is shown only now:\n\n  ${token}\n\nUse it as: Authorization: Bearer ${token}\n\n`)
+    }
+  }
+  await app.listen({ port: config.port, host: config.host })
+
+  let closing = false
+  const shutdown = (signal: string) => {
+    if (closing) return
+    closing = true
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+    const force = setTimeout(() => {
+      app.log.error('in-flight requests did not finish in time; exiting')
+      process.exit(1)
+    }, SHUTDOWN_GRACE_MS + 2000)
+    force.unref()
+    app.server.closeIdleConnections?.()
+    app.close()
+      .then(async () => { await store.close() })
+      .then(() => { process.exit(0) }, (err: unknown) => {
+        app.log.error({ err }, 'shutdown failed')
+        process.exit(1)
+      })
+  }
+  process.once('SIGTERM', () => { shutdown('SIGTERM') })
+  process.once('SIGINT', () => { shutdown('SIGINT') })
+  return { app, store }
+}
