@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import type { ValidateFunction } from 'ajv'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, postSortValues } from '../../domain/post.ts'
 import type { PostService } from '../../domain/post-service.ts'
@@ -6,6 +7,9 @@ import type { Principal } from '../../domain/principal.ts'
 import { fieldError, validationFailed } from '../../errors.ts'
 import { hasPrecondition, preconditionHolds, sendRepresentation, weakEtag } from '../../http/conditional.ts'
 import { PRIVATE_CACHE } from '../../http/caching.ts'
+import { PATCH_TYPES } from '../../http/content-type.ts'
+import { applyPatch, type Json, patchBodySchema } from '../../http/patch.ts'
+import { toFieldErrors } from '../../http/validation.ts'
 import { type CollectionSpec, type CursorCodec, parseListRequest, setPagingHeaders, storeQueryOf } from '../../http/paging.ts'
 import { applied, prefers } from '../../http/prefer.ts'
 import type { ApiVersion } from '../../http/versioning.ts'
@@ -16,6 +20,8 @@ import {
   PostIdParamsSchema, type PostIdParams, PostListItemV1Schema, PostListItemV2Schema, PostV1Schema, PostV2Schema,
 } from './schemas.ts'
 
+const READ_ONLY = { 1: ['id', 'created_at', 'updated_at', 'author'], 2: ['postId', 'created_at', 'updated_at', 'author', '_links'] } as const
+
 export const postsCollection: CollectionSpec<PostSortKey> = {
   name: 'posts',
   sortKeys: POST_SORT_KEYS,
@@ -25,6 +31,8 @@ export const postsCollection: CollectionSpec<PostSortKey> = {
 
 export interface PostRoutesOptions {
   version: ApiVersion
+  /** Validates a whole post body of this version (the result of a PATCH is checked like a PUT body). */
+  validateBody: ValidateFunction
   /** Only one registration per path appears in the OpenAPI document. */
   documented: boolean
   posts: PostService
@@ -33,7 +41,7 @@ export interface PostRoutesOptions {
 
 /** Contract §2, post rows. Handlers are thin: cross-cutting work happens in src/http. */
 export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions): Promise<void> {
-  const { version, posts, cursors } = opts
+  const { version, posts, cursors, validateBody } = opts
   const idName = version === 1 ? 'id' : 'postId'
   const tags = ['posts']
   const hide = !opts.documented
@@ -140,6 +148,37 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
     }
     const input = normalisePostInput(req.body)
     const post = await posts.update(id, req.principal as Principal, () => input, precondition(req))
+    return sendWritten(req, reply, post)
+  })
+
+  app.patch<{ Params: PostIdParams, Body: unknown }>('/posts/:post_id', {
+    constraints,
+    config: { ...config, requiredScope: 'posts:write', bodyTypes: PATCH_TYPES, acceptPatch: PATCH_TYPES },
+    schema: {
+      hide,
+      tags,
+      summary: 'Change part of a post',
+      description: 'Body `application/merge-patch+json` (RFC 7396) or `application/json-patch+json` (RFC 6902), applied to the post as GET shows it; the result is validated like a PUT body. Any other type: 415 with `Accept-Patch`. A failed JSON Patch `test`: 409 PATCH_TEST_FAILED; an operation that cannot apply: 422 INVALID_PATCH; changing a read-only member: 422 READ_ONLY.',
+      params: PostIdParamsSchema,
+      body: patchBodySchema,
+      response: { 200: PostRef, 204: NoContentSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 409, 412, 413, 415, 422) },
+    },
+  }, async (req, reply) => {
+    const id = req.params.post_id
+    const base = linkBase(req)
+    const post = await posts.update(id, req.principal as Principal, current => {
+      const before = renderPost(current, version, base) as Record<string, Json>
+      const after = applyPatch(req.headers['content-type'], before, req.body as Json)
+      if (typeof after !== 'object' || after === null || Array.isArray(after)) {
+        throw validationFailed([fieldError('', 'INVALID_TYPE', 'The patched post must be a JSON object.')])
+      }
+      const errors = READ_ONLY[version]
+        .filter(k => JSON.stringify(after[k]) !== JSON.stringify(before[k]))
+        .map(k => fieldError(k, 'READ_ONLY', `"${k}" is set by the service; a patch cannot change it.`))
+      if (!validateBody(after)) errors.push(...toFieldErrors(validateBody.errors ?? [], 'body'))
+      if (errors.length > 0) throw validationFailed(errors)
+      return normalisePostInput(after as unknown as PostBody)
+    }, precondition(req))
     return sendWritten(req, reply, post)
   })
 
