@@ -10,6 +10,7 @@ import { cachingPlugin } from './http/caching.ts'
 import { contentTypePlugin } from './http/content-type.ts'
 import { metricsPlugin } from './http/metrics.ts'
 import { CursorCodec } from './http/paging.ts'
+import { JsonPatchSchema, MergePatchSchema } from './http/patch.ts'
 import { problemsPlugin, sendProblem, toAppError } from './http/problems.ts'
 import { requestLogPlugin } from './http/request-log.ts'
 import { routingPlugin } from './http/routing.ts'
@@ -31,7 +32,7 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger']
 }
 
-const SHARED_SCHEMAS = [LinkSchema, FieldErrorSchema, ProblemSchema, PostV1Schema, PostV2Schema, PostListItemV1Schema, PostListItemV2Schema, PostBodyV1Schema, PostBodyV2Schema, IndexSchema, VersionsSchema]
+const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, FieldErrorSchema, ProblemSchema, PostV1Schema, PostV2Schema, PostListItemV1Schema, PostListItemV2Schema, PostBodyV1Schema, PostBodyV2Schema, IndexSchema, VersionsSchema]
 
 /**
  * Builds the whole service on an open, migrated store. Never listens: the server (or a test) does.
@@ -56,7 +57,8 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
-  app.setValidatorCompiler(createValidatorCompiler(SHARED_SCHEMAS))
+  const validator = createValidatorCompiler(SHARED_SCHEMAS)
+  app.setValidatorCompiler(validator)
 
   await app.register(tracingPlugin)
   await app.register(problemsPlugin)
@@ -65,9 +67,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   await app.register(contentTypePlugin)
   await app.register(authPlugin, { authenticator: new Authenticator(config.auth, store.apiKeys) })
   await app.register(cachingPlugin)
-  await app.register(metricsPlugin)
-  await app.register(requestLogPlugin)
-  await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
+  // Before any plugin that adds routes (metrics), so that every route is in the document.
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -81,6 +81,9 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   })
+  await app.register(metricsPlugin)
+  await app.register(requestLogPlugin)
+  await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
 
   const posts = new PostService(store.posts)
   const cursors = new CursorCodec(await store.serverSecret())
@@ -92,7 +95,8 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
       const documented = prefix === '' ? version === 1 : version !== 1
       await app.register(async scope => {
         await indexRoutes(scope, { version, documented, config })
-        await postRoutes(scope, { version, documented, posts, cursors })
+        const validateBody = validator.body.getSchema(version === 1 ? 'PostBodyV1' : 'PostBodyV2')!
+        await postRoutes(scope, { version, documented, posts, cursors, validateBody })
       }, { prefix })
     }
   }
