@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
@@ -36,21 +37,12 @@ function compiled (app: FastifyInstance): Compiled {
   return c
 }
 
-function header (opts: InjectOptions, name: string): string | undefined {
-  const h = opts.headers as Record<string, string | undefined> | undefined
-  if (!h) return undefined
-  const key = Object.keys(h).find(k => k.toLowerCase() === name)
-  return key === undefined ? undefined : h[key]
-}
-
-/** The documented path a request was served by: /v1/x is documented as /x; Accept v2 on /x as /v2/x. */
-function documentedPath (url: string, accept: string | undefined): string {
+/** The documented path a request was served by: /v1/x is documented as /x; version 2 on /x (by Accept) as /v2/x. */
+function documentedPath (url: string, servedVersion: string | undefined): string {
   const path = url.split('?')[0] ?? '/'
   if (path === '/v1') return '/'
   if (path.startsWith('/v1/')) return path.slice(3)
-  if (!path.startsWith('/v2') && accept !== undefined && /vnd\.blog\.v2\+json/.test(accept) && !/vnd\.blog\.v1\+json/.test(accept)) {
-    return path === '/' ? '/v2' : `/v2${path}`
-  }
+  if (!path.startsWith('/v2') && servedVersion === '2') return path === '/' ? '/v2' : `/v2${path}`
   return path
 }
 
@@ -63,7 +55,7 @@ export function validateResponse (app: FastifyInstance, opts: InjectOptions, res
   const url = typeof opts.url === 'string' ? opts.url : String(opts.path ?? '/')
   if (method === 'head' || method === 'options') return
   const c = compiled(app)
-  const path = documentedPath(url, header(opts, 'accept'))
+  const path = documentedPath(url, res.headers['api-version'] as string | undefined)
   const route = c.routes.find(r => r.pattern.test(path))
   if (!route) return // Unknown paths (404, 405, redirects) have no operation to check against.
   const operation = c.doc.paths[route.path]?.[method]
@@ -83,6 +75,8 @@ export function validateResponse (app: FastifyInstance, opts: InjectOptions, res
     c.cache.set(key, validate)
   }
   if (validate === null) return
-  const body: unknown = JSON.parse(res.body)
+  const encoding = res.headers['content-encoding']
+  const raw = encoding === 'br' ? brotliDecompressSync(res.rawPayload) : encoding === 'gzip' ? gunzipSync(res.rawPayload) : res.rawPayload
+  const body: unknown = JSON.parse(raw.toString('utf8'))
   assert.ok(validate(body), `${key}: body does not match the documented schema: ${JSON.stringify(validate.errors)}\n${res.body.slice(0, 500)}`)
 }

@@ -24,10 +24,10 @@ export function appendVary (reply: FastifyReply, ...fields: string[]): void {
   if (have.length > 0) reply.header('vary', have.join(', '))
 }
 
-/** Every versioned response's body depends on Accept (version, media type) and Authorization (visibility). */
+/** Every versioned response's body depends on Accept (version, media type), Accept-Encoding and Authorization (visibility). */
 export const cachingPlugin = fp(async function caching (app: FastifyInstance) {
   app.addHook('onSend', async (req, reply, payload) => {
-    if (req.routeOptions.config.apiVersion !== undefined) appendVary(reply, 'Accept', 'Authorization')
+    if (req.routeOptions.config.apiVersion !== undefined) appendVary(reply, 'Accept', 'Accept-Encoding', 'Authorization')
     if (reply.statusCode >= 400) appendVary(reply, 'Accept-Language')
     return payload
   })

@@ -55,7 +55,7 @@ export function problemResponses (...statuses: number[]): Record<number, unknown
 }
 
 /** Statuses any route can answer with. */
-export const COMMON_ERRORS = [400, 401, 406, 429, 500, 503] as const
+export const COMMON_ERRORS = [400, 401, 406, 410, 429, 500, 503] as const
 
 export const NotModifiedSchema = Type.Null({ description: 'Not modified: the copy named by If-None-Match / If-Modified-Since is current. No body.' })
 export const NoContentSchema = Type.Null({ description: 'No content.' })
