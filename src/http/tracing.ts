@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
 declare module 'fastify' {
@@ -33,16 +33,23 @@ export function parseTraceparent (header: unknown): { traceId: string, flags: st
   return { traceId: traceId!, flags: flags! }
 }
 
+/**
+ * Continues or starts the trace of a request and echoes it with the request id. Runs first in
+ * onRequest, and from the framework-error path for requests rejected before any hook runs.
+ */
+export function startTrace (req: FastifyRequest, reply: FastifyReply): void {
+  if (req.traceId !== '') return
+  const parent = parseTraceparent(req.headers.traceparent)
+  req.traceId = parent?.traceId ?? randomBytes(16).toString('hex')
+  req.spanId = randomBytes(8).toString('hex')
+  req.traceFlags = parent?.flags ?? '01'
+  reply.header('x-request-id', req.id)
+  reply.header('traceparent', `00-${req.traceId}-${req.spanId}-${req.traceFlags}`)
+}
+
 export const tracingPlugin = fp(async function tracing (app: FastifyInstance) {
   app.decorateRequest('traceId', '')
   app.decorateRequest('spanId', '')
   app.decorateRequest('traceFlags', '')
-  app.addHook('onRequest', async (req, reply) => {
-    const parent = parseTraceparent(req.headers.traceparent)
-    req.traceId = parent?.traceId ?? randomBytes(16).toString('hex')
-    req.spanId = randomBytes(8).toString('hex')
-    req.traceFlags = parent?.flags ?? '01'
-    reply.header('x-request-id', req.id)
-    reply.header('traceparent', `00-${req.traceId}-${req.spanId}-${req.traceFlags}`)
-  })
+  app.addHook('onRequest', async (req, reply) => { startTrace(req, reply) })
 }, { name: 'tracing' })
