@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
+import { problemResponses } from '../routes/shared/schemas.ts'
+import { SYSTEM_ERRORS } from '../routes/system/health-routes.ts'
 
 /**
  * Prometheus metrics: request counts and latency by route (the pattern, never the raw path,
@@ -26,7 +28,12 @@ export const metricsPlugin = fp(async function metrics (app: FastifyInstance) {
   })
 
   app.get('/metrics', {
-    schema: { tags: ['operations'], summary: 'Prometheus metrics (text exposition format)', produces: ['text/plain'] },
+    schema: {
+      tags: ['operations'],
+      summary: 'Prometheus metrics (text exposition format)',
+      produces: ['text/plain'],
+      response: { 200: { type: 'string', description: 'Prometheus text exposition format 0.0.4.' }, ...problemResponses(...SYSTEM_ERRORS) },
+    },
   }, async (_req, reply) => {
     reply.header('content-type', registry.contentType).header('cache-control', 'no-store')
     return await registry.metrics()

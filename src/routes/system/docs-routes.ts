@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { AppError, FIELD_CODES, PROBLEMS, problemSlug } from '../../errors.ts'
 import { MAX_PAGE_SIZE } from '../../http/paging.ts'
+import { problemResponses } from '../shared/schemas.ts'
+import { SYSTEM_ERRORS } from './health-routes.ts'
 
 function escapeHtml (s: string): string {
   return s.replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
@@ -36,7 +38,11 @@ ${fieldRows}
 /** The problem `type` pages, /openapi.json and the /docs reference (all assets served locally). */
 export async function docsRoutes (app: FastifyInstance): Promise<void> {
   app.get('/openapi.json', {
-    schema: { tags: ['operations'], summary: 'This OpenAPI 3.1 document' },
+    schema: {
+      tags: ['operations'],
+      summary: 'This OpenAPI 3.1 document',
+      response: { 200: Type.Object({}, { additionalProperties: true, description: 'An OpenAPI 3.1 document.' }), ...problemResponses(...SYSTEM_ERRORS) },
+    },
   }, async (_req, reply) => {
     reply.header('cache-control', 'public, max-age=300')
     return app.swagger()
@@ -48,6 +54,10 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
       summary: 'Describes one problem type of the error catalogue',
       params: Type.Object({ slug: Type.String({ pattern: '^[a-z-]+$', maxLength: 64 }) }),
       produces: ['text/html'],
+      response: {
+        200: Type.String({ description: 'An HTML page naming the code, its status and its meaning.' }),
+        ...problemResponses(404, 422, ...SYSTEM_ERRORS),
+      },
     },
   }, async (req, reply) => {
     const code = Object.keys(PROBLEMS).find(c => problemSlug(c) === req.params.slug) as keyof typeof PROBLEMS | undefined

@@ -5,19 +5,21 @@ import type { Store } from '../../store/store.ts'
 import { problemResponses } from '../shared/schemas.ts'
 
 const HealthSchema = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false })
+/** What any unversioned route can answer besides success: a bad URL or credential, rate limit, failure, overload. */
+export const SYSTEM_ERRORS = [400, 401, 429, 500, 503] as const
 const READY_TIMEOUT_MS = 2000
 
 /** Liveness (the process answers) and readiness (the store answers too, else 503). */
 export async function healthRoutes (app: FastifyInstance, opts: { store: Store }): Promise<void> {
   app.get('/healthz', {
-    schema: { tags: ['operations'], summary: 'Liveness', response: { 200: HealthSchema } },
+    schema: { tags: ['operations'], summary: 'Liveness', response: { 200: HealthSchema, ...problemResponses(...SYSTEM_ERRORS) } },
   }, async (_req, reply) => {
     reply.header('cache-control', 'no-store')
     return { status: 'ok' as const }
   })
 
   app.get('/readyz', {
-    schema: { tags: ['operations'], summary: 'Readiness: the store is reachable', response: { 200: HealthSchema, ...problemResponses(503) } },
+    schema: { tags: ['operations'], summary: 'Readiness: the store is reachable', response: { 200: HealthSchema, ...problemResponses(...SYSTEM_ERRORS) } },
   }, async (_req, reply) => {
     let timer: NodeJS.Timeout | undefined
     try {

@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import { describe, it } from 'node:test'
+import { API_VERSIONS } from '../../src/http/versioning.ts'
+
+const root = new URL('../../', import.meta.url)
+const readme = fs.readFileSync(new URL('README.md', root), 'utf8')
+const configSource = fs.readFileSync(new URL('src/config.ts', root), 'utf8')
+
+/** Every environment variable src/config.ts reads: quoted names, and the per-version templates. */
+function settingsRead (): string[] {
+  const names = new Set([...configSource.matchAll(/\(env, '([A-Z][A-Z0-9_]*)'/g)].map(m => m[1]!))
+  for (const m of configSource.matchAll(/`(API_V)\$\{n\}(_[A-Z_]+)`/g)) {
+    for (const v of API_VERSIONS) names.add(`${m[1]!}${v}${m[2]!}`)
+  }
+  return [...names].sort()
+}
+
+describe('README.md', () => {
+  it('documents every setting src/config.ts reads in its configuration table', () => {
+    const settings = settingsRead()
+    assert.ok(settings.length >= 20 && settings.includes('PORT') && settings.includes('API_V2_SUNSET_AT'), `settings were found: ${settings.join(' ')}`)
+    const rows = readme.split('\n').filter(l => l.startsWith('| `'))
+    const missing = settings.filter(name => !rows.some(row => row.split('|')[1]!.includes(`\`${name}\``)))
+    assert.deepEqual(missing, [])
+  })
+
+  it('gives the set-up commands for running and for testing', () => {
+    assert.ok(readme.includes('npm ci && npm start'))
+    assert.ok(readme.includes('sh scripts/install-browser.sh && npm ci && npm run check'))
+  })
+
+  it('links only to docs that exist', () => {
+    for (const m of readme.matchAll(/\]\((docs\/[^)]+)\)/g)) assert.ok(fs.existsSync(new URL(m[1]!, root)), m[1])
+  })
+})

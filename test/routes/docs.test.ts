@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import { after, before, describe, it } from 'node:test'
+import { type Browser, chromium } from 'playwright-core'
+import { buildTestApp, type TestApp } from '../helper.ts'
+
+const CHROMIUM = '/usr/bin/chromium'
+
+/** Under CI=true a missing browser is a failure; elsewhere the suite is skipped with the reason. */
+function browserMissing (): string | false {
+  if (fs.existsSync(CHROMIUM)) return false
+  if (process.env.CI === 'true') throw new Error(`CI=true but ${CHROMIUM} is missing: run sh scripts/install-browser.sh`)
+  const reason = `${CHROMIUM} is missing: the /docs browser test is skipped (run sh scripts/install-browser.sh, or set CI=true to make this a failure)`
+  process.stderr.write(`# ${reason}\n`)
+  return reason
+}
+
+const skip = browserMissing()
+
+describe('GET /docs in a browser', { skip }, () => {
+  let t: TestApp
+  let browser: Browser
+  let origin: string
+  before(async () => {
+    t = await buildTestApp('sqlite')
+    await t.app.listen({ port: 0, host: '127.0.0.1' })
+    const address = t.app.server.address()
+    assert.ok(address !== null && typeof address === 'object')
+    origin = `http://127.0.0.1:${address.port}`
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    })
+  })
+  after(async () => {
+    await browser?.close()
+    await t?.close()
+  })
+
+  it('renders every operation from local assets only, without errors', async () => {
+    const page = await browser.newPage()
+    const requested: string[] = []
+    const failed: string[] = []
+    const errors: string[] = []
+    page.on('request', req => { requested.push(req.url()) })
+    page.on('requestfailed', req => { failed.push(`${req.url()} ${req.failure()?.errorText ?? ''}`) })
+    page.on('pageerror', err => { errors.push(err.message) })
+    page.on('console', msg => { if (msg.type() === 'error') errors.push(msg.text()) })
+
+    const res = await page.goto(`${origin}/docs`, { waitUntil: 'networkidle' })
+    assert.equal(res?.status(), 200)
+    // Swagger UI renders the operations once it has fetched and parsed the document.
+    await page.getByText('List posts').first().waitFor({ state: 'visible' })
+    const text = await page.locator('body').innerText()
+
+    for (const expected of ['Blog Post Service', 'List posts', '/posts/{post_id}', '/healthz', '/metrics']) {
+      assert.ok(text.includes(expected), `the page shows ${expected}`)
+    }
+    for (const method of ['GET', 'POST', 'PUT', 'DELETE']) assert.ok(text.includes(method), `the page shows ${method} operations`)
+
+    assert.ok(requested.length > 3, `the page loaded its assets (${requested.join(', ')})`)
+    assert.ok(requested.some(u => new URL(u).pathname === '/docs/json' || new URL(u).pathname === '/openapi.json'), 'the page fetched the document')
+    const foreign = requested.filter(u => !/^(data|blob):/.test(u) && new URL(u).hostname !== '127.0.0.1')
+    assert.deepEqual(foreign, [], 'no request leaves 127.0.0.1')
+    assert.deepEqual(failed, [], 'every request succeeded')
+    assert.deepEqual(errors, [], 'no script errors')
+    await page.close()
+  })
+
+  it('publishes the maximum page size in the rendered reference', async () => {
+    const page = await browser.newPage()
+    await page.goto(`${origin}/docs`, { waitUntil: 'networkidle' })
+    await page.getByText('List posts').first().waitFor({ state: 'visible' })
+    assert.ok((await page.locator('body').innerText()).includes('maximum 100'), 'the description states the page-size limit')
+    await page.close()
+  })
+})
