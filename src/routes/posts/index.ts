@@ -12,7 +12,7 @@ import { applyPatch, type Json, patchBodySchema } from '../../http/patch.ts'
 import { toFieldErrors } from '../../http/validation.ts'
 import { type CollectionSpec, type CursorCodec, parseListRequest, setPagingHeaders, storeQueryOf } from '../../http/paging.ts'
 import { applied, prefers } from '../../http/prefer.ts'
-import type { ApiVersion } from '../../http/versioning.ts'
+import { type ApiVersion, vendorMediaType } from '../../http/versioning.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
 import { linkBase, postEtag, renderListItem, renderPost } from './representation.ts'
 import {
@@ -47,6 +47,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
   const hide = !opts.documented
   const config = { apiVersion: version }
   const constraints = { apiVersion: String(version) }
+  const produces = ['application/json', vendorMediaType(version)]
   const PostRef = Type.Ref(version === 1 ? PostV1Schema : PostV2Schema)
   const ItemRef = Type.Ref(version === 1 ? PostListItemV1Schema : PostListItemV2Schema)
   const BodyRef = Type.Ref(version === 1 ? PostBodyV1Schema : PostBodyV2Schema)
@@ -70,6 +71,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
     config,
     schema: {
       hide,
+      produces,
       tags,
       summary: 'List posts',
       description: 'Newest first by default. Paging links travel in the `Link` header; the body is a bare array. Drafts and archived posts appear only to their author and admins.',
@@ -95,6 +97,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
     config,
     schema: {
       hide,
+      produces,
       tags,
       summary: 'Read a post',
       params: PostIdParamsSchema,
@@ -109,6 +112,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
     config: { ...config, requiredScope: 'posts:write' },
     schema: {
       hide,
+      produces,
       tags,
       summary: 'Create a post',
       description: 'Needs the `posts:write` scope. `Prefer: return=minimal` answers 201 with `Location` and no body.',
@@ -133,6 +137,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
     config: { ...config, requiredScope: 'posts:write' },
     schema: {
       hide,
+      produces,
       tags,
       summary: 'Replace a post',
       description: 'Complete replacement; `status` defaults to `published`. Only the author or an admin. `If-Match` makes it conditional (412 when stale). `Prefer: return=minimal` answers 204.',
@@ -156,6 +161,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
     config: { ...config, requiredScope: 'posts:write', bodyTypes: PATCH_TYPES, acceptPatch: PATCH_TYPES },
     schema: {
       hide,
+      produces,
       tags,
       summary: 'Change part of a post',
       description: 'Body `application/merge-patch+json` (RFC 7396) or `application/json-patch+json` (RFC 6902), applied to the post as GET shows it; the result is validated like a PUT body. Any other type: 415 with `Accept-Patch`. A failed JSON Patch `test`: 409 PATCH_TEST_FAILED; an operation that cannot apply: 422 INVALID_PATCH; changing a read-only member: 422 READ_ONLY.',
@@ -187,6 +193,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
     config: { ...config, requiredScope: 'posts:write' },
     schema: {
       hide,
+      produces,
       tags,
       summary: 'Delete a post',
       description: 'Only the author or an admin. `If-Match` makes it conditional (412 when stale).',

@@ -41,7 +41,10 @@ export function renderListItem (post: Post, version: ApiVersion, base: string, f
   return item
 }
 
-/** Strong ETag of a post's representation: it changes with every revision and differs per version. */
+/**
+ * Strong ETag of a post's representation: it changes with every revision and differs per version
+ * and link base; `updated_at` keeps tags apart across databases that reuse ids (a reset, a restore).
+ */
 export function postEtag (post: Post, version: ApiVersion, base: string): string {
-  return strongEtag('post', post.id, post.revision, version, base)
+  return strongEtag('post', post.id, post.revision, post.updatedAt, version, base)
 }

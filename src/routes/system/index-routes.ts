@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
-import { type ApiVersion, versionsOf } from '../../http/versioning.ts'
+import { type ApiVersion, vendorMediaType, versionsOf } from '../../http/versioning.ts'
 import { linkBase } from '../posts/representation.ts'
 import { COMMON_ERRORS, LinkSchema, problemResponses } from '../shared/schemas.ts'
 
@@ -27,6 +27,7 @@ export async function indexRoutes (app: FastifyInstance, opts: { version: ApiVer
     prefixTrailingSlash: 'no-slash',
     schema: {
       hide: !opts.documented,
+      produces: ['application/json', vendorMediaType(opts.version)],
       tags: ['index'],
       summary: 'API index',
       description: 'Links to every collection, the OpenAPI document and the API reference.',
@@ -50,6 +51,7 @@ export async function indexRoutes (app: FastifyInstance, opts: { version: ApiVer
     ...common,
     schema: {
       hide: !opts.documented,
+      produces: ['application/json', vendorMediaType(opts.version)],
       tags: ['index'],
       summary: 'API versions and their lifecycle',
       response: { 200: Type.Ref(VersionsSchema), ...problemResponses(...COMMON_ERRORS) },
