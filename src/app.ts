@@ -12,6 +12,7 @@ import { metricsPlugin } from './http/metrics.ts'
 import { CursorCodec } from './http/paging.ts'
 import { JsonPatchSchema, MergePatchSchema } from './http/patch.ts'
 import { problemsPlugin, sendProblem, toAppError } from './http/problems.ts'
+import { rateLimitPlugin } from './http/rate-limit.ts'
 import { requestLogPlugin } from './http/request-log.ts'
 import { routingPlugin } from './http/routing.ts'
 import { genRequestId, tracingPlugin } from './http/tracing.ts'
@@ -66,6 +67,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   await app.register(versioningPlugin, { config })
   await app.register(contentTypePlugin)
   await app.register(authPlugin, { authenticator: new Authenticator(config.auth, store.apiKeys) })
+  await app.register(rateLimitPlugin, { config })
   await app.register(cachingPlugin)
   // Before any plugin that adds routes (metrics), so that every route is in the document.
   await app.register(swagger, {

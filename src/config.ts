@@ -22,9 +22,15 @@ export interface Config {
   readonly storeKind: 'sqlite' | 'postgres'
   readonly dataDir: string
   readonly redisUrl: string | null
+  /** Prefix of every Redis key the service writes, so deployments can share one Redis. */
+  readonly redisKeyPrefix: string
   readonly logLevel: string
   readonly migrateOnStart: boolean
   readonly pgPoolMax: number
+  /** Wait for a PostgreSQL connection (new, or from a full pool) at most this long. */
+  readonly pgConnectTimeoutMs: number
+  /** PostgreSQL cancels statements running longer (0: no limit). */
+  readonly pgStatementTimeoutMs: number
   readonly webhookSecret: string | null
   readonly webhookAllowLoopback: boolean
   readonly auth: {
@@ -83,6 +89,12 @@ function url (env: Env, name: string, protocols: string[]): string | null {
   if (!protocols.includes(parsed.protocol)) {
     throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`)
   }
+  return raw
+}
+
+function redisKeyPrefix (env: Env): string {
+  const raw = str(env, 'REDIS_KEY_PREFIX') ?? 'blog:'
+  if (!/^[A-Za-z0-9:._-]{1,64}$/.test(raw)) throw new ConfigError('REDIS_KEY_PREFIX', 'must be 1–64 letters, digits or : . _ -')
   return raw
 }
 
@@ -157,9 +169,12 @@ export function loadConfig (env: Env = process.env): Config {
     storeKind,
     dataDir,
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisKeyPrefix: redisKeyPrefix(env),
     logLevel,
     migrateOnStart: bool(env, 'MIGRATE_ON_START', true),
     pgPoolMax: int(env, 'PG_POOL_MAX', 10, 1, 1000),
+    pgConnectTimeoutMs: int(env, 'PG_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
+    pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 15_000, 0, 3_600_000),
     webhookSecret,
     webhookAllowLoopback: bool(env, 'WEBHOOK_ALLOW_LOOPBACK', false),
     auth: Object.freeze({

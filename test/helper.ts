@@ -39,6 +39,29 @@ export async function postgresAvailable (): Promise<boolean> {
   return await pgReachable
 }
 
+let redisReachable: Promise<boolean> | undefined
+
+/** Whether Redis answers at REDIS_URL; under CI=true an unreachable one is a failure, not a skip. */
+export async function redisAvailable (): Promise<boolean> {
+  redisReachable ??= (async () => {
+    const { Redis } = await import('ioredis')
+    const client = new Redis(REDIS_URL, { connectTimeout: 2000, maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: true, retryStrategy: () => null })
+    client.on('error', () => {})
+    try {
+      await client.connect()
+      await client.ping()
+      return true
+    } catch (err) {
+      if (process.env.CI === 'true') throw new Error(`CI=true but Redis at ${REDIS_URL} is unreachable: ${String(err)}`)
+      process.stderr.write(`# Redis at ${REDIS_URL} is unreachable: its tests are skipped (set CI=true to make this a failure)\n`)
+      return false
+    } finally {
+      client.disconnect()
+    }
+  })()
+  return await redisReachable
+}
+
 /** The stores to run a suite against: SQLite always, PostgreSQL when reachable (always under CI). */
 export async function storeKinds (): Promise<StoreKind[]> {
   return (await postgresAvailable()) ? ['sqlite', 'postgres'] : ['sqlite']

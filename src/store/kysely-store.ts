@@ -259,7 +259,7 @@ export class KyselyStore implements Store {
   readonly apiKeys: ApiKeyStore
   private secret: Buffer | null = null
 
-  constructor (readonly db: Kysely<Database>, private readonly dialect: DialectParts) {
+  constructor (readonly db: Kysely<Database>, readonly dialect: DialectParts) {
     this.kind = dialect.kind
     this.posts = new KyselyPostStore(db, dialect)
     this.apiKeys = new KyselyApiKeyStore(db, dialect)

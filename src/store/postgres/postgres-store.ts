@@ -1,44 +1,120 @@
-import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
+import { Kysely, Migrator, type MigrationResultSet, PostgresDialect, type PostgresPool, sql } from 'kysely'
 import pg from 'pg'
+import { isStoreUnavailable } from '../errors.ts'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
 import * as m0001 from './migrations/0001-initial.ts'
 
 const migrations = { '0001-initial': m0001 }
 
 export interface PostgresOptions {
+  /** Connections this instance may hold at most (PG_POOL_MAX). */
   poolMax: number
-  /** Statements running longer are cancelled by the server. */
+  /** How long to wait for a connection, new or from a full pool, before failing (PG_CONNECT_TIMEOUT_MS). */
+  connectTimeoutMs?: number
+  /** Statements running longer are cancelled by the server (PG_STATEMENT_TIMEOUT_MS). */
   statementTimeoutMs?: number
 }
 
+const APPLICATION_NAME = 'blog-post-service'
+
+function poolConfig (url: string, opts: { max: number, connectTimeoutMs: number, statementTimeoutMs: number }): pg.PoolConfig {
+  return {
+    connectionString: url,
+    max: opts.max,
+    connectionTimeoutMillis: opts.connectTimeoutMs,
+    idleTimeoutMillis: 30_000,
+    keepAlive: true,
+    application_name: APPLICATION_NAME,
+    // 0 means no limit, for PostgreSQL and for pg alike.
+    statement_timeout: opts.statementTimeoutMs,
+    // A transaction left open by a stuck request must not hold its locks and connection for ever.
+    idle_in_transaction_session_timeout: opts.statementTimeoutMs === 0 ? 0 : Math.max(opts.statementTimeoutMs, 10_000),
+    // The server cancels at statement_timeout; this client-side bound also covers a server (or a
+    // network path) that has stopped answering, which no server-side timeout can.
+    query_timeout: opts.statementTimeoutMs === 0 ? 0 : opts.statementTimeoutMs + opts.connectTimeoutMs,
+    types: {
+      getTypeParser: ((oid: number, format?: string) =>
+        oid === pg.types.builtins.INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    },
+  }
+}
+
+function newPool (config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config)
+  // An idle client losing its connection (a restart, a failover) must not crash the process;
+  // the pool drops it and the next checkout connects afresh.
+  pool.on('error', () => {})
+  return pool
+}
+
 /**
- * Opens the PostgreSQL store: a pg pool behind Kysely. BIGINT ids come back as numbers
- * (ids stay below 2^53), timestamps as Date and are turned into ISO strings by the shared code.
+ * The pool as Kysely sees it. A connection that failed with a connection-level error (terminated
+ * by a failover or restart, or a client-side read timeout) is destroyed on release instead of
+ * going back to the pool, where the next request would fail on it too. Kysely's own release
+ * cannot say that a connection is broken.
+ */
+function dialectPool (pool: pg.Pool): PostgresPool {
+  return {
+    async connect () {
+      const client = await pool.connect()
+      let broken: Error | undefined
+      const query = async (text: string, values: readonly unknown[]) => {
+        try {
+          return await client.query(text, values as unknown[])
+        } catch (err) {
+          // 57014 (statement_timeout) leaves the connection usable.
+          if (isStoreUnavailable(err) && (err as { code?: string }).code !== '57014') broken = err as Error
+          throw err
+        }
+      }
+      return {
+        query: query as never,
+        release: () => { client.release(broken) },
+      }
+    },
+    end: async () => { await pool.end() },
+  }
+}
+
+/**
+ * Migrates on a connection of its own without a statement timeout: waiting for another instance's
+ * migration lock, or building an index on a large table, may take longer than any request may.
+ * Kysely holds a PostgreSQL advisory lock meanwhile, so instances starting together migrate once.
+ */
+class PostgresMigrator extends Migrator {
+  constructor (private readonly url: string, private readonly connectTimeoutMs: number, db: Kysely<Database>) {
+    super({ db, provider: { getMigrations: async () => migrations } })
+  }
+
+  override async migrateToLatest (): Promise<MigrationResultSet> {
+    const db = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: newPool(poolConfig(this.url, { max: 1, connectTimeoutMs: this.connectTimeoutMs, statementTimeoutMs: 0 })) }),
+    })
+    try {
+      return await new Migrator({ db, provider: { getMigrations: async () => migrations } }).migrateToLatest()
+    } finally {
+      await db.destroy()
+    }
+  }
+}
+
+/**
+ * Opens the PostgreSQL store: a bounded pg pool behind Kysely. BIGINT ids and counts come back as
+ * numbers (they stay below 2^53), timestamps as Date, turned into ISO strings by the shared code.
+ * `close()` ends the pool. Errors from an unreachable database are recognised by `isStoreUnavailable`.
  *
  * @example
  * const store = openPostgresStore('postgres://postgres@127.0.0.1:5432/blog', { poolMax: 10 })
  */
 export function openPostgresStore (url: string, opts: PostgresOptions): KyselyStore {
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: opts.poolMax,
-    connectionTimeoutMillis: 5_000,
-    idleTimeoutMillis: 30_000,
-    statement_timeout: opts.statementTimeoutMs ?? 15_000,
-    application_name: 'blog-post-service',
-    types: {
-      getTypeParser: ((oid: number, format?: string) =>
-        oid === pg.types.builtins.INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
-    },
-  })
-  // An idle client losing its connection must not crash the process; the pool replaces it.
-  pool.on('error', () => {})
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const connectTimeoutMs = opts.connectTimeoutMs ?? 5_000
+  const pool = newPool(poolConfig(url, { max: opts.poolMax, connectTimeoutMs, statementTimeoutMs: opts.statementTimeoutMs ?? 15_000 }))
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool) }) })
   const parts: DialectParts = {
     kind: 'postgres',
     textSearch: (eb, q) => sql<boolean>`${eb.ref('posts.search_vector' as never)} @@ plainto_tsquery('simple', ${q})`,
     timestamp: d => d,
-    migrator: kdb => new Migrator({ db: kdb, provider: { getMigrations: async () => migrations } }),
+    migrator: kdb => new PostgresMigrator(url, connectTimeoutMs, kdb),
   }
   return new KyselyStore(db, parts)
 }

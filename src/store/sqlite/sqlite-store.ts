@@ -1,7 +1,8 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Kysely, Migrator, SqliteDialect, sql } from 'kysely'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Kysely, Migrator, type MigrationResultSet, SqliteDialect, sql } from 'kysely'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
 import * as m0001 from './migrations/0001-initial.ts'
 
@@ -11,6 +12,48 @@ const migrations = { '0001-initial': m0001 }
 export function ftsQuery (q: string): string {
   const words = q.split(/\s+/).filter(Boolean)
   return words.map(w => `"${w.replaceAll('"', '""')}"`).join(' ')
+}
+
+const MIGRATION_LOCK_WAIT_MS = 30_000
+
+/**
+ * Kysely takes no lock on SQLite (it assumes one connection), so two processes, or two stores in
+ * one process, migrating one fresh file would both create the tables. Migrating inside
+ * BEGIN IMMEDIATE holds the file's write lock; the busy wait is done here, asynchronously,
+ * because better-sqlite3's own busy handler would block the event loop of a store that
+ * holds the lock in the same process.
+ */
+class SqliteMigrator extends Migrator {
+  constructor (private readonly database: SQLite.Database, db: Kysely<Database>) {
+    super({ db, provider: { getMigrations: async () => migrations } })
+  }
+
+  override async migrateToLatest (): Promise<MigrationResultSet> {
+    const busyTimeout = this.database.pragma('busy_timeout', { simple: true }) as number
+    this.database.pragma('busy_timeout = 0')
+    try {
+      const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS
+      for (;;) {
+        try {
+          this.database.exec('BEGIN IMMEDIATE')
+          break
+        } catch (err) {
+          if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err
+          await sleep(20)
+        }
+      }
+    } finally {
+      this.database.pragma(`busy_timeout = ${busyTimeout}`)
+    }
+    try {
+      const result = await super.migrateToLatest()
+      this.database.exec(result.error ? 'ROLLBACK' : 'COMMIT')
+      return result
+    } catch (err) {
+      if (this.database.inTransaction) this.database.exec('ROLLBACK')
+      throw err
+    }
+  }
 }
 
 /**
@@ -31,7 +74,7 @@ export function openSqliteStore (file: string): KyselyStore {
     kind: 'sqlite',
     textSearch: (eb, q) => eb('posts.id', 'in', sql<number>`(SELECT rowid FROM posts_fts WHERE posts_fts MATCH ${ftsQuery(q)})`),
     timestamp: d => d.toISOString(),
-    migrator: kdb => new Migrator({ db: kdb, provider: { getMigrations: async () => migrations } }),
+    migrator: kdb => new SqliteMigrator(database, kdb),
   }
   return new KyselyStore(db, parts)
 }

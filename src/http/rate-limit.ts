@@ -1,0 +1,143 @@
+import { createRequire } from 'node:module'
+import rateLimit, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { Redis } from 'ioredis'
+import type { Config } from '../config.ts'
+import { AppError } from '../errors.ts'
+
+type Incr = FastifyRateLimitStore['incr']
+type StoreImpl = { incr: Incr }
+
+// The plugin's own stores: the same Lua script in Redis and LRU in memory that it uses by default.
+const require = createRequire(import.meta.url)
+const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as new (continueExceeding: boolean, exponentialBackoff: boolean, redis: Redis, prefix: string) => StoreImpl
+const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as new (continueExceeding: boolean, exponentialBackoff: boolean, size: number) => StoreImpl
+
+/** The policy's name in RateLimit-Policy and RateLimit. */
+const POLICY = 'default'
+/** Probes and scrapes from the platform are not clients: they are never limited. */
+const EXEMPT_ROUTES = new Set(['/healthz', '/readyz', '/metrics'])
+const LOCAL_KEYS = 50_000
+
+/**
+ * Counts in Redis while it answers, else in this process's memory. A Redis outage therefore
+ * never fails or delays a request (every command fails fast: no offline queue, no retries, short
+ * timeouts); the limit only becomes per instance until Redis is back.
+ */
+function fallbackStore (redis: Redis | null, prefix: string, log: FastifyBaseLogger): FastifyRateLimitStoreCtor {
+  const local = new LocalStore(false, false, LOCAL_KEYS)
+  const shared = redis === null ? null : new RedisStore(false, false, redis, prefix)
+  let warned = false
+  return class FallbackStore implements FastifyRateLimitStore {
+    incr (key: string, cb: Parameters<Incr>[1], timeWindow: number, max: number): void {
+      if (shared === null || redis === null || redis.status !== 'ready') {
+        local.incr(key, cb, timeWindow, max)
+        return
+      }
+      shared.incr(key, (err, result) => {
+        if (!err) {
+          warned = false
+          cb(null, result)
+          return
+        }
+        if (!warned) log.warn({ err }, 'rate limit: Redis failed; counting in memory, per instance, until it answers')
+        warned = true
+        local.incr(key, cb, timeWindow, max)
+      }, timeWindow, max)
+    }
+
+    child (): FastifyRateLimitStore {
+      return this
+    }
+  }
+}
+
+function connectRedis (url: string, log: FastifyBaseLogger): Redis {
+  const redis = new Redis(url, {
+    connectTimeout: 1000,
+    commandTimeout: 500,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    // Keep reconnecting in the background, at most every 5 s.
+    retryStrategy: times => Math.min(times * 250, 5000),
+  })
+  let down = false
+  redis.on('error', (err: Error) => {
+    if (!down) log.warn({ err }, 'rate limit: Redis is unreachable; counting in memory until it answers')
+    down = true
+  })
+  redis.on('ready', () => {
+    if (down) log.info('rate limit: Redis answers again')
+    down = false
+  })
+  return redis
+}
+
+/** Start-up waits briefly for Redis, so a healthy one counts from the first request on. */
+async function firstContact (redis: Redis): Promise<void> {
+  if (redis.status === 'ready') return
+  await new Promise<void>(resolve => {
+    const done = () => {
+      clearTimeout(timer)
+      redis.off('ready', done)
+      redis.off('error', done)
+      resolve()
+    }
+    const timer = setTimeout(done, 1500)
+    redis.once('ready', done)
+    redis.once('error', done)
+  })
+}
+
+/** `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers-09/-10, a Structured Fields list). */
+export function policyHeader (max: number, windowS: number): string {
+  return `"${POLICY}";q=${max};w=${windowS}`
+}
+
+/** `RateLimit`: the quota units left (`r`) and the seconds until the window resets (`t`). */
+export function limitHeader (remaining: number, resetS: number): string {
+  return `"${POLICY}";r=${remaining};t=${resetS}`
+}
+
+/**
+ * Rate limits (contract §7): RATE_LIMIT_MAX requests per RATE_LIMIT_WINDOW_S per principal,
+ * or per client address when anonymous; shared by every instance through Redis when REDIS_URL
+ * is set. Runs after the auth plugin's onRequest hook, so it sees `req.principal`; an invalid
+ * credential has already been answered with 401. Every limited response carries RateLimit-Policy
+ * and RateLimit; the one past the limit is 429 RATE_LIMITED with Retry-After.
+ */
+export const rateLimitPlugin = fp(async function rateLimits (app: FastifyInstance, opts: { config: Pick<Config, 'rateLimit' | 'redisUrl' | 'redisKeyPrefix'> }) {
+  const { max, windowS } = opts.config.rateLimit
+  if (max === 0) return
+  const log = app.log.child({ plugin: 'rate-limit' })
+  const redis = opts.config.redisUrl === null ? null : connectRedis(opts.config.redisUrl, log)
+  if (redis !== null) await firstContact(redis)
+  app.addHook('onClose', async () => {
+    if (redis === null) return
+    if (redis.status === 'ready') await redis.quit().catch(() => { redis.disconnect() })
+    else redis.disconnect()
+  })
+
+  await app.register(rateLimit, {
+    global: false,
+    max,
+    timeWindow: windowS * 1000,
+    store: fallbackStore(redis, `${opts.config.redisKeyPrefix}rl:`, log),
+    keyGenerator: (req: FastifyRequest) => req.principal !== null ? `p:${req.principal.subject}` : `a:${req.ip}`,
+  })
+  const limit = app.createRateLimit()
+  const policy = policyHeader(max, windowS)
+
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    if (EXEMPT_ROUTES.has(req.routeOptions.url ?? '')) return
+    const r = await limit(req)
+    if (r.isAllowed) return
+    const resetS = r.ttlInSeconds > 0 ? r.ttlInSeconds : windowS
+    reply.header('ratelimit-policy', policy)
+    reply.header('ratelimit', limitHeader(r.remaining, resetS))
+    if (r.isExceeded) {
+      throw new AppError('RATE_LIMITED', `The limit of ${max} requests per ${windowS} s is used up. Retry in ${resetS} s.`, { headers: { 'retry-after': String(resetS) } })
+    }
+  })
+}, { name: 'rate-limit', dependencies: ['auth'] })

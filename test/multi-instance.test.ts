@@ -1,0 +1,225 @@
+import assert from 'node:assert/strict'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import net from 'node:net'
+import path from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { SignJWT } from 'jose'
+import pg from 'pg'
+import { freshDatabase, JWT_SECRET, postgresAvailable, REDIS_URL, redisAvailable } from './helper.ts'
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const BIN = path.join(ROOT, 'bin', 'blog.js')
+const RATE_LIMIT_MAX = 30
+const run = promisify(execFile)
+
+/** A port free a moment ago (the service cannot tell its port when given PORT=0). */
+async function freePort (): Promise<number> {
+  const server = net.createServer()
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as net.AddressInfo
+  await new Promise<void>(resolve => server.close(() => { resolve() }))
+  return port
+}
+
+async function token (sub: string, scopes: string[]): Promise<string> {
+  return await new SignJWT({ scope: scopes.join(' ') }).setProtectedHeader({ alg: 'HS256' })
+    .setSubject(sub).setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(JWT_SECRET))
+}
+
+interface Instance {
+  name: string
+  base: string
+  child: ChildProcess
+  output: string[]
+  exited: Promise<number | null>
+}
+
+async function startInstance (name: string, env: Record<string, string>): Promise<Instance> {
+  const port = await freePort()
+  const child = spawn(process.execPath, [BIN, 'serve'], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const output: string[] = []
+  child.stdout!.on('data', (d: Buffer) => output.push(d.toString()))
+  child.stderr!.on('data', (d: Buffer) => output.push(d.toString()))
+  const exited = new Promise<number | null>(resolve => child.once('exit', code => { resolve(code) }))
+  const base = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${output.join('')}`)
+    try {
+      if ((await fetch(`${base}/readyz`)).status === 200) break
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`${name} did not become ready:\n${output.join('')}`)
+    await sleep(100)
+  }
+  return { name, base, child, output, exited }
+}
+
+async function stop (i: Instance): Promise<number | null> {
+  if (i.child.exitCode === null && i.child.signalCode === null) i.child.kill('SIGTERM')
+  return await i.exited
+}
+
+const reachable = (await postgresAvailable()) && (await redisAvailable())
+
+describe('several instances on one PostgreSQL and Redis', { skip: !reachable && 'PostgreSQL or Redis is unreachable (set CI=true to make this a failure)' }, () => {
+  let db: Awaited<ReturnType<typeof freshDatabase>>
+  let env: Record<string, string>
+  let a: Instance
+  let b: Instance
+  let alice: Record<string, string>
+
+  before(async () => {
+    db = await freshDatabase('postgres')
+    env = {
+      DATABASE_URL: db.url,
+      REDIS_URL,
+      REDIS_KEY_PREFIX: `blog-test-${randomBytes(6).toString('hex')}:`,
+      AUTH_JWT_SECRET: JWT_SECRET,
+      BOOTSTRAP_ADMIN_KEY: 'false',
+      MIGRATE_ON_START: 'false',
+      RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
+      RATE_LIMIT_WINDOW_S: '60',
+      PG_POOL_MAX: '4',
+      LOG_LEVEL: 'warn',
+    }
+    alice = { authorization: `Bearer ${await token('alice', ['posts:write'])}`, 'content-type': 'application/json' }
+  })
+  after(async () => {
+    for (const i of [a, b]) if (i) await stop(i)
+    await db.drop()
+  })
+
+  it('`blog migrate` creates the schema of a fresh database and exits 0', async () => {
+    const { stdout } = await run(process.execPath, [BIN, 'migrate'], { cwd: ROOT, env: { ...process.env, ...env } })
+    assert.match(stdout, /migrations applied \(postgres\)/)
+    const c = new pg.Client({ connectionString: db.url })
+    await c.connect()
+    try {
+      const r = await c.query("select table_name from information_schema.tables where table_schema = 'public' order by table_name")
+      const tables = r.rows.map(row => row.table_name as string)
+      for (const t of ['api_keys', 'kysely_migration', 'meta', 'posts']) assert.ok(tables.includes(t), `${t} in ${tables.join(', ')}`)
+    } finally {
+      await c.end()
+    }
+    // Without MIGRATE_ON_START the instances below rely on exactly this.
+    ;[a, b] = await Promise.all([startInstance('A', env), startInstance('B', env)])
+  })
+
+  it('reads on B what was written on A, with the same body and ETag', async () => {
+    const created = await fetch(`${a.base}/posts`, { method: 'POST', headers: alice, body: JSON.stringify({ title: 'Shared', content: 'on A' }) })
+    assert.equal(created.status, 201)
+    const location = created.headers.get('location')!
+    const onA = await fetch(`${a.base}${location}`)
+    const onB = await fetch(`${b.base}${location}`)
+    assert.equal(onB.status, 200)
+    assert.equal(onB.headers.get('etag'), onA.headers.get('etag'))
+    assert.deepEqual(await onB.json(), await onA.json())
+  })
+
+  it('accepts on B a conditional PUT made with the ETag from A, and A then sees the change', async () => {
+    const post = await (await fetch(`${a.base}/posts`, { method: 'POST', headers: alice, body: JSON.stringify({ title: 'v1', content: '' }) })).json() as { id: number }
+    const etag = (await fetch(`${a.base}/posts/${post.id}`)).headers.get('etag')!
+    const put = await fetch(`${b.base}/posts/${post.id}`, { method: 'PUT', headers: { ...alice, 'if-match': etag }, body: JSON.stringify({ title: 'v2', content: '' }) })
+    assert.equal(put.status, 200)
+    const seen = await fetch(`${a.base}/posts/${post.id}`)
+    assert.equal(((await seen.json()) as { title: string }).title, 'v2')
+    assert.equal(seen.headers.get('etag'), put.headers.get('etag'))
+    const stale = await fetch(`${a.base}/posts/${post.id}`, { method: 'PUT', headers: { ...alice, 'if-match': etag }, body: JSON.stringify({ title: 'v3', content: '' }) })
+    assert.equal(stale.status, 412, 'the old ETag no longer matches on A either')
+  })
+
+  it('follows on B a cursor from A', async () => {
+    const bob = { authorization: `Bearer ${await token('bob', ['posts:write'])}`, 'content-type': 'application/json' }
+    for (let i = 0; i < 5; i++) {
+      assert.equal((await fetch(`${a.base}/posts`, { method: 'POST', headers: bob, body: JSON.stringify({ title: `page ${i}`, content: '', status: 'draft' }) })).status, 201)
+    }
+    const everything = await (await fetch(`${a.base}/posts?status=draft&limit=100`, { headers: bob })).json() as { id: number }[]
+    assert.equal(everything.length, 5)
+    const first = await fetch(`${a.base}/posts?status=draft&limit=2`, { headers: bob })
+    const next = /<([^>]+)>;\s*rel="next"/.exec(first.headers.get('link') ?? '')
+    assert.ok(next, `Link: ${first.headers.get('link')}`)
+    const second = await fetch(new URL(next[1]!, b.base), { headers: bob })
+    assert.equal(second.status, 200)
+    const ids = [...await first.json() as { id: number }[], ...await second.json() as { id: number }[]].map(p => p.id)
+    assert.deepEqual(ids, everything.slice(0, 4).map(p => p.id))
+  })
+
+  it('accepts on both an API key made once with the command line', async () => {
+    const { stdout } = await run(process.execPath, [BIN, 'keys', 'create', '--name', 'ops', '--scopes', 'posts:write'], { cwd: ROOT, env: { ...process.env, ...env } })
+    const key = stdout.trim()
+    assert.match(key, /^blog_/)
+    for (const i of [a, b]) {
+      const res = await fetch(`${i.base}/posts`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ title: `by key on ${i.name}`, content: '' }) })
+      assert.equal(res.status, 201, i.name)
+      assert.equal(((await res.json()) as { author: string }).author, 'ops')
+    }
+  })
+
+  it('shares one rate limit: requests spread over A and B meet 429 at the combined count', async () => {
+    const headers = { authorization: `Bearer ${await token('counted', [])}` }
+    const statuses: number[] = []
+    for (let i = 0; i <= RATE_LIMIT_MAX; i++) {
+      const res = await fetch(`${(i % 2 === 0 ? a : b).base}/posts?limit=1`, { headers })
+      await res.arrayBuffer()
+      statuses.push(res.status)
+    }
+    assert.deepEqual(statuses, [...Array(RATE_LIMIT_MAX).fill(200), 429])
+  })
+
+  it('loses nothing when A is stopped with SIGTERM while B serves', async (t) => {
+    const writers = Array.from({ length: 4 }, (_, w) => ({ authorization: '', w }))
+    for (const writer of writers) writer.authorization = `Bearer ${await token(`writer-${writer.w}`, ['posts:write'])}`
+    const acknowledged: number[] = []
+    let refused = 0
+    let finishedByA = 0
+    let stopping = false
+    const write = async (target: Instance, auth: string, title: string) => {
+      let res: Response
+      let body: string
+      try {
+        res = await fetch(`${target.base}/posts`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify({ title, content: 'x'.repeat(2000) }) })
+        body = await res.text()
+      } catch (err) {
+        // A connection refused or closed by A once it stopped listening: never acknowledged.
+        if (target === a && stopping) {
+          refused++
+          return
+        }
+        throw err
+      }
+      if (res.status === 201) {
+        acknowledged.push((JSON.parse(body) as { id: number }).id)
+        if (target === a && stopping) finishedByA++
+        return
+      }
+      // While closing, Fastify answers requests on kept-alive connections with 503.
+      if (target === a && stopping && res.status === 503) {
+        refused++
+        return
+      }
+      assert.fail(`${target.name} answered ${res.status}: ${body}`)
+    }
+    const load = writers.map(async writer => {
+      for (let i = 0; i < 6; i++) {
+        await Promise.all([write(a, writer.authorization, `A ${writer.w}.${i}`), write(b, writer.authorization, `B ${writer.w}.${i}`)])
+      }
+    })
+    await sleep(30)
+    stopping = true
+    a.child.kill('SIGTERM')
+    await Promise.all(load)
+    assert.equal(await a.exited, 0, `A's exit code; its output:\n${a.output.join('')}`)
+    assert.ok(acknowledged.length >= 24, `B acknowledged all its writes (${acknowledged.length} in all, ${refused} refused by A)`)
+    t.diagnostic(`${acknowledged.length} writes acknowledged, ${finishedByA} of them by A after SIGTERM, ${refused} refused by A`)
+    // One list read (anonymous reads share one budget per address, and this suite spends it).
+    const reader = { authorization: `Bearer ${await token('auditor', ['admin'])}` }
+    const res = await fetch(`${b.base}/posts?sort=-id&limit=100`, { headers: reader })
+    assert.equal(res.status, 200)
+    const onB = new Set((await res.json() as { id: number }[]).map(p => p.id))
+    assert.deepEqual(acknowledged.filter(id => !onB.has(id)), [], 'every acknowledged write is readable on B')
+  })
+})

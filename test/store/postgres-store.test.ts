@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict'
+import net from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
+import { isStoreUnavailable } from '../../src/store/errors.ts'
+import { openStore } from '../../src/store/open-store.ts'
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.ts'
+import { freshDatabase, PG_ADMIN_URL, postgresAvailable } from '../helper.ts'
+
+/** A TCP port nothing listens on (bound, then released). */
+async function deadPort (): Promise<number> {
+  const server = net.createServer()
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as net.AddressInfo
+  await new Promise<void>(resolve => server.close(() => { resolve() }))
+  return port
+}
+
+describe('isStoreUnavailable', () => {
+  it('recognises unreachable, overloaded and shutting-down databases, and nothing else', () => {
+    for (const code of ['ECONNREFUSED', 'ETIMEDOUT', '57P01', '57P03', '08006', '53300', '57014', 'SQLITE_BUSY', 'SQLITE_IOERR_WRITE']) {
+      assert.equal(isStoreUnavailable(Object.assign(new Error('x'), { code })), true, code)
+    }
+    assert.equal(isStoreUnavailable(new Error('timeout exceeded when trying to connect')), true)
+    assert.equal(isStoreUnavailable(new AggregateError([Object.assign(new Error('x'), { code: 'ECONNREFUSED' })])), true)
+    assert.equal(isStoreUnavailable(new Error('wrapped', { cause: Object.assign(new Error('x'), { code: '57P01' }) })), true)
+    for (const code of ['23505', '42P01', '22P02', 'SQLITE_CONSTRAINT_UNIQUE', undefined]) {
+      assert.equal(isStoreUnavailable(Object.assign(new Error('x'), { code })), false, String(code))
+    }
+    assert.equal(isStoreUnavailable(null), false)
+    assert.equal(isStoreUnavailable('ECONNREFUSED'), false)
+  })
+})
+
+const reachable = await postgresAvailable()
+
+describe('PostgreSQL adapter', { skip: !reachable && 'PostgreSQL is unreachable' }, () => {
+  let db: Awaited<ReturnType<typeof freshDatabase>>
+  let admin: pg.Client
+  before(async () => {
+    db = await freshDatabase('postgres')
+    admin = new pg.Client({ connectionString: PG_ADMIN_URL })
+    await admin.connect()
+  })
+  after(async () => {
+    await admin.end()
+    await db.drop()
+  })
+
+  const dbName = () => new URL(db.url).pathname.slice(1)
+  async function connections (): Promise<number> {
+    const r = await admin.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = $1 and application_name = 'blog-post-service'", [dbName()])
+    return Number(r.rows[0]!.n)
+  }
+
+  it('fails fast with a recognisable error when the database is unreachable', async () => {
+    const url = new URL(db.url)
+    url.port = String(await deadPort())
+    const store = await openStore({ databaseUrl: url.toString(), pgPoolMax: 2, pgConnectTimeoutMs: 1000 })
+    try {
+      const err = await store.ping().then(() => null, (e: unknown) => e)
+      assert.ok(err, 'ping must fail')
+      assert.equal(isStoreUnavailable(err), true, `not recognised: ${String(err)} ${(err as { code?: string }).code}`)
+      const err2 = await store.posts.findById(1, null).then(() => null, (e: unknown) => e)
+      assert.equal(isStoreUnavailable(err2), true)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('holds no more connections than PG_POOL_MAX, and none once closed', async () => {
+    const store = await openStore({ databaseUrl: db.url, pgPoolMax: 2 })
+    await store.migrate()
+    const peak: number[] = []
+    const work = Promise.all(Array.from({ length: 6 }, async () => {
+      await store.ping()
+      await (store as unknown as { db: import('kysely').Kysely<unknown> }).db.executeQuery(
+        (await import('kysely')).CompiledQuery.raw('select pg_sleep(0.3)'))
+    }))
+    for (let i = 0; i < 5; i++) {
+      await sleep(100)
+      peak.push(await connections())
+    }
+    await work
+    assert.ok(Math.max(...peak) >= 1, 'the store was connected')
+    assert.ok(Math.max(...peak) <= 2, `at most 2 connections, saw ${peak.join(',')}`)
+    await store.close()
+    let left = await connections()
+    for (let i = 0; i < 20 && left > 0; i++) {
+      await sleep(100)
+      left = await connections()
+    }
+    assert.equal(left, 0, 'close() ends the pool')
+  })
+
+  it('cancels a statement past PG_STATEMENT_TIMEOUT_MS with a recognisable error', async () => {
+    const store = await openStore({ databaseUrl: db.url, pgPoolMax: 1, pgStatementTimeoutMs: 200 })
+    try {
+      const kdb = (store as unknown as { db: import('kysely').Kysely<unknown> }).db
+      const err = await kdb.executeQuery((await import('kysely')).CompiledQuery.raw('select pg_sleep(5)')).then(() => null, (e: unknown) => e)
+      assert.equal((err as { code?: string })?.code, '57014')
+      assert.equal(isStoreUnavailable(err), true)
+      await store.ping()
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('recovers after its connections are terminated (a failover or restart)', async () => {
+    const store = openPostgresStore(db.url, { poolMax: 2 })
+    try {
+      await store.migrate()
+      const running = store.db.executeQuery((await import('kysely')).CompiledQuery.raw('select pg_sleep(5)')).then(() => null, (e: unknown) => e)
+      await sleep(200)
+      await admin.query("select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and application_name = 'blog-post-service'", [dbName()])
+      const err = await running
+      assert.ok(err, 'the running statement fails')
+      assert.equal(isStoreUnavailable(err), true, `not recognised: ${String(err)} ${(err as { code?: string }).code}`)
+      await store.ping()
+      assert.equal(await store.posts.findById(1, null), null)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('migrates with no statement timeout on a connection of its own, closed afterwards', async () => {
+    const fresh = await freshDatabase('postgres')
+    const store = await openStore({ databaseUrl: fresh.url, pgPoolMax: 1, pgStatementTimeoutMs: 1 })
+    try {
+      await store.migrate()
+      const c = new pg.Client({ connectionString: fresh.url })
+      await c.connect()
+      const r = await c.query("select count(*)::int as n from information_schema.tables where table_name in ('posts', 'api_keys', 'meta')")
+      await c.end()
+      assert.equal(r.rows[0].n, 3)
+    } finally {
+      await store.close()
+      await fresh.drop()
+    }
+  })
+})

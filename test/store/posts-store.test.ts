@@ -1,0 +1,257 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { postSortValues, type Post, type PostSortKey, type PostStatus } from '../../src/domain/post.ts'
+import type { Principal, Viewer } from '../../src/domain/principal.ts'
+import type { ListQuery, PostFilter, SortTerm, Store } from '../../src/store/store.ts'
+import { storeKinds } from '../helper.ts'
+import { type FreshStore, freshStore } from './store-helper.ts'
+
+function principal (subject: string, scopes: string[] = ['posts:write']): Principal {
+  return { subject, scopes: new Set(scopes), kind: 'jwt' }
+}
+
+const alice = principal('alice')
+const bob = principal('bob')
+const admin = principal('root', ['admin'])
+
+/** Byte order of UTF-8, which is what both stores sort titles by (SQLite BINARY, PostgreSQL "C"). */
+function compareValues (a: string | number, b: string | number): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b
+  return Buffer.compare(Buffer.from(String(a)), Buffer.from(String(b)))
+}
+
+function expectedOrder (posts: Post[], sort: readonly SortTerm<PostSortKey>[]): number[] {
+  return [...posts].sort((x, y) => {
+    const xv = postSortValues(x, sort)
+    const yv = postSortValues(y, sort)
+    for (let i = 0; i < sort.length; i++) {
+      const c = compareValues(xv[i]!, yv[i]!)
+      if (c !== 0) return sort[i]!.direction === 'asc' ? c : -c
+    }
+    return 0
+  }).map(p => p.id)
+}
+
+function withId (...terms: [PostSortKey, 'asc' | 'desc'][]): SortTerm<PostSortKey>[] {
+  const sort = terms.map(([key, direction]) => ({ key, direction }))
+  if (!sort.some(t => t.key === 'id')) sort.push({ key: 'id', direction: sort.at(-1)!.direction })
+  return sort
+}
+
+type Q = Omit<ListQuery<PostSortKey, PostFilter>, 'filter' | 'sort' | 'limit'> & { filter?: PostFilter, sort?: SortTerm<PostSortKey>[], limit?: number }
+
+function query (q: Q = {}): ListQuery<PostSortKey, PostFilter> {
+  return { filter: {}, sort: withId(['created_at', 'desc']), limit: 100, ...q }
+}
+
+async function ids (store: Store, viewer: Viewer, q: Q = {}): Promise<number[]> {
+  return (await store.posts.list(query(q), viewer)).items.map(p => p.id)
+}
+
+for (const kind of await storeKinds()) {
+  describe(`post store [${kind}]`, () => {
+    let f: FreshStore
+    let store: Store
+    before(async () => {
+      f = await freshStore(kind)
+      store = f.store
+    })
+    after(async () => { await f.close() })
+
+    describe('create and findById', () => {
+      it('stores the post and reads it back alike', async () => {
+        const now = new Date('2024-05-01T10:20:30.456Z')
+        const post = await store.posts.create({ title: 'Hello', content: 'World', status: 'published' }, 'alice', now)
+        assert.ok(Number.isInteger(post.id) && post.id >= 1)
+        assert.equal(typeof post.id, 'number', 'BIGINT ids come back as numbers')
+        assert.deepEqual(post, { id: post.id, title: 'Hello', content: 'World', status: 'published', author: 'alice', createdAt: now.toISOString(), updatedAt: now.toISOString(), revision: 1 })
+        assert.deepEqual(await store.posts.findById(post.id, null), post)
+      })
+
+      it('shows drafts and archived posts only to their author and to admin', async () => {
+        const now = new Date()
+        for (const status of ['draft', 'archived'] as const) {
+          const p = await store.posts.create({ title: status, content: '', status }, 'alice', now)
+          assert.equal(await store.posts.findById(p.id, null), null, 'anonymous')
+          assert.equal(await store.posts.findById(p.id, bob), null, 'another author')
+          assert.equal((await store.posts.findById(p.id, alice))?.id, p.id, 'the author')
+          assert.equal((await store.posts.findById(p.id, admin))?.id, p.id, 'admin')
+        }
+      })
+
+      it('answers null for an id that does not exist', async () => {
+        assert.equal(await store.posts.findById(987654321, admin), null)
+      })
+    })
+
+    describe('replace and delete', () => {
+      it('replaces at the expected revision and bumps it', async () => {
+        const p = await store.posts.create({ title: 'a', content: 'b', status: 'draft' }, 'alice', new Date('2024-01-01T00:00:00.000Z'))
+        const later = new Date('2024-01-02T00:00:00.001Z')
+        const r = await store.posts.replace(p.id, { title: 'c', content: 'd', status: 'published' }, 1, later)
+        assert.equal(r.outcome, 'done')
+        assert.ok(r.outcome === 'done')
+        assert.deepEqual(r.value, { ...p, title: 'c', content: 'd', status: 'published', updatedAt: later.toISOString(), revision: 2 })
+        assert.deepEqual(await store.posts.findById(p.id, null), r.value)
+      })
+
+      it('answers stale for an old revision and missing for a gone row, changing nothing', async () => {
+        const p = await store.posts.create({ title: 'a', content: 'b', status: 'published' }, 'alice', new Date())
+        assert.deepEqual(await store.posts.replace(p.id, { title: 'x', content: '', status: 'published' }, 7, new Date()), { outcome: 'stale' })
+        assert.deepEqual(await store.posts.delete(p.id, 7), { outcome: 'stale' })
+        assert.deepEqual(await store.posts.findById(p.id, null), p)
+        assert.deepEqual(await store.posts.delete(p.id, 1), { outcome: 'done', value: true })
+        assert.equal(await store.posts.findById(p.id, admin), null)
+        assert.deepEqual(await store.posts.delete(p.id, 1), { outcome: 'missing' })
+        assert.deepEqual(await store.posts.replace(p.id, { title: 'x', content: '', status: 'published' }, 1, new Date()), { outcome: 'missing' })
+      })
+
+      it('lets exactly one of several concurrent replaces at one revision win', async () => {
+        const p = await store.posts.create({ title: 'race', content: '', status: 'published' }, 'alice', new Date())
+        const results = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+          store.posts.replace(p.id, { title: `writer ${i}`, content: '', status: 'published' }, 1, new Date())))
+        const done = results.filter(r => r.outcome === 'done')
+        assert.equal(done.length, 1)
+        assert.equal(results.filter(r => r.outcome === 'stale').length, 7)
+        const now = await store.posts.findById(p.id, null)
+        assert.equal(now?.revision, 2)
+        assert.equal(now?.title, done[0]!.outcome === 'done' ? done[0]!.value.title : '')
+      })
+    })
+  })
+
+  describe(`post store lists [${kind}]`, () => {
+    let f: FreshStore
+    let store: Store
+    let all: Post[]
+    before(async () => {
+      f = await freshStore(kind)
+      store = f.store
+      // Titles that differ in case, accents, punctuation and repeat; timestamps that repeat,
+      // so that the id tie-breaker decides.
+      const titles = ['banana', 'Banana', 'apple', 'Äpfel', 'zebra', '_under', 'a b', 'apple', 'Zulu', 'éclair', '123', 'apple pie']
+      const statuses: PostStatus[] = ['published', 'published', 'draft', 'published', 'archived']
+      const authors = ['alice', 'bob', 'carol']
+      const base = Date.parse('2024-03-01T00:00:00.000Z')
+      for (let i = 0; i < 37; i++) {
+        const created = new Date(base + Math.floor(i / 3) * 1000 + (i % 2))
+        const p = await store.posts.create({ title: titles[i % titles.length]!, content: `post ${i}`, status: statuses[i % statuses.length]! }, authors[i % authors.length]!, created)
+        if (i % 4 === 0) await store.posts.replace(p.id, { title: p.title, content: `post ${i} edited`, status: p.status }, 1, new Date(base + 100_000 - Math.floor(i / 8) * 1000))
+      }
+      all = (await store.posts.list(query({ sort: withId(['id', 'asc']) }), admin)).items
+      assert.equal(all.length, 37)
+    })
+    after(async () => { await f.close() })
+
+    const sorts: SortTerm<PostSortKey>[][] = []
+    for (const key of ['id', 'title', 'created_at', 'updated_at'] as const) {
+      for (const dir of ['asc', 'desc'] as const) sorts.push(withId([key, dir]))
+    }
+    sorts.push(withId(['title', 'asc'], ['created_at', 'desc']), withId(['updated_at', 'desc'], ['title', 'asc']))
+
+    const viewers: [string, Viewer, (p: Post) => boolean][] = [
+      ['anonymous', null, p => p.status === 'published'],
+      ['an author', alice, p => p.status === 'published' || p.author === 'alice'],
+      ['admin', admin, () => true],
+    ]
+
+    for (const sort of sorts) {
+      const name = sort.map(t => `${t.key} ${t.direction}`).join(', ')
+      for (const [who, viewer, sees] of viewers) {
+        it(`sorts by ${name} for ${who}, and keyset pages forwards and backwards give every row once`, async () => {
+          const expected = expectedOrder(all.filter(sees), sort)
+          assert.deepEqual(await ids(store, viewer, { sort }), expected, 'one page')
+
+          const forward: number[] = []
+          let page = await store.posts.list(query({ sort, limit: 5 }), viewer)
+          forward.push(...page.items.map(p => p.id))
+          while (page.more) {
+            page = await store.posts.list(query({ sort, limit: 5, after: postSortValues(page.items.at(-1)!, sort) }), viewer)
+            forward.push(...page.items.map(p => p.id))
+          }
+          assert.deepEqual(forward, expected, 'after')
+
+          // Backwards from past the last row: `before` the last row, then before each page's first.
+          const last = all.find(p => p.id === expected.at(-1))!
+          const backward: number[] = [last.id]
+          page = await store.posts.list(query({ sort, limit: 5, before: postSortValues(last, sort) }), viewer)
+          backward.unshift(...page.items.map(p => p.id))
+          while (page.more) {
+            page = await store.posts.list(query({ sort, limit: 5, before: postSortValues(page.items[0]!, sort) }), viewer)
+            backward.unshift(...page.items.map(p => p.id))
+          }
+          assert.deepEqual(backward, expected, 'before')
+
+          const offset: number[] = []
+          for (let o = 0; o < expected.length + 5; o += 5) {
+            const p = await store.posts.list(query({ sort, limit: 5, offset: o }), viewer)
+            assert.equal(p.more, o + 5 < expected.length)
+            offset.push(...p.items.map(x => x.id))
+          }
+          assert.deepEqual(offset, expected, 'offset')
+        })
+      }
+    }
+
+    it('counts every matching row when asked, and only then', async () => {
+      const page = await store.posts.list(query({ limit: 2, count: true }), null)
+      assert.equal(page.total, all.filter(p => p.status === 'published').length)
+      assert.equal(typeof page.total, 'number')
+      assert.equal((await store.posts.list(query({ limit: 2 }), null)).total, undefined)
+      assert.equal((await store.posts.list(query({ limit: 2, count: true, filter: { status: 'draft' } }), admin)).total, all.filter(p => p.status === 'draft').length)
+    })
+
+    it('filters by status within what the viewer may see', async () => {
+      for (const status of ['draft', 'published', 'archived'] as const) {
+        const want = (sees: (p: Post) => boolean) => expectedOrder(all.filter(p => p.status === status && sees(p)), withId(['created_at', 'desc']))
+        assert.deepEqual(await ids(store, admin, { filter: { status } }), want(() => true))
+        assert.deepEqual(await ids(store, alice, { filter: { status } }), want(p => p.status === 'published' || p.author === 'alice'))
+        assert.deepEqual(await ids(store, null, { filter: { status } }), want(p => p.status === 'published'))
+      }
+    })
+  })
+
+  describe(`post store full-text search [${kind}]`, () => {
+    let f: FreshStore
+    let store: Store
+    before(async () => {
+      f = await freshStore(kind)
+      store = f.store
+    })
+    after(async () => { await f.close() })
+
+    const search = async (q: string, viewer: Viewer = admin) => (await ids(store, viewer, { filter: { q }, sort: withId(['id', 'asc']) }))
+
+    it('matches title and content, case-insensitively, when every word matches', async () => {
+      const now = new Date()
+      const fox = await store.posts.create({ title: 'The quick fox', content: 'jumps over the lazy dog', status: 'published' }, 'alice', now)
+      const cat = await store.posts.create({ title: 'A cat', content: 'sleeps; quick it is not', status: 'published' }, 'alice', now)
+      const hidden = await store.posts.create({ title: 'Quick draft', content: 'fox', status: 'draft' }, 'bob', now)
+      assert.deepEqual(await search('quick'), [fox.id, cat.id, hidden.id])
+      assert.deepEqual(await search('QUICK fox'), [fox.id, hidden.id])
+      assert.deepEqual(await search('fox dog'), [fox.id], 'a word from the title and one from the content')
+      assert.deepEqual(await search('fox unicorn'), [], 'every word must match')
+      assert.deepEqual(await search('quick', null), [fox.id, cat.id], 'visibility still applies')
+      assert.deepEqual(await search('"fox" OR -cat*'), [], 'search syntax is not interpreted')
+    })
+
+    it('follows replace and delete', async () => {
+      const p = await store.posts.create({ title: 'walrus', content: 'tusks', status: 'published' }, 'alice', new Date())
+      assert.deepEqual(await search('walrus'), [p.id])
+      const r = await store.posts.replace(p.id, { title: 'narwhal', content: 'tusks', status: 'published' }, 1, new Date())
+      assert.equal(r.outcome, 'done')
+      assert.deepEqual(await search('walrus'), [])
+      assert.deepEqual(await search('narwhal tusks'), [p.id])
+      assert.equal((await store.posts.delete(p.id, 2)).outcome, 'done')
+      assert.deepEqual(await search('narwhal'), [])
+      assert.deepEqual(await search('tusks'), [])
+    })
+
+    it('counts search results', async () => {
+      const page = await store.posts.list(query({ filter: { q: 'quick' }, count: true, limit: 1 }), null)
+      assert.equal(page.total, 2)
+      assert.equal(page.items.length, 1)
+      assert.equal(page.more, true)
+    })
+  })
+}

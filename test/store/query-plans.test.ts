@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { CompiledQuery, sql } from 'kysely'
+import type { PostSortKey } from '../../src/domain/post.ts'
+import { KyselyStore } from '../../src/store/kysely-store.ts'
+import type { ListQuery, PostFilter, SortDirection } from '../../src/store/store.ts'
+import { storeKinds } from '../helper.ts'
+import { type FreshStore, freshStore } from './store-helper.ts'
+
+const ROWS = 20_000
+
+/** The SQL and parameters `list()` sends for this query, captured by a Kysely plugin. */
+async function listQuery (store: KyselyStore, query: ListQuery<PostSortKey, PostFilter>): Promise<CompiledQuery> {
+  const seen: CompiledQuery[] = []
+  const probe = new KyselyStore(store.db.withPlugin({
+    transformQuery: ({ node, queryId }) => {
+      seen.push(store.db.getExecutor().compileQuery(node, queryId))
+      return node
+    },
+    transformResult: async ({ result }) => result,
+  }), store.dialect)
+  await probe.posts.list(query, null)
+  assert.equal(seen.length, 1)
+  return seen[0]!
+}
+
+/** Rows enough that a planner working from statistics prefers an index to a scan and sort. */
+async function seed (store: KyselyStore): Promise<void> {
+  if (store.kind === 'sqlite') {
+    await sql`INSERT INTO posts (title, content, status, author, created_at, updated_at, revision)
+      WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${ROWS})
+      SELECT 'title ' || (i * 7919 % ${ROWS}), 'content ' || i,
+        CASE WHEN i % 50 = 0 THEN 'archived' WHEN i % 10 = 0 THEN 'draft' ELSE 'published' END,
+        'author' || (i % 37),
+        strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i * 60, 'unixepoch'),
+        strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + (i * 104729 % ${ROWS}) * 60, 'unixepoch'),
+        1
+      FROM s`.execute(store.db)
+    await sql`ANALYZE`.execute(store.db)
+  } else {
+    await sql`INSERT INTO posts (title, content, status, author, created_at, updated_at, revision)
+      SELECT 'title ' || (i * 7919 % ${ROWS}), 'content ' || i,
+        CASE WHEN i % 50 = 0 THEN 'archived' WHEN i % 10 = 0 THEN 'draft' ELSE 'published' END,
+        'author' || (i % 37),
+        to_timestamp(1700000000 + i * 60), to_timestamp(1700000000 + (i * 104729 % ${ROWS}) * 60), 1
+      FROM generate_series(1, ${ROWS}) AS s(i)`.execute(store.db)
+    await sql`ANALYZE posts`.execute(store.db)
+  }
+}
+
+interface PgPlan { 'Node Type': string, 'Index Name'?: string, Plans?: PgPlan[] }
+
+function pgNodes (plan: PgPlan): PgPlan[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(pgNodes)]
+}
+
+/** What the plan shows, as lines to assert on and to print when an assertion fails. */
+async function explain (store: KyselyStore, q: CompiledQuery, byId: boolean): Promise<{ lines: string[], usesIndex: boolean, sorts: boolean }> {
+  if (store.kind === 'sqlite') {
+    const r = await store.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${q.sql}`, [...q.parameters]))
+    const lines = r.rows.map(row => row.detail)
+    return {
+      lines,
+      // A rowid table is itself the B-tree of its INTEGER PRIMARY KEY: "SCAN posts" alone reads it
+      // in id order, which is an index scan in all but name.
+      usesIndex: lines.some(l => /^(SEARCH|SCAN) posts USING (COVERING )?INDEX posts_|USING INTEGER PRIMARY KEY/.test(l) || (byId && l === 'SCAN posts')),
+      sorts: lines.some(l => l.includes('TEMP B-TREE')),
+    }
+  }
+  const r = await store.db.executeQuery<{ 'QUERY PLAN': [{ Plan: PgPlan }] }>(CompiledQuery.raw(`EXPLAIN (FORMAT JSON) ${q.sql}`, [...q.parameters]))
+  const nodes = pgNodes(r.rows[0]!['QUERY PLAN'][0].Plan)
+  return {
+    lines: nodes.map(n => `${n['Node Type']}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`),
+    usesIndex: nodes.some(n => /^Index (Only )?Scan/.test(n['Node Type']) && n['Index Name']?.startsWith('posts_') === true),
+    sorts: nodes.some(n => n['Node Type'] === 'Sort' || n['Node Type'] === 'Incremental Sort' || n['Node Type'] === 'Seq Scan'),
+  }
+}
+
+for (const kind of await storeKinds()) {
+  describe(`query plans of the anonymous list [${kind}]`, () => {
+    let f: FreshStore
+    let store: KyselyStore
+    before(async () => {
+      f = await freshStore(kind)
+      assert.ok(f.store instanceof KyselyStore)
+      store = f.store
+      await seed(store)
+    })
+    after(async () => { await f.close() })
+
+    for (const key of ['id', 'title', 'created_at', 'updated_at'] as const) {
+      for (const direction of ['asc', 'desc'] as SortDirection[]) {
+        it(`reads a keyset page by ${key} ${direction} from an index, without sorting`, async () => {
+          const sort = key === 'id' ? [{ key, direction }] : [{ key, direction }, { key: 'id' as const, direction }]
+          const first = await store.posts.list({ filter: {}, sort, limit: 20 }, null)
+          assert.equal(first.items.length, 20)
+          const last = first.items.at(-1)!
+          const position = sort.map(t => ({ id: last.id, title: last.title, created_at: last.createdAt, updated_at: last.updatedAt })[t.key])
+          for (const [name, query] of [
+            ['first page', { filter: {}, sort, limit: 20 }],
+            ['next page', { filter: {}, sort, limit: 20, after: position }],
+            ['previous page', { filter: {}, sort, limit: 20, before: position }],
+          ] as const) {
+            const plan = await explain(store, await listQuery(store, query), key === 'id')
+            if (process.env.TEST_PLANS) process.stderr.write(`# ${kind} ${key} ${direction} ${name}: ${plan.lines.join(' / ')}\n`)
+            assert.ok(plan.usesIndex, `${name}: no index in the plan:\n${plan.lines.join('\n')}`)
+            assert.ok(!plan.sorts, `${name}: the plan sorts or scans the table:\n${plan.lines.join('\n')}`)
+          }
+        })
+      }
+    }
+  })
+}

@@ -1,0 +1,33 @@
+import { openStore } from '../../src/store/open-store.ts'
+import type { Store } from '../../src/store/store.ts'
+import { freshDatabase, type StoreKind } from '../helper.ts'
+
+/** A migrated store on a fresh database; `open` gives another store on the same database. */
+export interface FreshStore {
+  store: Store
+  url: string
+  open (): Promise<Store>
+  close (): Promise<void>
+}
+
+export async function freshStore (kind: StoreKind, { migrate = true } = {}): Promise<FreshStore> {
+  const db = await freshDatabase(kind)
+  const extra: Store[] = []
+  const open = async () => {
+    const s = await openStore({ databaseUrl: db.url, pgPoolMax: 5 })
+    extra.push(s)
+    return s
+  }
+  const store = await openStore({ databaseUrl: db.url, pgPoolMax: 5 })
+  if (migrate) await store.migrate()
+  return {
+    store,
+    url: db.url,
+    open,
+    async close () {
+      for (const s of extra) await s.close().catch(() => {})
+      await store.close().catch(() => {})
+      await db.drop()
+    },
+  }
+}
