@@ -124,6 +124,24 @@ describe('PostgreSQL adapter', { skip: !reachable && 'PostgreSQL is unreachable'
     }
   })
 
+  it('survives a connection dying while checked out between statements', async () => {
+    const store = openPostgresStore(db.url, { poolMax: 1 })
+    try {
+      await store.migrate()
+      await store.db.connection().execute(async conn => {
+        const { CompiledQuery } = await import('kysely')
+        await conn.executeQuery(CompiledQuery.raw('select 1'))
+        await admin.query("select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and application_name = 'blog-post-service'", [dbName()])
+        // Without a listener on the checked-out client, its 'error' event would end the process here.
+        await sleep(300)
+      })
+      await store.ping()
+      assert.equal(await store.posts.findById(1, null), null)
+    } finally {
+      await store.close()
+    }
+  })
+
   it('migrates with no statement timeout on a connection of its own, closed afterwards', async () => {
     const fresh = await freshDatabase('postgres')
     const store = await openStore({ databaseUrl: fresh.url, pgPoolMax: 1, pgStatementTimeoutMs: 1 })

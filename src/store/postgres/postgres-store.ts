@@ -58,6 +58,11 @@ function dialectPool (pool: pg.Pool): PostgresPool {
     async connect () {
       const client = await pool.connect()
       let broken: Error | undefined
+      // pg-pool listens for errors only on idle clients: a socket dying while a client is checked
+      // out (between statements, or just as it is handed out) would otherwise be an 'error' event
+      // with no listener, which ends the process.
+      const onError = (err: Error) => { broken = err }
+      client.on('error', onError)
       const query = async (text: string, values: readonly unknown[]) => {
         try {
           return await client.query(text, values as unknown[])
@@ -69,7 +74,10 @@ function dialectPool (pool: pg.Pool): PostgresPool {
       }
       return {
         query: query as never,
-        release: () => { client.release(broken) },
+        release: () => {
+          client.off('error', onError)
+          client.release(broken)
+        },
       }
     },
     end: async () => { await pool.end() },
