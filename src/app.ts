@@ -9,12 +9,14 @@ import { Authenticator, authPlugin } from './http/auth.ts'
 import { cachingPlugin } from './http/caching.ts'
 import { contentTypePlugin } from './http/content-type.ts'
 import { metricsPlugin } from './http/metrics.ts'
+import { clientErrorHandler, overloadPlugin } from './http/overload.ts'
 import { CursorCodec } from './http/paging.ts'
 import { JsonPatchSchema, MergePatchSchema } from './http/patch.ts'
 import { problemsPlugin, sendProblem, toAppError } from './http/problems.ts'
 import { rateLimitPlugin } from './http/rate-limit.ts'
 import { requestLogPlugin } from './http/request-log.ts'
 import { routingPlugin } from './http/routing.ts'
+import { securityPlugin } from './http/security.ts'
 import { genRequestId, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
 import { API_VERSIONS, apiVersionConstraint, versioningPlugin } from './http/versioning.ts'
@@ -55,6 +57,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
     return503OnClosing: true,
     routerOptions: { maxParamLength: 200, constraints: { apiVersion: apiVersionConstraint } },
     frameworkErrors: (err, req, reply) => { sendProblem(req, reply, toAppError(err)) },
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
@@ -63,6 +66,8 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
 
   await app.register(tracingPlugin)
   await app.register(problemsPlugin)
+  await app.register(securityPlugin, { config })
+  await app.register(overloadPlugin, { config })
   await app.register(routingPlugin)
   await app.register(versioningPlugin, { config })
   await app.register(contentTypePlugin)

@@ -1,3 +1,4 @@
+import { createPublicKey } from 'node:crypto'
 import path from 'node:path'
 
 /** A setting that cannot be used: start-up stops with one line naming it (exit code 2). */
@@ -40,9 +41,13 @@ export interface Config {
     readonly issuer: string | null
     readonly audience: string | null
     readonly clockToleranceS: number
+    /** Least time between two fetches of the JWKS caused by an unknown `kid` (rotation pick-up). */
+    readonly jwksCooldownS: number
   }
   readonly rateLimit: { readonly max: number, readonly windowS: number }
   readonly requestTimeoutMs: number
+  /** Mean event-loop delay above which requests are shed with 503; 0 turns the check off. */
+  readonly overloadMaxEventLoopDelayMs: number
   readonly bodyLimitBytes: number
   readonly corsOrigins: readonly string[]
   readonly trustProxy: boolean
@@ -90,6 +95,18 @@ function url (env: Env, name: string, protocols: string[]): string | null {
     throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`)
   }
   return raw
+}
+
+/** RS256 needs an RSA key, ES256 a P-256 key; anything else could never verify a token. */
+function checkPublicKey (pem: string): void {
+  let key
+  try {
+    key = createPublicKey(pem)
+  } catch {
+    throw new ConfigError('AUTH_JWT_PUBLIC_KEY', 'is not a readable PEM public key')
+  }
+  const ok = key.asymmetricKeyType === 'rsa' || (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1')
+  if (!ok) throw new ConfigError('AUTH_JWT_PUBLIC_KEY', 'must be an RSA key (RS256) or a P-256 EC key (ES256)')
 }
 
 function redisKeyPrefix (env: Env): string {
@@ -154,6 +171,7 @@ export function loadConfig (env: Env = process.env): Config {
   if (jwtPublicKey !== null && !jwtPublicKey.includes('BEGIN PUBLIC KEY')) {
     throw new ConfigError('AUTH_JWT_PUBLIC_KEY', 'must be a PEM-encoded SPKI public key (-----BEGIN PUBLIC KEY-----)')
   }
+  if (jwtPublicKey !== null) checkPublicKey(jwtPublicKey)
 
   const corsOrigins = (str(env, 'CORS_ORIGINS') ?? '').split(',').map(s => s.trim()).filter(Boolean)
   for (const origin of corsOrigins) {
@@ -184,12 +202,14 @@ export function loadConfig (env: Env = process.env): Config {
       issuer: str(env, 'AUTH_JWT_ISSUER'),
       audience: str(env, 'AUTH_JWT_AUDIENCE'),
       clockToleranceS: int(env, 'AUTH_CLOCK_TOLERANCE_S', 30, 0, 300),
+      jwksCooldownS: int(env, 'AUTH_JWKS_COOLDOWN_S', 30, 0, 3600),
     }),
     rateLimit: Object.freeze({
       max: int(env, 'RATE_LIMIT_MAX', 1000, 0, 1_000_000_000),
       windowS: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
     }),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    overloadMaxEventLoopDelayMs: int(env, 'OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000),
     bodyLimitBytes: 1024 * 1024,
     corsOrigins,
     trustProxy: bool(env, 'TRUST_PROXY', false),

@@ -14,9 +14,16 @@ const SHUTDOWN_GRACE_MS = 10_000
 export async function bootstrapAdminKey (config: Config, store: Store): Promise<string | null> {
   const a = config.auth
   if (a.jwtSecret !== null || a.jwtPublicKey !== null || a.jwksUrl !== null) return null
-  if (await store.apiKeys.countActive() > 0) return null
+  // "First start": no key was ever made. Revoking every key must not make the next start print a new one.
+  if ((await store.apiKeys.list()).length > 0) return null
   const key = generateApiKey()
-  await store.apiKeys.create({ id: key.id, name: 'admin', scopes: ['admin'], hash: key.hash }, new Date())
+  try {
+    await store.apiKeys.create({ id: key.id, name: 'admin', scopes: ['admin'], hash: key.hash }, new Date())
+  } catch (err) {
+    // Instances starting together on one database: the live-name index lets one of them win.
+    if ((await store.apiKeys.list()).length > 0) return null
+    throw err
+  }
   return key.token
 }
 

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../config.ts'
-import { generateApiKey } from '../http/auth.ts'
+import { generateApiKey, KNOWN_SCOPES } from '../http/auth.ts'
 import { startServer } from '../server.ts'
 import { openStore } from '../store/open-store.ts'
 
@@ -10,12 +10,13 @@ Commands:
   serve                                   run the HTTP service (the default)
   migrate                                 apply database migrations, then exit
   keys create --name N --scopes "S1 S2"   make an API key and print it once
+                                          (scopes: posts:write orders:write admin)
   keys list                               list API keys (never their secrets)
   keys revoke <name-or-id>                revoke an API key
 
 Settings come from the environment; see the README's configuration table.`
 
-const SCOPE = /^[a-z]+(:[a-z]+)?$/
+const SCOPES: readonly string[] = KNOWN_SCOPES
 
 async function main (argv: string[]): Promise<number> {
   const [command = 'serve', ...rest] = argv
@@ -49,24 +50,30 @@ async function main (argv: string[]): Promise<number> {
     if (command === 'keys') {
       const [sub, ...args] = rest
       if (sub === 'create') {
-        const { values } = parseArgs({ args, options: { name: { type: 'string' }, scopes: { type: 'string' } } })
+        let values: { name?: string, scopes?: string }
+        try {
+          values = parseArgs({ args, options: { name: { type: 'string' }, scopes: { type: 'string' } } }).values
+        } catch (err) {
+          process.stderr.write(`keys create: ${err instanceof Error ? err.message : String(err)}\n`)
+          return 2
+        }
         const name = values.name?.trim() ?? ''
         const scopes = (values.scopes ?? '').split(/[\s,]+/).filter(Boolean)
         if (!/^[A-Za-z0-9._@-]{1,100}$/.test(name)) {
           process.stderr.write('keys create: --name must be 1–100 characters of letters, digits and . _ @ -\n')
           return 2
         }
-        if (scopes.length === 0 || !scopes.every(s => SCOPE.test(s))) {
-          process.stderr.write('keys create: --scopes must list scopes such as "posts:write orders:write" or "admin"\n')
+        const unknown = scopes.filter(s => !SCOPES.includes(s))
+        if (scopes.length === 0 || unknown.length > 0) {
+          process.stderr.write(`keys create: --scopes must list some of: ${SCOPES.join(' ')}${unknown.length > 0 ? ` (unknown: ${unknown.join(' ')})` : ''}\n`)
           return 2
         }
-        const key = generateApiKey()
-        try {
-          await store.apiKeys.create({ id: key.id, name, scopes, hash: key.hash }, new Date())
-        } catch {
+        if ((await store.apiKeys.list()).some(k => k.name === name && k.revokedAt === null)) {
           process.stderr.write(`keys create: a live key named "${name}" exists; revoke it first\n`)
           return 1
         }
+        const key = generateApiKey()
+        await store.apiKeys.create({ id: key.id, name, scopes: [...new Set(scopes)], hash: key.hash }, new Date())
         process.stdout.write(`${key.token}\n`)
         process.stderr.write(`API key "${name}" (${scopes.join(' ')}) made. It is shown only now; only its hash is kept.\n`)
         return 0

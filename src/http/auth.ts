@@ -21,6 +21,12 @@ declare module 'fastify' {
 export const REALM = 'blog'
 /** API keys look like `blog_<id>_<secret>`, so a key is never mistaken for a JWT (which has dots). */
 const API_KEY = /^blog_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/
+/** RFC 6750 §2.1: `Bearer` and one token68; anything else is not a bearer credential. */
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
+/** No real token is this long; refusing early bounds the work a forged one can cause. */
+const MAX_TOKEN_LENGTH = 8192
+/** The scopes a credential can carry (contract §5); `admin` alone permits everything. */
+export const KNOWN_SCOPES = ['posts:write', 'orders:write', 'admin'] as const
 
 export function hashSecret (secret: string): string {
   return createHash('sha256').update(secret).digest('hex')
@@ -47,6 +53,31 @@ export function forbidden (detail?: string): AppError {
   return new AppError('FORBIDDEN', detail)
 }
 
+/** RFC 6750 §3.1: a valid token without the scope the request needs. */
+export function insufficientScope (scope: string): AppError {
+  return new AppError('FORBIDDEN', `This action needs the "${scope}" scope.`, {
+    headers: { 'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"` },
+  })
+}
+
+/**
+ * The identity provider's key set. jose caches it and, on a `kid` it does not know, fetches it
+ * again (at most once per cooldown): that is how a key rotation is picked up. A key set that cannot
+ * be fetched says nothing about the token, so it is 503 (retry), not 401.
+ */
+function keySetOf (url: string, cooldownMs: number): JWTVerifyGetKey {
+  const remote = createRemoteJWKSet(new URL(url), { cacheMaxAge: 10 * 60_000, cooldownDuration: cooldownMs, timeoutDuration: 5000 })
+  return async (header, token) => {
+    try {
+      return await remote(header, token)
+    } catch (err) {
+      if (err instanceof joseErrors.JWKSNoMatchingKey || err instanceof joseErrors.JWKSMultipleMatchingKeys ||
+        err instanceof joseErrors.JOSENotSupported || err instanceof joseErrors.JOSEAlgNotAllowed) throw err
+      throw new AppError('SERVICE_UNAVAILABLE', 'The keys that verify tokens cannot be fetched from the identity provider.', { headers: { 'retry-after': '5' } })
+    }
+  }
+}
+
 /** Verifies bearer credentials: JWTs with the configured keys, API keys against the store. */
 export class Authenticator {
   private readonly hsKey: Uint8Array | null
@@ -56,15 +87,15 @@ export class Authenticator {
   constructor (private readonly config: Config['auth'], private readonly keys: ApiKeyStore) {
     this.hsKey = config.jwtSecret === null ? null : new TextEncoder().encode(config.jwtSecret)
     this.publicKey = config.jwtPublicKey === null ? null : createPublicKey(config.jwtPublicKey)
-    // jose caches the key set and refetches on an unknown `kid`, which is how rotation is picked up.
-    this.jwks = config.jwksUrl === null ? null : createRemoteJWKSet(new URL(config.jwksUrl), { cacheMaxAge: 10 * 60_000, cooldownDuration: 30_000 })
+    this.jwks = config.jwksUrl === null ? null : keySetOf(config.jwksUrl, config.jwksCooldownS * 1000)
   }
 
   /** The principal for an Authorization header value; throws 401 problems for a bad credential. */
   async authenticate (header: string): Promise<Principal> {
-    const m = /^Bearer +([^\s]+) *$/i.exec(header)
+    const m = BEARER.exec(header)
     if (!m) throw invalidToken('The Authorization header must be "Bearer <token>".')
     const token = m[1]!
+    if (token.length > MAX_TOKEN_LENGTH) throw invalidToken('The token is too long.')
     const key = API_KEY.exec(token)
     if (key) return await this.apiKey(key[1]!, key[2]!)
     if (token.startsWith('blog_')) throw invalidToken('The API key is malformed.')
@@ -116,6 +147,7 @@ export class Authenticator {
       if (err instanceof joseErrors.JWTExpired) throw invalidToken('The token has expired.')
       if (err instanceof joseErrors.JWTClaimValidationFailed) throw invalidToken(`The token's "${err.claim}" claim is not acceptable.`)
       if (err instanceof joseErrors.JWSSignatureVerificationFailed) throw invalidToken('The token signature does not verify.')
+      if (err instanceof joseErrors.JWKSNoMatchingKey) throw invalidToken('The token is not signed by a key of the identity provider.')
       if (err instanceof joseErrors.JOSEError) throw invalidToken('The token is not valid.')
       throw err
     }
@@ -135,8 +167,6 @@ export const authPlugin = fp(async function auth (app: FastifyInstance, opts: { 
     const scope = req.routeOptions.config.requiredScope
     if (scope === undefined) return
     if (req.principal === null) throw unauthenticated()
-    if (!hasScope(req.principal, scope)) {
-      throw forbidden(`This action needs the "${scope}" scope.`)
-    }
+    if (!hasScope(req.principal, scope)) throw insufficientScope(scope)
   })
 }, { name: 'auth' })

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { isStoreUnavailable } from '../store/errors.ts'
 import { AppError, PROBLEMS, type FieldError, type ProblemCode, problemSlug } from '../errors.ts'
 import { toFieldErrors } from './validation.ts'
 
@@ -75,6 +76,12 @@ const STATUS_CODES: Record<number, ProblemCode> = {
   503: 'SERVICE_UNAVAILABLE',
 }
 
+/** A store used after close() (shutdown under way): Kysely's and better-sqlite3's words for it. */
+function isStoreClosed (error: unknown): boolean {
+  const message = (error as { message?: unknown } | null)?.message
+  return typeof message === 'string' && (message.includes('driver has already been destroyed') || message === 'The database connection is not open')
+}
+
 /** Maps anything thrown to the catalogue; unknown errors become 500 and never show their text. */
 export function toAppError (error: unknown): AppError {
   if (error instanceof AppError) return error
@@ -82,6 +89,9 @@ export function toAppError (error: unknown): AppError {
   if (Array.isArray(err.validation)) {
     const context = err.validationContext ?? 'body'
     return new AppError('VALIDATION_FAILED', undefined, { errors: toFieldErrors(err.validation as never[], context) })
+  }
+  if (isStoreUnavailable(error) || isStoreClosed(error)) {
+    return new AppError('SERVICE_UNAVAILABLE', 'The store is not reachable. Retry after the time in Retry-After.', { headers: { 'retry-after': '5' } })
   }
   const mapped = err.code !== undefined ? FRAMEWORK_CODES[err.code] : undefined
   if (mapped) return new AppError(mapped, mapped === 'MALFORMED_JSON' && err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'The request body is empty; send a JSON document.' : undefined)

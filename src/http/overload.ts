@@ -1,0 +1,166 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import underPressure from '@fastify/under-pressure'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Config } from '../config.ts'
+import { AppError, PROBLEMS, type ProblemCode, problemSlug } from '../errors.ts'
+import { buildProblem, PROBLEM_MEDIA_TYPE, type Problem } from './problems.ts'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * Aborted once nobody waits for the answer: the request ran out of time (REQUEST_TIMEOUT_MS,
+     * and a 503 has been sent) or the client went away. Long work should observe it and stop.
+     */
+    abandoned: AbortSignal
+  }
+}
+
+/** Request line target (path and query) longer than this: 414. Node's own limit on all headers is 16 KiB. */
+export const MAX_URL_LENGTH = 8 * 1024
+/** Seconds a client is asked to wait after a 503 of ours. */
+export const RETRY_AFTER_S = 5
+/** How often under-pressure samples the event-loop delay (its default). */
+const SAMPLE_INTERVAL_MS = 1000
+/** Probes must tell "overloaded" apart from "dead", so load shedding leaves them alone. */
+const EXEMPT_FROM_SHEDDING = new Set(['/healthz', '/readyz', '/metrics'])
+
+function pathOf (url: string): string {
+  const i = url.indexOf('?')
+  return i === -1 ? url : url.slice(0, i)
+}
+
+function unavailable (code: 'SERVICE_UNAVAILABLE' | 'REQUEST_TIMEOUT', detail?: string): AppError {
+  return new AppError(code, detail, { headers: { 'retry-after': String(RETRY_AFTER_S) } })
+}
+
+/** Headers set for a success that must not reach an error (as in sendProblem). */
+const DROPPED_ON_ERROR = new Set(['etag', 'last-modified', 'location', 'content-length', 'content-type', 'content-encoding'])
+
+interface Deadline { timer: NodeJS.Timeout, controller: AbortController }
+
+/**
+ * Contract §7: an over-long URL is refused before any work (414); under event-loop pressure,
+ * requests are shed with 503 SERVICE_UNAVAILABLE; a request not answered within
+ * REQUEST_TIMEOUT_MS gets 503 REQUEST_TIMEOUT and `req.abandoned` aborts. Every answer is a problem
+ * with Retry-After, and a late answer from the abandoned work is dropped by Fastify (logged, no crash).
+ */
+export const overloadPlugin = fp(async function overload (app: FastifyInstance, opts: { config: Config }) {
+  const timeoutMs = opts.config.requestTimeoutMs
+  const deadlines = new WeakMap<FastifyRequest, Deadline>()
+
+  app.decorateRequest('abandoned', null as unknown as AbortSignal)
+
+  app.addHook('onRequest', async (req) => {
+    if ((req.raw.url ?? '').length > MAX_URL_LENGTH) {
+      throw new AppError('URI_TOO_LONG', `The request target is longer than ${MAX_URL_LENGTH} characters.`)
+    }
+  })
+
+  if (opts.config.overloadMaxEventLoopDelayMs > 0) {
+    // The first samples measure start-up (loading modules, migrating), not load: shed nothing
+    // until a whole sample has been taken after the app became ready.
+    let sheddingFrom = Infinity
+    app.addHook('onReady', async () => { sheddingFrom = performance.now() + 2 * SAMPLE_INTERVAL_MS })
+    await app.register(underPressure, {
+      maxEventLoopDelay: opts.config.overloadMaxEventLoopDelayMs,
+      sampleInterval: SAMPLE_INTERVAL_MS,
+      // A rejected promise goes to the error handler, so the answer is our problem body.
+      pressureHandler: async (req: FastifyRequest) => {
+        if (EXEMPT_FROM_SHEDDING.has(pathOf(req.url)) || performance.now() < sheddingFrom) return
+        throw unavailable('SERVICE_UNAVAILABLE', 'The service is overloaded. Retry after the time in Retry-After.')
+      },
+    })
+  }
+
+  function settle (req: FastifyRequest): void {
+    const d = deadlines.get(req)
+    if (d === undefined) return
+    clearTimeout(d.timer)
+    deadlines.delete(req)
+  }
+
+  function expire (req: FastifyRequest, reply: FastifyReply, controller: AbortController): void {
+    deadlines.delete(req)
+    if (reply.sent || reply.raw.headersSent) return
+    const err = unavailable('REQUEST_TIMEOUT')
+    // Hijacked and written at once: the abandoned work may still call reply.code(), send() or
+    // throw, and none of that may touch this answer (Fastify drops sends on a hijacked reply).
+    reply.hijack()
+    const headers: Record<string, string | number | string[]> = {}
+    for (const [name, value] of Object.entries(reply.getHeaders())) {
+      if (value !== undefined && !DROPPED_ON_ERROR.has(name)) headers[name] = value
+    }
+    const body = JSON.stringify(buildProblem(req, err))
+    reply.raw.writeHead(err.status, {
+      ...headers,
+      'content-type': PROBLEM_MEDIA_TYPE,
+      'content-length': Buffer.byteLength(body),
+      'cache-control': 'no-store',
+      'content-language': 'en',
+      ...err.headers,
+    })
+    reply.raw.end(body)
+    req.log.warn({ timeout_ms: timeoutMs, route: req.routeOptions.url }, 'request timed out; its work is abandoned')
+    controller.abort(err)
+  }
+
+  app.addHook('onRequest', async (req, reply) => {
+    const controller = new AbortController()
+    req.abandoned = AbortSignal.any([controller.signal, req.signal])
+    const timer = setTimeout(expire, timeoutMs, req, reply, controller)
+    deadlines.set(req, { timer, controller })
+  })
+  // Once an answer is on its way (serialising or in onSend), the deadline no longer applies:
+  // a second answer racing the first would write the headers twice.
+  app.addHook('preSerialization', async (req) => { settle(req) })
+  app.addHook('onSend', async (req) => { settle(req) })
+  app.addHook('onResponse', async (req) => { settle(req) })
+  app.addHook('onRequestAbort', async (req) => {
+    const d = deadlines.get(req)
+    settle(req)
+    d?.controller.abort(new Error('the client closed the connection'))
+  })
+}, { name: 'overload', dependencies: ['problems'] })
+
+/**
+ * Answers what Node's HTTP parser refuses before Fastify sees a request (headers over
+ * `maxHeaderSize`, a broken request line) with a problem body instead of Fastify's plain JSON.
+ * Never logs the error object: its `rawPacket` holds the request bytes, Authorization included.
+ */
+export function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string, rawPacket?: unknown }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  this.log.debug({ code: err.code }, 'client error')
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    // The client did not finish sending its request in time; there is nobody to read a body.
+    socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n', () => socket.destroy())
+    return
+  }
+  const code: ProblemCode = err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST'
+  const p = PROBLEMS[code]
+  const requestLine = Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1', 0, 512).split('\r\n', 1)[0] ?? '' : ''
+  const target = /^[A-Z]{3,10} (\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,200})/.exec(requestLine)?.[1] ?? '/'
+  const problem: Problem = {
+    type: `/problems/${problemSlug(code)}`,
+    title: p.title,
+    status: p.status,
+    detail: code === 'HEADERS_TOO_LARGE' ? 'The request line and headers together exceed 16 KiB.' : p.detail,
+    instance: target,
+    code,
+    trace_id: randomBytes(16).toString('hex'),
+    request_id: randomUUID(),
+  }
+  const body = JSON.stringify(problem)
+  socket.end(
+    `HTTP/1.1 ${p.status} ${STATUS_CODES[p.status]}\r\n` +
+    `Content-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `Content-Language: en\r\nCache-Control: no-store\r\nX-Request-Id: ${problem.request_id}\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy()
+  )
+}

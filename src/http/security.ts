@@ -1,0 +1,78 @@
+import cors, { type FastifyCorsOptions } from '@fastify/cors'
+import helmet from '@fastify/helmet'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Config } from '../config.ts'
+
+/**
+ * A JSON API loads nothing into a browser page, so its answers allow nothing. The /docs page
+ * (Swagger UI, served from this service) needs its own scripts, styles and a fetch of /openapi.json;
+ * Swagger UI sets inline `style` attributes, hence 'unsafe-inline' for styles only.
+ */
+export const API_CSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+export const DOCS_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; " +
+  "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+
+/** Response headers a cross-origin script may read (CORS hides all but a few by default). */
+const EXPOSED_HEADERS = [
+  'Location', 'ETag', 'Last-Modified', 'Link', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'X-Request-Id', 'traceparent',
+  'X-Total-Count', 'Preference-Applied', 'Idempotent-Replayed', 'API-Version', 'Deprecation', 'Sunset', 'Content-Language',
+  'Accept-Patch', 'Allow', 'WWW-Authenticate', 'Content-Range', 'Accept-Ranges',
+]
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+
+function isDocsPath (url: string): boolean {
+  return url === '/docs' || url.startsWith('/docs/') || url.startsWith('/docs?')
+}
+
+/** A CORS preflight: OPTIONS with Origin and Access-Control-Request-Method (Fetch standard §3.2.2). */
+function isPreflight (req: FastifyRequest): boolean {
+  return req.method === 'OPTIONS' && typeof req.headers.origin === 'string' && typeof req.headers['access-control-request-method'] === 'string'
+}
+
+/**
+ * Browser-facing hardening: helmet's headers with a CSP for a JSON API (and a looser one for /docs),
+ * and CORS for the origins in CORS_ORIGINS (none: no CORS headers at all).
+ *
+ * @fastify/cors routes every OPTIONS to its own `OPTIONS *` handler. Only a real preflight from an
+ * allowed origin is answered there; any other OPTIONS falls through to the not-found handler, which
+ * answers 204 with `Allow` (src/http/routing.ts), so both behaviours coexist.
+ */
+export const securityPlugin = fp(async function security (app: FastifyInstance, opts: { config: Config }) {
+  const origins = opts.config.corsOrigins
+  await app.register(helmet, {
+    global: true,
+    contentSecurityPolicy: false,
+    // Cross-origin readers need the response; CORS, not CORP, decides who may read it.
+    crossOriginResourcePolicy: { policy: origins.length > 0 ? 'cross-origin' : 'same-origin' },
+    referrerPolicy: { policy: 'no-referrer' },
+    xFrameOptions: { action: 'deny' },
+  })
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('content-security-policy', isDocsPath(req.url) ? DOCS_CSP : API_CSP)
+  })
+
+  if (origins.length === 0) return
+  const anyOrigin = origins.includes('*')
+  const allowed = new Set(origins)
+  const base: FastifyCorsOptions = {
+    origin: anyOrigin ? '*' : [...origins],
+    methods: METHODS,
+    exposedHeaders: EXPOSED_HEADERS,
+    // Bearer tokens, never cookies: credentialed requests are not needed, and not allowed.
+    credentials: false,
+    maxAge: 600,
+    strictPreflight: false,
+  }
+  await app.register(cors, {
+    hideOptionsRoute: true,
+    delegator: (req, callback) => {
+      const origin = req.headers.origin
+      if (origin === undefined || (!anyOrigin && !allowed.has(origin))) {
+        callback(null, { ...base, origin: false })
+        return
+      }
+      callback(null, isPreflight(req as FastifyRequest) ? base : { ...base, preflight: false })
+    },
+  })
+}, { name: 'security' })

@@ -1,0 +1,282 @@
+import assert from 'node:assert/strict'
+import net from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import { setImmediate as yieldLoop, setTimeout as sleep } from 'node:timers/promises'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { buildApp } from '../../src/app.ts'
+import { loadConfig } from '../../src/config.ts'
+import { openStore } from '../../src/store/open-store.ts'
+import type { Store } from '../../src/store/store.ts'
+import { buildTestApp, freshDatabase, json, JWT_SECRET, type StoreKind, storeKinds, type TestApp } from '../helper.ts'
+
+interface Built { app: FastifyInstance, store: Store, close: () => Promise<void> }
+
+/**
+ * The production app, like buildTestApp, but `extend` may add test-only routes before ready()
+ * and `url` may point the store somewhere else (a proxy) than the fresh database.
+ */
+async function build (kind: StoreKind, env: Record<string, string>, opts: { extend?: (app: FastifyInstance) => void, url?: (url: string) => string } = {}): Promise<Built> {
+  const db = await freshDatabase(kind)
+  const config = loadConfig({
+    DATABASE_URL: opts.url ? opts.url(db.url) : db.url,
+    DATA_DIR: db.dataDir,
+    AUTH_JWT_SECRET: JWT_SECRET,
+    LOG_LEVEL: process.env.TEST_LOG ?? 'silent',
+    BOOTSTRAP_ADMIN_KEY: 'false',
+    ...env,
+  })
+  const store = await openStore(config)
+  await store.migrate()
+  const app = await buildApp({ config, store })
+  opts.extend?.(app)
+  await app.ready()
+  return {
+    app,
+    store,
+    close: async () => {
+      await app.close()
+      await store.close().catch(() => {})
+      await db.drop()
+    },
+  }
+}
+
+function assertProblem (res: LightMyRequestResponse, status: number, code: string): void {
+  assert.equal(res.statusCode, status, res.body)
+  assert.match(String(res.headers['content-type']), /^application\/problem\+json/)
+  assert.equal(json(res).code, code)
+  if (status === 503) assert.ok(Number(res.headers['retry-after']) > 0, 'Retry-After on a 503')
+}
+
+function busyWait (ms: number): void {
+  const end = Date.now() + ms
+  while (Date.now() < end) { /* blocking the event loop is the point */ }
+}
+
+/** Blocks the event loop in bursts until GET `url` is shed (or gives up), and returns that answer. */
+async function blockUntilShed (app: FastifyInstance, url: string): Promise<LightMyRequestResponse> {
+  let res = await app.inject({ method: 'GET', url })
+  for (let i = 0; i < 30 && res.statusCode !== 503; i++) {
+    busyWait(300)
+    await yieldLoop()
+    res = await app.inject({ method: 'GET', url })
+  }
+  return res
+}
+
+describe('event-loop overload', () => {
+  let b: Built
+  before(async () => {
+    b = await build('sqlite', { OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '50' })
+    // Shedding starts once a whole sample has been taken after start-up.
+    await sleep(2200)
+  })
+  after(async () => { await b.close() })
+
+  it('sheds requests with 503 SERVICE_UNAVAILABLE and Retry-After while the loop is blocked, but not health checks', async () => {
+    const shed = await blockUntilShed(b.app, '/posts')
+    assertProblem(shed, 503, 'SERVICE_UNAVAILABLE')
+    assert.equal(json(shed).instance, '/posts')
+    assert.match(json(shed).detail, /overloaded/)
+    // Same sample window: still under pressure, yet the probes answer.
+    assert.equal((await b.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200)
+    assert.equal((await b.app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200)
+    assertProblem(await b.app.inject({ method: 'GET', url: '/posts' }), 503, 'SERVICE_UNAVAILABLE')
+  })
+
+  it('serves again once the loop is idle', async () => {
+    let res = await b.app.inject({ method: 'GET', url: '/posts' })
+    for (let i = 0; i < 40 && res.statusCode !== 200; i++) {
+      await sleep(250)
+      res = await b.app.inject({ method: 'GET', url: '/posts' })
+    }
+    assert.equal(res.statusCode, 200)
+  })
+})
+
+describe('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS=0', () => {
+  let b: Built
+  before(async () => {
+    b = await build('sqlite', { OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0' })
+    await sleep(2200)
+  })
+  after(async () => { await b.close() })
+
+  it('turns load shedding off', async () => {
+    for (let i = 0; i < 8; i++) {
+      busyWait(300)
+      await yieldLoop()
+      assert.equal((await b.app.inject({ method: 'GET', url: '/posts' })).statusCode, 200)
+    }
+  })
+})
+
+describe('REQUEST_TIMEOUT_MS', () => {
+  let b: Built
+  let abandoned: Promise<unknown>
+  let lateSend: Promise<void>
+  before(async () => {
+    b = await build('sqlite', { REQUEST_TIMEOUT_MS: '300' }, {
+      extend: app => {
+        app.get('/test/slow', async (req, reply) => {
+          abandoned = new Promise(resolve => req.abandoned.addEventListener('abort', () => resolve(req.abandoned.reason), { once: true }))
+          await abandoned
+          // The work carries on regardless and answers late: the answer must be dropped, not crash.
+          lateSend = (async () => { await reply.send({ late: true }) })()
+          return reply
+        })
+        app.get('/test/slow-throw', async (req) => {
+          await new Promise(resolve => req.abandoned.addEventListener('abort', resolve, { once: true }))
+          throw new Error('failed after the deadline')
+        })
+      },
+    })
+  })
+  after(async () => { await b.close() })
+
+  it('answers 503 REQUEST_TIMEOUT with Retry-After and aborts req.abandoned', async () => {
+    const res = await b.app.inject({ method: 'GET', url: '/test/slow' })
+    assertProblem(res, 503, 'REQUEST_TIMEOUT')
+    assert.equal(json(res).instance, '/test/slow')
+    const reason = await abandoned
+    assert.equal((reason as { code?: string }).code, 'REQUEST_TIMEOUT')
+    await lateSend
+  })
+
+  it('survives work that fails after its request was abandoned', async () => {
+    assertProblem(await b.app.inject({ method: 'GET', url: '/test/slow-throw' }), 503, 'REQUEST_TIMEOUT')
+    await sleep(50)
+    assert.equal((await b.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200)
+    assert.equal((await b.app.inject({ method: 'GET', url: '/posts' })).statusCode, 200)
+  })
+})
+
+for (const kind of await storeKinds()) {
+  describe(`store unreachable [${kind}]`, () => {
+    it('answers 503 SERVICE_UNAVAILABLE with Retry-After, not 500, once the store is closed', async () => {
+      const b = await build(kind, {})
+      try {
+        const auth = { authorization: `Bearer ${await signToken()}` }
+        const created = await b.app.inject({ method: 'POST', url: '/posts', headers: auth, payload: { title: 't', content: '' } })
+        assert.equal(created.statusCode, 201)
+        await b.store.close()
+        assertProblem(await b.app.inject({ method: 'GET', url: '/posts' }), 503, 'SERVICE_UNAVAILABLE')
+        assertProblem(await b.app.inject({ method: 'GET', url: `/posts/${json(created).id}` }), 503, 'SERVICE_UNAVAILABLE')
+        assertProblem(await b.app.inject({ method: 'POST', url: '/posts', headers: auth, payload: { title: 't', content: '' } }), 503, 'SERVICE_UNAVAILABLE')
+        assertProblem(await b.app.inject({ method: 'GET', url: '/readyz' }), 503, 'SERVICE_UNAVAILABLE')
+      } finally {
+        await b.close()
+      }
+    })
+  })
+}
+
+if ((await storeKinds()).includes('postgres')) {
+  describe('PostgreSQL unreachable [postgres]', () => {
+    let proxy: net.Server
+    const sockets = new Set<net.Socket>()
+    let b: Built
+    before(async () => {
+      // A TCP relay to PostgreSQL that the test can cut, as a network failure would.
+      proxy = net.createServer(client => {
+        const upstream = net.connect(5432, '127.0.0.1')
+        sockets.add(client).add(upstream)
+        client.pipe(upstream).pipe(client)
+        client.on('error', () => upstream.destroy())
+        upstream.on('error', () => client.destroy())
+      })
+      await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve))
+      const port = (proxy.address() as net.AddressInfo).port
+      b = await build('postgres', {}, {
+        url: u => {
+          const url = new URL(u)
+          url.host = `127.0.0.1:${port}`
+          return url.toString()
+        },
+      })
+    })
+    after(async () => { await b.close() })
+
+    it('answers 503 with Retry-After when connections are refused', async () => {
+      assert.equal((await b.app.inject({ method: 'GET', url: '/posts' })).statusCode, 200)
+      await new Promise(resolve => {
+        proxy.close(resolve)
+        for (const s of sockets) s.destroy()
+      })
+      const res = await b.app.inject({ method: 'GET', url: '/posts' })
+      assertProblem(res, 503, 'SERVICE_UNAVAILABLE')
+      assertProblem(await b.app.inject({ method: 'GET', url: '/readyz' }), 503, 'SERVICE_UNAVAILABLE')
+    })
+  })
+}
+
+async function signToken (): Promise<string> {
+  const { SignJWT } = await import('jose')
+  return await new SignJWT({ scope: 'posts:write' }).setProtectedHeader({ alg: 'HS256' }).setSubject('alice').setExpirationTime('1h').sign(new TextEncoder().encode(JWT_SECRET))
+}
+
+describe('request size limits', () => {
+  let t: TestApp
+  before(async () => { t = await buildTestApp('sqlite') })
+  after(async () => { await t.close() })
+
+  it('answers 413 PAYLOAD_TOO_LARGE to a body over 1 MiB', async () => {
+    const res = await t.request({ method: 'POST', url: '/posts', headers: await t.auth('alice'), payload: { title: 'big', content: 'x'.repeat(1024 * 1024 + 1) } })
+    assertProblem(res, 413, 'PAYLOAD_TOO_LARGE')
+  })
+
+  it('answers 414 URI_TOO_LONG to a path or query over 8 KiB, before routing or authentication', async () => {
+    assertProblem(await t.app.inject({ method: 'GET', url: `/posts?q=${'a'.repeat(8200)}` }), 414, 'URI_TOO_LONG')
+    assertProblem(await t.app.inject({ method: 'GET', url: `/${'p'.repeat(8200)}` }), 414, 'URI_TOO_LONG')
+    assertProblem(await t.app.inject({ method: 'POST', url: `/posts?${'a'.repeat(8200)}`, headers: { authorization: 'Bearer nonsense' }, payload: {} }), 414, 'URI_TOO_LONG')
+    assert.notEqual((await t.app.inject({ method: 'GET', url: `/posts?q=${'a'.repeat(8000)}` })).statusCode, 414, 'under the limit')
+  })
+
+  describe('over a real socket', () => {
+    let port: number
+    before(async () => {
+      await t.app.listen({ port: 0, host: '127.0.0.1' })
+      port = (t.app.server.address() as net.AddressInfo).port
+    })
+
+    /** Writes raw bytes and reads until the server closes the connection (or 5 s pass). */
+    async function raw (request: string): Promise<{ status: number, headers: Record<string, string>, body: string }> {
+      const text = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1')
+        const chunks: Buffer[] = []
+        socket.setTimeout(5000, () => { socket.destroy(); reject(new Error('the server neither answered nor closed')) })
+        socket.on('data', c => chunks.push(c))
+        socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')))
+        socket.on('error', () => {})
+        socket.write(request)
+      })
+      const [head = '', body = ''] = text.split('\r\n\r\n', 2)
+      const [statusLine = '', ...lines] = head.split('\r\n')
+      const headers = Object.fromEntries(lines.map(l => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]))
+      return { status: Number(statusLine.split(' ')[1]), headers, body }
+    }
+
+    it('answers 431 HEADERS_TOO_LARGE as a problem when the headers exceed 16 KiB', async () => {
+      const res = await raw(`GET /posts HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(20_000)}\r\n\r\n`)
+      assert.equal(res.status, 431)
+      assert.equal(res.headers['content-type'], 'application/problem+json')
+      const problem = JSON.parse(res.body)
+      assert.equal(problem.code, 'HEADERS_TOO_LARGE')
+      assert.equal(problem.status, 431)
+      assert.equal(problem.instance, '/posts')
+      assert.match(problem.request_id, /^[0-9a-f-]{36}$/)
+      assert.equal(Buffer.byteLength(res.body), Number(res.headers['content-length']))
+    })
+
+    it('answers 400 BAD_REQUEST as a problem to a request Node cannot parse', async () => {
+      const res = await raw('NOT HTTP AT ALL\r\n\r\n')
+      assert.equal(res.status, 400)
+      assert.equal(JSON.parse(res.body).code, 'BAD_REQUEST')
+    })
+
+    it('keeps serving after refusing them', async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`)
+      assert.equal(res.status, 200)
+    })
+  })
+})
