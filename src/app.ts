@@ -17,7 +17,7 @@ import { rateLimitPlugin } from './http/rate-limit.ts'
 import { requestLogPlugin } from './http/request-log.ts'
 import { routingPlugin } from './http/routing.ts'
 import { securityPlugin } from './http/security.ts'
-import { genRequestId, tracingPlugin } from './http/tracing.ts'
+import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
 import { API_VERSIONS, apiVersionConstraint, versioningPlugin } from './http/versioning.ts'
 import { postRoutes } from './routes/posts/index.ts'
@@ -56,7 +56,10 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
     exposeHeadRoutes: true,
     return503OnClosing: true,
     routerOptions: { maxParamLength: 200, constraints: { apiVersion: apiVersionConstraint } },
-    frameworkErrors: (err, req, reply) => { sendProblem(req, reply, toAppError(err)) },
+    frameworkErrors: (err, req, reply) => {
+      startTrace(req, reply)
+      sendProblem(req, reply, toAppError(err))
+    },
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
