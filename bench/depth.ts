@@ -70,7 +70,7 @@ async function seed (store: KyselyStore, url: string): Promise<void> {
       SELECT 'Post ' || left(md5(i::text), 10), 'Body of post number ' || i,
              CASE WHEN i % 10 = 0 THEN 'draft' ELSE 'published' END, 'user' || (i % 100),
              timestamptz '2020-01-01T00:00:00Z' + i * interval '1 second',
-             timestamptz '2020-01-01T00:00:00Z' + ((i * 7919) % $1) * interval '1 second', 1
+             timestamptz '2020-01-01T00:00:00Z' + ((i::bigint * 7919) % $1) * interval '1 second', 1
       FROM generate_series(1, $1) AS i`, [ROWS])
     await client.query('VACUUM ANALYZE posts')
     await client.end()
