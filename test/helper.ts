@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
+import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
@@ -113,14 +114,21 @@ export interface TestApp {
   close (): Promise<void>
 }
 
+export interface TestAppOptions {
+  /** Adds test-only routes or hooks before the app is ready. */
+  extend?: (app: FastifyInstance) => void
+  /** Points the store elsewhere (a proxy in front of) the fresh database. */
+  url?: (freshUrl: string) => string
+}
+
 /**
  * Builds the same app production builds (same options, a real store) on a fresh database.
  * `env` overrides settings; tests run silent unless TEST_LOG is set.
  */
-export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<string, string> = {}): Promise<TestApp> {
+export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: TestAppOptions = {}): Promise<TestApp> {
   const db = await freshDatabase(kind)
   const config = loadConfig({
-    DATABASE_URL: db.url,
+    DATABASE_URL: opts.url ? opts.url(db.url) : db.url,
     DATA_DIR: db.dataDir,
     AUTH_JWT_SECRET: JWT_SECRET,
     LOG_LEVEL: process.env.TEST_LOG ?? 'silent',
@@ -130,6 +138,7 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
   const store = await openStore(config)
   await store.migrate()
   const app = await buildApp({ config, store })
+  opts.extend?.(app)
   await app.ready()
   const secret = new TextEncoder().encode(config.auth.jwtSecret ?? JWT_SECRET)
 
@@ -161,14 +170,24 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
     },
     async close () {
       await app.close()
-      await store.close()
+      // A test may have closed the store already, to see what the service does without it.
+      await store.close().catch(() => {})
       await db.drop()
     },
   }
   return t
 }
 
+/** A TCP port on 127.0.0.1 that nothing listens on now (bound, then released). */
+export async function freePort (): Promise<number> {
+  const server = net.createServer()
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as net.AddressInfo
+  await new Promise<void>(resolve => server.close(() => { resolve() }))
+  return port
+}
+
 /** The JSON body of a response (fails the test when it is not JSON). */
-export function json<T = any> (res: LightMyRequestResponse): T { // eslint-disable-line @typescript-eslint/no-explicit-any -- test bodies are checked field by field
+export function json<T = any> (res: LightMyRequestResponse): T {
   return JSON.parse(res.body) as T
 }

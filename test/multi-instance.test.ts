@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import net from 'node:net'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -9,21 +8,12 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { SignJWT } from 'jose'
 import pg from 'pg'
-import { freshDatabase, JWT_SECRET, postgresAvailable, REDIS_URL, redisAvailable } from './helper.ts'
+import { freePort, freshDatabase, JWT_SECRET, postgresAvailable, REDIS_URL, redisAvailable } from './helper.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = path.join(ROOT, 'bin', 'blog.js')
 const RATE_LIMIT_MAX = 30
 const run = promisify(execFile)
-
-/** A port free a moment ago (the service cannot tell its port when given PORT=0). */
-async function freePort (): Promise<number> {
-  const server = net.createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as net.AddressInfo
-  await new Promise<void>(resolve => server.close(() => { resolve() }))
-  return port
-}
 
 async function token (sub: string, scopes: string[]): Promise<string> {
   return await new SignJWT({ scope: scopes.join(' ') }).setProtectedHeader({ alg: 'HS256' })

@@ -3,43 +3,7 @@ import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { setImmediate as yieldLoop, setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { buildApp } from '../../src/app.ts'
-import { loadConfig } from '../../src/config.ts'
-import { openStore } from '../../src/store/open-store.ts'
-import type { Store } from '../../src/store/store.ts'
-import { buildTestApp, freshDatabase, json, JWT_SECRET, type StoreKind, storeKinds, type TestApp } from '../helper.ts'
-
-interface Built { app: FastifyInstance, store: Store, close: () => Promise<void> }
-
-/**
- * The production app, like buildTestApp, but `extend` may add test-only routes before ready()
- * and `url` may point the store somewhere else (a proxy) than the fresh database.
- */
-async function build (kind: StoreKind, env: Record<string, string>, opts: { extend?: (app: FastifyInstance) => void, url?: (url: string) => string } = {}): Promise<Built> {
-  const db = await freshDatabase(kind)
-  const config = loadConfig({
-    DATABASE_URL: opts.url ? opts.url(db.url) : db.url,
-    DATA_DIR: db.dataDir,
-    AUTH_JWT_SECRET: JWT_SECRET,
-    LOG_LEVEL: process.env.TEST_LOG ?? 'silent',
-    BOOTSTRAP_ADMIN_KEY: 'false',
-    ...env,
-  })
-  const store = await openStore(config)
-  await store.migrate()
-  const app = await buildApp({ config, store })
-  opts.extend?.(app)
-  await app.ready()
-  return {
-    app,
-    store,
-    close: async () => {
-      await app.close()
-      await store.close().catch(() => {})
-      await db.drop()
-    },
-  }
-}
+import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
 
 function assertProblem (res: LightMyRequestResponse, status: number, code: string): void {
   assert.equal(res.statusCode, status, res.body)
@@ -65,9 +29,9 @@ async function blockUntilShed (app: FastifyInstance, url: string): Promise<Light
 }
 
 describe('event-loop overload', () => {
-  let b: Built
+  let b: TestApp
   before(async () => {
-    b = await build('sqlite', { OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '50' })
+    b = await buildTestApp('sqlite', { OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '50' })
     // Shedding starts once a whole sample has been taken after start-up.
     await sleep(2200)
   })
@@ -95,9 +59,9 @@ describe('event-loop overload', () => {
 })
 
 describe('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS=0', () => {
-  let b: Built
+  let b: TestApp
   before(async () => {
-    b = await build('sqlite', { OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0' })
+    b = await buildTestApp('sqlite', { OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0' })
     await sleep(2200)
   })
   after(async () => { await b.close() })
@@ -112,11 +76,11 @@ describe('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS=0', () => {
 })
 
 describe('REQUEST_TIMEOUT_MS', () => {
-  let b: Built
+  let b: TestApp
   let abandoned: Promise<unknown>
   let lateSend: Promise<void>
   before(async () => {
-    b = await build('sqlite', { REQUEST_TIMEOUT_MS: '300' }, {
+    b = await buildTestApp('sqlite', { REQUEST_TIMEOUT_MS: '300' }, {
       extend: app => {
         app.get('/test/slow', async (req, reply) => {
           abandoned = new Promise(resolve => req.abandoned.addEventListener('abort', () => resolve(req.abandoned.reason), { once: true }))
@@ -154,9 +118,9 @@ describe('REQUEST_TIMEOUT_MS', () => {
 for (const kind of await storeKinds()) {
   describe(`store unreachable [${kind}]`, () => {
     it('answers 503 SERVICE_UNAVAILABLE with Retry-After, not 500, once the store is closed', async () => {
-      const b = await build(kind, {})
+      const b = await buildTestApp(kind, {})
       try {
-        const auth = { authorization: `Bearer ${await signToken()}` }
+        const auth = await b.auth('alice', ['posts:write'])
         const created = await b.app.inject({ method: 'POST', url: '/posts', headers: auth, payload: { title: 't', content: '' } })
         assert.equal(created.statusCode, 201)
         await b.store.close()
@@ -175,7 +139,7 @@ if ((await storeKinds()).includes('postgres')) {
   describe('PostgreSQL unreachable [postgres]', () => {
     let proxy: net.Server
     const sockets = new Set<net.Socket>()
-    let b: Built
+    let b: TestApp
     before(async () => {
       // A TCP relay to PostgreSQL that the test can cut, as a network failure would.
       proxy = net.createServer(client => {
@@ -187,7 +151,7 @@ if ((await storeKinds()).includes('postgres')) {
       })
       await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve))
       const port = (proxy.address() as net.AddressInfo).port
-      b = await build('postgres', {}, {
+      b = await buildTestApp('postgres', {}, {
         url: u => {
           const url = new URL(u)
           url.host = `127.0.0.1:${port}`
@@ -208,11 +172,6 @@ if ((await storeKinds()).includes('postgres')) {
       assertProblem(await b.app.inject({ method: 'GET', url: '/readyz' }), 503, 'SERVICE_UNAVAILABLE')
     })
   })
-}
-
-async function signToken (): Promise<string> {
-  const { SignJWT } = await import('jose')
-  return await new SignJWT({ scope: 'posts:write' }).setProtectedHeader({ alg: 'HS256' }).setSubject('alice').setExpirationTime('1h').sign(new TextEncoder().encode(JWT_SECRET))
 }
 
 describe('request size limits', () => {

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
-import { buildTestApp, json, REDIS_URL, redisAvailable, type TestApp } from '../helper.ts'
+import { buildTestApp, freePort, json, REDIS_URL, redisAvailable, type TestApp } from '../helper.ts'
 
 const POLICY = /^"default";q=(\d+);w=(\d+)$/
 const LIMIT = /^"default";r=(\d+);t=(\d+)$/
@@ -18,14 +17,6 @@ function limitOf (res: LightMyRequestResponse): { r: number, t: number } {
 /** A prefix no other test run shares, so counts in a shared Redis start at zero. */
 function uniquePrefix (): string {
   return `blog-test-${randomBytes(6).toString('hex')}:`
-}
-
-async function deadPort (): Promise<number> {
-  const server = net.createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as net.AddressInfo
-  await new Promise<void>(resolve => server.close(() => { resolve() }))
-  return port
 }
 
 describe('rate limits', () => {
@@ -124,7 +115,7 @@ describe('rate limits', () => {
   })
 
   it('keeps serving when Redis is unreachable, counting in memory meanwhile', async () => {
-    const t = await buildTestApp('sqlite', { RATE_LIMIT_MAX: '3', REDIS_URL: `redis://127.0.0.1:${await deadPort()}` })
+    const t = await buildTestApp('sqlite', { RATE_LIMIT_MAX: '3', REDIS_URL: `redis://127.0.0.1:${await freePort()}` })
     try {
       const statuses: number[] = []
       for (let i = 0; i < 4; i++) {

@@ -1,21 +1,11 @@
 import assert from 'node:assert/strict'
-import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { isStoreUnavailable } from '../../src/store/errors.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.ts'
-import { freshDatabase, PG_ADMIN_URL, postgresAvailable } from '../helper.ts'
-
-/** A TCP port nothing listens on (bound, then released). */
-async function deadPort (): Promise<number> {
-  const server = net.createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as net.AddressInfo
-  await new Promise<void>(resolve => server.close(() => { resolve() }))
-  return port
-}
+import { freePort, freshDatabase, PG_ADMIN_URL, postgresAvailable } from '../helper.ts'
 
 describe('isStoreUnavailable', () => {
   it('recognises unreachable, overloaded and shutting-down databases, and nothing else', () => {
@@ -56,7 +46,7 @@ describe('PostgreSQL adapter', { skip: !reachable && 'PostgreSQL is unreachable'
 
   it('fails fast with a recognisable error when the database is unreachable', async () => {
     const url = new URL(db.url)
-    url.port = String(await deadPort())
+    url.port = String(await freePort())
     const store = await openStore({ databaseUrl: url.toString(), pgPoolMax: 2, pgConnectTimeoutMs: 1000 })
     try {
       const err = await store.ping().then(() => null, (e: unknown) => e)
