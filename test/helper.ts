@@ -140,6 +140,14 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
   const app = await buildApp({ config, store })
   opts.extend?.(app)
   await app.ready()
+  // Every injected response, however a test makes it, is checked against the OpenAPI document.
+  const inject = app.inject.bind(app) as (o: InjectOptions) => Promise<LightMyRequestResponse>
+  const checkedInject = async (o: InjectOptions) => {
+    const res = await inject(o)
+    validateResponse(app, o, res)
+    return res
+  }
+  Object.assign(app, { inject: checkedInject })
   const secret = new TextEncoder().encode(config.auth.jwtSecret ?? JWT_SECRET)
 
   const t: TestApp = {
@@ -147,11 +155,7 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
     store,
     config,
     kind,
-    async request (opts) {
-      const res = await app.inject(opts)
-      validateResponse(app, opts, res)
-      return res
-    },
+    request: checkedInject,
     async token (sub, scopes = [], claims = {}) {
       return await new SignJWT({ scope: scopes.join(' '), ...claims })
         .setProtectedHeader({ alg: 'HS256' })

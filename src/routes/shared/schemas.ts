@@ -35,6 +35,7 @@ const STATUS_TEXT: Record<number, string> = {
   410: 'API version retired',
   412: 'Precondition failed',
   413: 'Body over 1 MiB',
+  414: 'Path and query over 8 KiB',
   415: 'Unsupported media type',
   422: 'Invalid values (VALIDATION_FAILED with errors[])',
   429: 'Rate limited; see Retry-After',
@@ -55,7 +56,7 @@ export function problemResponses (...statuses: number[]): Record<number, unknown
 }
 
 /** Statuses any route can answer with. */
-export const COMMON_ERRORS = [400, 401, 406, 410, 429, 500, 503] as const
+export const COMMON_ERRORS = [400, 401, 406, 410, 414, 429, 500, 503] as const
 
 export const NotModifiedSchema = Type.Null({ description: 'Not modified: the copy named by If-None-Match / If-Modified-Since is current. No body.' })
 export const NoContentSchema = Type.Null({ description: 'No content.' })
