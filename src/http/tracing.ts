@@ -38,7 +38,7 @@ export function parseTraceparent (header: unknown): { traceId: string, flags: st
  * onRequest, and from the framework-error path for requests rejected before any hook runs.
  */
 export function startTrace (req: FastifyRequest, reply: FastifyReply): void {
-  if (req.traceId !== '') return
+  if (typeof req.traceId === 'string' && req.traceId !== '') return
   const parent = parseTraceparent(req.headers.traceparent)
   req.traceId = parent?.traceId ?? randomBytes(16).toString('hex')
   req.spanId = randomBytes(8).toString('hex')

@@ -76,6 +76,27 @@ for (const kind of await storeKinds()) {
         assert.equal(json(res).code, 'MALFORMED_JSON')
       })
 
+      it('answers 422 for JSON that is not an object, and for no body at all', async () => {
+        for (const payload of ['null', '[]', '"text"', '42']) {
+          const res = await t.request({ method: 'POST', url: '/posts', headers: { ...alice, 'content-type': 'application/json' }, payload })
+          assert.equal(res.statusCode, 422, payload)
+          assert.equal(json(res).errors[0].code, 'INVALID_TYPE')
+        }
+        const none = await t.request({ method: 'POST', url: '/posts', headers: alice })
+        assert.equal(none.statusCode, 422)
+        const empty = await t.request({ method: 'POST', url: '/posts', headers: { ...alice, 'content-type': 'application/json' }, payload: '' })
+        assert.equal(empty.statusCode, 400)
+        assert.equal(json(empty).code, 'MALFORMED_JSON')
+      })
+
+      it('refuses prototype-polluting members as malformed JSON', async () => {
+        for (const payload of ['{"__proto__":{"admin":true},"title":"t","content":""}', '{"title":"t","content":"","constructor":{"prototype":{"x":1}}}']) {
+          const res = await t.request({ method: 'POST', url: '/posts', headers: { ...alice, 'content-type': 'application/json' }, payload })
+          assert.equal(res.statusCode, 400, payload)
+          assert.equal(json(res).code, 'MALFORMED_JSON')
+        }
+      })
+
       it('answers 415 for a body that is not JSON by type', async () => {
         const res = await t.request({ method: 'POST', url: '/posts', headers: { ...alice, 'content-type': 'text/plain' }, payload: 'hello' })
         assert.equal(res.statusCode, 415)
@@ -120,6 +141,16 @@ for (const kind of await storeKinds()) {
         assert.equal(p.code, 'POST_NOT_FOUND')
         assert.equal(p.type, '/problems/post-not-found')
         assert.equal(p.instance, '/posts/999999')
+      })
+
+      it('answers 400 BAD_REQUEST, with trace and request ids, for a path that cannot be decoded', async () => {
+        const res = await t.request({ method: 'GET', url: '/posts/%' })
+        assert.equal(res.statusCode, 400)
+        const p = json(res)
+        assert.equal(p.code, 'BAD_REQUEST')
+        assert.match(p.trace_id, /^[0-9a-f]{32}$/)
+        assert.equal(p.request_id, res.headers['x-request-id'])
+        assert.ok(String(res.headers.traceparent).includes(p.trace_id))
       })
 
       it('answers 422 for an id that is not a positive integer', async () => {
