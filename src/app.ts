@@ -5,7 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import type { Config } from './config.ts'
 import { PostService } from './domain/post-service.ts'
-import { Authenticator, authPlugin } from './http/auth.ts'
+import { Authenticator, authorizationPlugin, authPlugin } from './http/auth.ts'
 import { cachingPlugin } from './http/caching.ts'
 import { contentTypePlugin } from './http/content-type.ts'
 import { metricsPlugin } from './http/metrics.ts'
@@ -19,7 +19,7 @@ import { routingPlugin } from './http/routing.ts'
 import { securityPlugin } from './http/security.ts'
 import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
-import { API_VERSIONS, apiVersionConstraint, versioningPlugin } from './http/versioning.ts'
+import { API_VERSIONS, apiVersionConstraint, rewriteUnversionedAlias, versioningPlugin } from './http/versioning.ts'
 import { postRoutes } from './routes/posts/index.ts'
 import { PostBodyV1Schema, PostBodyV2Schema, PostListItemV1Schema, PostListItemV2Schema, PostV1Schema, PostV2Schema } from './routes/posts/schemas.ts'
 import { FieldErrorSchema, LinkSchema, ProblemSchema } from './routes/shared/schemas.ts'
@@ -61,6 +61,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
       sendProblem(req, reply, toAppError(err))
     },
     clientErrorHandler,
+    rewriteUrl: rewriteUnversionedAlias,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
@@ -76,6 +77,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   await app.register(contentTypePlugin)
   await app.register(authPlugin, { authenticator: new Authenticator(config.auth, store.apiKeys) })
   await app.register(rateLimitPlugin, { config })
+  await app.register(authorizationPlugin)
   await app.register(cachingPlugin)
   // Before any plugin that adds routes (metrics), so that every route is in the document.
   await app.register(swagger, {

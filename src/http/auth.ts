@@ -15,6 +15,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The scope a route needs; absent means anyone, credential or not. */
     requiredScope?: string
+    /** Probes (health, readiness, metrics) answer the same whatever credential is sent. */
+    ignoresCredentials?: boolean
   }
 }
 
@@ -154,19 +156,37 @@ export class Authenticator {
   }
 }
 
+const CREDENTIAL_ERROR = Symbol('credentialError')
+type WithCredentialError = FastifyRequest & { [CREDENTIAL_ERROR]?: AppError }
+
 /**
- * Every request, before its body is read: a credential, when present, must verify (else 401)
- * and becomes `req.principal`.
- * Routes declare `config.requiredScope`; the check lives here, not in handlers.
+ * Every request, before its body is read, in two steps with the rate limit between them, so that
+ * failed credentials count against the caller's address like any anonymous request:
+ * `authPlugin` verifies a credential, when present, into `req.principal` (remembering a bad one);
+ * `authorizationPlugin` then answers 401 for a bad credential and checks the route's
+ * `config.requiredScope`. The checks live here, not in handlers.
  */
 export const authPlugin = fp(async function auth (app: FastifyInstance, opts: { authenticator: Authenticator }) {
   app.decorateRequest('principal', null)
   app.addHook('onRequest', async (req: FastifyRequest) => {
     const header = req.headers.authorization
-    if (header !== undefined) req.principal = await opts.authenticator.authenticate(header)
+    if (header === undefined || req.routeOptions.config.ignoresCredentials === true) return
+    try {
+      req.principal = await opts.authenticator.authenticate(header)
+    } catch (err) {
+      if (!(err instanceof AppError) || err.status !== 401) throw err
+      ;(req as WithCredentialError)[CREDENTIAL_ERROR] = err
+    }
+  })
+}, { name: 'auth' })
+
+export const authorizationPlugin = fp(async function authorization (app: FastifyInstance) {
+  app.addHook('onRequest', async (req: FastifyRequest) => {
+    const bad = (req as WithCredentialError)[CREDENTIAL_ERROR]
+    if (bad !== undefined) throw bad
     const scope = req.routeOptions.config.requiredScope
     if (scope === undefined) return
     if (req.principal === null) throw unauthenticated()
     if (!hasScope(req.principal, scope)) throw insufficientScope(scope)
   })
-}, { name: 'auth' })
+}, { name: 'authorization', dependencies: ['auth'] })

@@ -27,7 +27,8 @@ export function appendVary (reply: FastifyReply, ...fields: string[]): void {
 /** Every versioned response's body depends on Accept (version, media type), Accept-Encoding and Authorization (visibility). */
 export const cachingPlugin = fp(async function caching (app: FastifyInstance) {
   app.addHook('onSend', async (req, reply, payload) => {
-    if (req.routeOptions.config.apiVersion !== undefined) appendVary(reply, 'Accept', 'Accept-Encoding', 'Authorization')
+    // Lower case 'accept-encoding': @fastify/compress adds it again unless it finds it spelled so.
+    if (req.routeOptions.config.apiVersion !== undefined) appendVary(reply, 'Accept', 'accept-encoding', 'Authorization')
     if (reply.statusCode >= 400) appendVary(reply, 'Accept-Language')
     return payload
   })

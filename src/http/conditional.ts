@@ -22,8 +22,20 @@ function parseTags (header: string): '*' | string[] {
   return header.match(/(?:W\/)?"[^"]*"/g) ?? []
 }
 
-function httpDateSeconds (value: string): number | null {
-  const t = Date.parse(value)
+const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)'
+const MONTH = '(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)'
+// RFC 9110 §5.6.7: IMF-fixdate, and the obsolete RFC 850 and asctime forms a recipient must accept.
+const HTTP_DATE = new RegExp([
+  `^${DAY}, \\d{2} ${MONTH} \\d{4} \\d{2}:\\d{2}:\\d{2} GMT$`,
+  `^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \\d{2}-${MONTH}-\\d{2} \\d{2}:\\d{2}:\\d{2} GMT$`,
+  `^${DAY} ${MONTH} [ \\d]\\d \\d{2}:\\d{2}:\\d{2} \\d{4}$`,
+].join('|'))
+
+/** Seconds since the epoch of an HTTP-date, or null for anything else (which the caller then ignores). */
+export function httpDateSeconds (value: string): number | null {
+  const v = value.trim()
+  if (!HTTP_DATE.test(v)) return null
+  const t = Date.parse(v.endsWith('GMT') ? v : `${v} GMT`)
   return Number.isNaN(t) ? null : Math.floor(t / 1000)
 }
 
@@ -47,10 +59,9 @@ export function isNotModified (req: FastifyRequest, v: Validators): boolean {
     return tags === '*' || tags.some(t => opaque(t) === opaque(v.etag))
   }
   const ims = req.headers['if-modified-since']
-  if (ims !== undefined && v.lastModified) {
-    const since = httpDateSeconds(ims)
-    return since !== null && seconds(v.lastModified) <= since
-  }
+  const since = ims === undefined ? null : httpDateSeconds(ims)
+  // An invalid date is ignored (RFC 9110 §13.1.3).
+  if (since !== null && v.lastModified) return seconds(v.lastModified) <= since
   return false
 }
 
@@ -65,16 +76,16 @@ export function preconditionHolds (req: FastifyRequest, v: Validators): boolean 
     return tags === '*' || tags.some(t => !t.startsWith('W/') && !v.etag.startsWith('W/') && t === v.etag)
   }
   const ius = req.headers['if-unmodified-since']
-  if (ius !== undefined && v.lastModified) {
-    const since = httpDateSeconds(ius)
-    return since !== null && seconds(v.lastModified) <= since
-  }
+  const since = ius === undefined ? null : httpDateSeconds(ius)
+  // An invalid date is ignored (RFC 9110 §13.1.4): the write goes ahead.
+  if (since !== null && v.lastModified) return seconds(v.lastModified) <= since
   return true
 }
 
 /** Whether the request names any precondition at all. */
 export function hasPrecondition (req: FastifyRequest): boolean {
-  return req.headers['if-match'] !== undefined || req.headers['if-unmodified-since'] !== undefined
+  const ius = req.headers['if-unmodified-since']
+  return req.headers['if-match'] !== undefined || (ius !== undefined && httpDateSeconds(ius) !== null)
 }
 
 /**

@@ -24,24 +24,81 @@ function essence (contentType: string): { type: string, charset: string | null }
   return { type: type.toLowerCase(), charset }
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
+
+/** True when every string (and member name) in `value` is well-formed Unicode. */
+function wellFormed (value: unknown): boolean {
+  if (typeof value === 'string') return value.isWellFormed()
+  if (Array.isArray(value)) return value.every(wellFormed)
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).every(([k, v]) => k.isWellFormed() && wellFormed(v))
+  }
+  return true
+}
+
+/**
+ * Parses a JSON body as I-JSON (RFC 7493): UTF-8 only, no unpaired surrogates. Members named
+ * `__proto__` or `constructor` stay ordinary own members (JSON.parse never touches prototypes),
+ * so validation reports them as unknown fields.
+ */
+export function parseJsonBody (raw: Buffer): unknown {
+  let text: string
+  try {
+    text = utf8.decode(raw)
+  } catch {
+    throw new AppError('MALFORMED_JSON', 'The request body is not valid UTF-8.')
+  }
+  if (text.trim() === '') throw new AppError('MALFORMED_JSON', 'The request body is empty; send a JSON document.')
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (err) {
+    throw new AppError('MALFORMED_JSON', `The request body is not valid JSON: ${(err as Error).message}.`)
+  }
+  if (!wellFormed(value)) throw new AppError('MALFORMED_JSON', 'The request body has a string with an unpaired surrogate (\\uD800–\\uDFFF), which is not Unicode text.')
+  return value
+}
+
+function vendorVersion (type: string): number | null {
+  const m = /^application\/vnd\.blog\.v(\d+)\+json$/.exec(type)
+  return m ? Number(m[1]) : null
+}
+
 /**
  * Request bodies are JSON only (contract §4): the framework's text/plain parser is removed, one
- * JSON parser (rejecting `__proto__` and `constructor.prototype`) serves every JSON media type,
- * and each route's `bodyTypes` is enforced before the body is read, so the answer is 415, not 400.
+ * strict JSON parser serves every JSON media type, and each route's `bodyTypes` is enforced before
+ * the body is read, so the answer is 415, not 400. A vendor type names the version of the body:
+ * it must be the version serving the request.
  */
 export const contentTypePlugin = fp(async function contentType (app: FastifyInstance) {
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser([...JSON_BODY_TYPES, ...PATCH_TYPES], { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+  app.addContentTypeParser([...JSON_BODY_TYPES, ...PATCH_TYPES], { parseAs: 'buffer' }, (_req, body, done) => {
+    try {
+      done(null, parseJsonBody(body as Buffer))
+    } catch (err) {
+      done(err as Error, undefined)
+    }
+  })
+  // Requests to unknown paths or with unknown methods must reach the not-found handler (404/405),
+  // whatever their body; known routes have refused a wrong type in preParsing already.
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => { done(null, undefined) })
 
   app.addHook('preParsing', async (req, _reply, payload) => {
+    if (req.routeOptions.url === undefined || req.method === 'GET' || req.method === 'HEAD') return payload
     const header = req.headers['content-type']
     const length = req.headers['content-length']
     const hasBody = header !== undefined || (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined
-    if (!hasBody || req.method === 'GET' || req.method === 'HEAD') return payload
     const allowed = req.routeOptions.config.bodyTypes ?? JSON_BODY_TYPES
+    const isPatch = allowed.some(t => (PATCH_TYPES as readonly string[]).includes(t))
+    // A patch must say which format it is in, even when empty.
+    if (!hasBody && !isPatch) return payload
     const { type, charset } = essence(header ?? '')
+    const version = vendorVersion(type)
+    const routeVersion = req.routeOptions.config.apiVersion
+    if (version !== null && routeVersion !== undefined && version !== routeVersion) {
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `The body is declared as version ${version}, but version ${routeVersion} serves this request. Send application/json or application/vnd.blog.v${routeVersion}+json, or ask for version ${version} by path or Accept.`)
+    }
     if (!allowed.includes(type) || (charset !== null && charset !== 'utf-8' && charset !== 'utf8')) {
-      const isPatch = allowed.some(t => (PATCH_TYPES as readonly string[]).includes(t))
       const sent = header === undefined ? 'no Content-Type' : `"${header}"`
       throw new AppError('UNSUPPORTED_MEDIA_TYPE', `This endpoint takes ${allowed.join(' or ')} (UTF-8); the request sent ${sent}.`, {
         headers: isPatch ? { 'accept-patch': allowed.join(', ') } : {},

@@ -28,6 +28,7 @@ export const metricsPlugin = fp(async function metrics (app: FastifyInstance) {
   })
 
   app.get('/metrics', {
+    config: { ignoresCredentials: true },
     schema: {
       tags: ['operations'],
       summary: 'Prometheus metrics (text exposition format)',

@@ -3,6 +3,7 @@ import { type TProperties, Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, fieldError, type FieldError, validationFailed } from '../errors.ts'
 import type { ListPage, SortTerm } from '../store/store.ts'
+import { appendVary } from './caching.ts'
 import { appendLink } from './links.ts'
 import { applied, prefers } from './prefer.ts'
 
@@ -63,10 +64,10 @@ function parseSort<K extends string> (raw: string, spec: CollectionSpec<K>, erro
       key = part.slice(1)
       direction = 'desc'
     } else if (part.includes(':')) {
-      const [k = '', d = ''] = part.split(':')
+      const [k = '', d = '', ...rest] = part.split(':')
       key = k
-      if (d !== 'asc' && d !== 'desc') {
-        errors.push(fieldError('sort', 'INVALID_VALUE', `"${d}" is not a sort direction; use asc or desc.`))
+      if ((d !== 'asc' && d !== 'desc') || rest.length > 0) {
+        errors.push(fieldError('sort', 'INVALID_VALUE', `"${part.slice(k.length + 1)}" is not a sort direction; use asc or desc.`))
         continue
       }
       direction = d
@@ -240,4 +241,6 @@ export function setPagingHeaders<T, K extends string> (
     reply.header('x-total-count', String(page.total))
     applied(reply, 'count=exact')
   }
+  // `Prefer: count=exact` changes the response (X-Total-Count), so caches must key on it.
+  appendVary(reply, 'Prefer')
 }

@@ -42,7 +42,8 @@ export function applyJsonPatch (document: Json, operations: readonly JsonPatchOp
       if (err.name === 'TEST_OPERATION_FAILED') throw new AppError('PATCH_TEST_FAILED', `A "test" operation did not match${where}; nothing was changed.`)
       throw new AppError('INVALID_PATCH', `${err.message.split('\n')[0] ?? 'The patch cannot be applied'}${where}.`)
     }
-    throw err
+    // The library reports some refusals (a path through __proto__) as plain TypeErrors.
+    throw new AppError('INVALID_PATCH', 'The patch cannot be applied to this post.')
   }
 }
 

@@ -46,7 +46,8 @@ export function sendProblem (req: FastifyRequest, reply: FastifyReply, err: AppE
     .header('content-type', PROBLEM_MEDIA_TYPE)
     .header('cache-control', 'no-store')
     .header('content-language', 'en')
-    .send(JSON.stringify(buildProblem(req, err)))
+    // A Buffer, because Fastify appends "; charset=utf-8" to every JSON type sent as a string.
+    .send(Buffer.from(JSON.stringify(buildProblem(req, err))))
 }
 
 const FRAMEWORK_CODES: Record<string, ProblemCode> = {

@@ -103,8 +103,9 @@ export function limitHeader (remaining: number, resetS: number): string {
 /**
  * Rate limits (contract §7): RATE_LIMIT_MAX requests per RATE_LIMIT_WINDOW_S per principal,
  * or per client address when anonymous; shared by every instance through Redis when REDIS_URL
- * is set. Runs after the auth plugin's onRequest hook, so it sees `req.principal`; an invalid
- * credential has already been answered with 401. Every limited response carries RateLimit-Policy
+ * is set. Runs between the auth plugin (which sets `req.principal`) and the authorization plugin,
+ * so a request with a bad credential counts against its address before it gets its 401: guessing
+ * tokens is throttled like anything else. Every limited response carries RateLimit-Policy
  * and RateLimit; the one past the limit is 429 RATE_LIMITED with Retry-After.
  */
 export const rateLimitPlugin = fp(async function rateLimits (app: FastifyInstance, opts: { config: Pick<Config, 'rateLimit' | 'redisUrl' | 'redisKeyPrefix'> }) {

@@ -4,7 +4,7 @@ import { AppError } from '../errors.ts'
 import { sendProblem } from './problems.ts'
 import { negotiationOf } from './versioning.ts'
 
-interface PathEntry { pattern: RegExp, methods: Set<string>, acceptPatch: boolean }
+interface PathEntry { pattern: RegExp, methods: Set<string>, acceptPatch: boolean, versioned: boolean }
 
 function patternOf (url: string): RegExp {
   const body = url.split('/').map(seg => seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('/')
@@ -30,7 +30,8 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance) {
   app.addHook('onRoute', route => {
     const url = route.url ?? route.path
     if (url === undefined || url.includes('*')) return
-    const entry = table.get(url) ?? { pattern: patternOf(url), methods: new Set<string>(), acceptPatch: false }
+    const entry = table.get(url) ?? { pattern: patternOf(url), methods: new Set<string>(), acceptPatch: false, versioned: false }
+    if (route.config?.apiVersion !== undefined) entry.versioned = true
     for (const m of [route.method].flat()) entry.methods.add(m)
     if (route.config?.acceptPatch) {
       entry.acceptPatch = true
@@ -69,6 +70,9 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance) {
     const entry = lookup(path)
     if (entry) {
       const allow = allowOf(entry)
+      const n = negotiationOf(req.raw)
+      // OPTIONS and 405 on a versioned path still say which version answered, and warn if it is deprecated.
+      if (entry.versioned && n.ok) app.versionHeaders(reply, n.version)
       if (req.method === 'OPTIONS') {
         reply.header('allow', allow)
         if (entry.acceptPatch) reply.header('accept-patch', acceptPatch)
@@ -77,7 +81,6 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance) {
       if (!entry.methods.has(req.method)) {
         return sendProblem(req, reply, new AppError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}. Allowed: ${allow}.`, { headers: { allow } }))
       }
-      const n = negotiationOf(req.raw)
       if (!n.ok) {
         const detail = n.reason === 'version-conflict'
           ? 'The version in the path and the version in Accept disagree.'

@@ -53,8 +53,8 @@ export function createValidatorCompiler (shared: readonly object[]): FastifySche
     url.addSchema(schema)
   }
   const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-    const ajv = httpPart === 'body' ? body : url
-    return ajv.compile(schema as object) as ValidateFunction
+    if (httpPart === 'body') return body.compile(schema as object) as ValidateFunction
+    return strictIntegers(url.compile(schema as object), schema as { properties?: Record<string, { type?: unknown }> })
   }
   return Object.assign(compiler, { body })
 }
@@ -105,6 +105,28 @@ function messageOf (e: ErrorObject, field: string, code: FieldCode, context: str
         : `${field || 'The body'} ${e.message ?? 'is invalid'}.`
     default: return `${field || 'The body'} ${e.message ?? 'is invalid'}.`
   }
+}
+
+const INTEGER_TEXT = /^-?(0|[1-9]\d*)$/
+
+/**
+ * ajv's coercion reads "0x1", "1e0", " 1" and "01" as 1, which would give one post many URLs:
+ * an integer in a path or query must be written in plain decimal.
+ */
+function strictIntegers (validate: ValidateFunction, schema: { properties?: Record<string, { type?: unknown }> }): ValidateFunction {
+  const integers = Object.entries(schema.properties ?? {}).filter(([, s]) => s.type === 'integer').map(([name]) => name)
+  if (integers.length === 0) return validate
+  const wrapped = function (data: Record<string, unknown>) {
+    const bad = integers.filter(name => typeof data?.[name] === 'string' && !INTEGER_TEXT.test(data[name] as string))
+    if (bad.length > 0) {
+      wrapped.errors = bad.map(name => ({ keyword: 'type', instancePath: `/${name}`, schemaPath: `#/properties/${name}/type`, params: { type: 'integer' }, message: 'must be an integer written in decimal digits', data: data[name] }))
+      return false
+    }
+    const ok = validate(data)
+    wrapped.errors = validate.errors
+    return ok
+  } as ValidateFunction
+  return wrapped
 }
 
 /** Turns ajv's errors into the contract's `errors[]`: one entry per violated constraint. */

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { AppError } from '../errors.ts'
@@ -112,6 +112,12 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The API version a versioned route was registered for. */
     apiVersion?: ApiVersion
+    /** The route describes the versions (the index, /versions): it answers even after a sunset. */
+    describesVersions?: boolean
+  }
+  interface FastifyInstance {
+    /** Sets API-Version and, for a deprecated version, Deprecation, Sunset and Link rel="deprecation". */
+    versionHeaders (reply: FastifyReply, version: ApiVersion): void
   }
 }
 
@@ -137,12 +143,8 @@ export function versionsOf (config: Pick<Config, 'versions'>) {
 export const versioningPlugin = fp(async function versioning (app: FastifyInstance, opts: { config: Config }) {
   app.decorateRequest('apiVersion', 1)
   app.decorateRequest('responseMediaType', JSON_MEDIA_TYPE)
-  app.addHook('onRequest', async (req: FastifyRequest, reply) => {
-    const version = req.routeOptions.config.apiVersion
-    if (version === undefined) return
-    const n = negotiationOf(req.raw)
-    req.apiVersion = version
-    req.responseMediaType = n.ok ? n.mediaType : JSON_MEDIA_TYPE
+
+  function versionHeaders (reply: FastifyReply, version: ApiVersion): void {
     reply.header('api-version', String(version))
     const dates = opts.config.versions[version]
     // RFC 9745 lets Deprecation name a future date, so the warning starts as soon as it is set.
@@ -151,8 +153,33 @@ export const versioningPlugin = fp(async function versioning (app: FastifyInstan
       appendLink(reply, '</versions>; rel="deprecation"; type="application/json"')
       if (dates.sunsetAt) reply.header('sunset', httpDate(dates.sunsetAt))
     }
-    if (dates.sunsetAt && dates.sunsetAt.getTime() <= Date.now()) {
-      throw new AppError('VERSION_SUNSET', `Version ${version} of the API was retired on ${dates.sunsetAt.toISOString()}.`)
+  }
+  app.decorate('versionHeaders', versionHeaders)
+
+  app.addHook('onRequest', async (req: FastifyRequest, reply) => {
+    const version = req.routeOptions.config.apiVersion
+    if (version === undefined) return
+    const n = negotiationOf(req.raw)
+    req.apiVersion = version
+    req.responseMediaType = n.ok ? n.mediaType : JSON_MEDIA_TYPE
+    versionHeaders(reply, version)
+    const sunset = opts.config.versions[version].sunsetAt
+    // The index and /versions stay up after a sunset: they are where clients learn what to use instead.
+    if (sunset && sunset.getTime() <= Date.now() && req.routeOptions.config.describesVersions !== true) {
+      throw new AppError('VERSION_SUNSET', `Version ${version} of the API was retired on ${sunset.toISOString()}.`)
     }
   })
 }, { name: 'versioning' })
+
+// /v1/healthz, /v2/openapi.json, …: every path answers under a version prefix (contract §2);
+// these are the same for every version, so the prefix is dropped before routing.
+const UNVERSIONED_ALIAS = /^\/v(?:1|2)(\/(?:healthz|readyz|metrics|openapi\.json|docs|docs\/.*|problems\/.*))$/
+
+/** Fastify's `rewriteUrl`: maps a version-prefixed alias of an unversioned path onto that path. */
+export function rewriteUnversionedAlias (req: IncomingMessage): string {
+  const url = req.url ?? '/'
+  const q = url.indexOf('?')
+  const path = q === -1 ? url : url.slice(0, q)
+  const m = UNVERSIONED_ALIAS.exec(path)
+  return m ? m[1]! + (q === -1 ? '' : url.slice(q)) : url
+}

@@ -56,6 +56,9 @@ for (const kind of await storeKinds()) {
         // If-None-Match wins: a mismatching tag beats a current date.
         assert.equal((await get(`/posts/${p.id}`, { 'if-none-match': '"old"', 'if-modified-since': new Date(Date.now() + 3600_000).toUTCString() })).statusCode, 200)
         assert.equal((await get(`/posts/${p.id}`, { 'if-modified-since': 'not a date' })).statusCode, 200)
+        // Only HTTP-dates count (RFC 9110 §5.6.7); an ISO 8601 date is ignored.
+        assert.equal((await get(`/posts/${p.id}`, { 'if-modified-since': '2099-01-01T00:00:00Z' })).statusCode, 200)
+        assert.equal((await get(`/posts/${p.id}`, { 'if-modified-since': 'Friday, 01-Jan-49 00:00:00 GMT' })).statusCode, 304, 'RFC 850 form')
       })
 
       it('changes the ETag with every change and with the version', async () => {
@@ -117,6 +120,8 @@ for (const kind of await storeKinds()) {
         const old = new Date(Date.parse(lm) - 60_000).toUTCString()
         assert.equal((await t.request({ method: 'PUT', url: `/posts/${p.id}`, headers: { ...alice, 'if-unmodified-since': old }, payload: { title: 'x', content: '' } })).statusCode, 412)
         assert.equal((await t.request({ method: 'PUT', url: `/posts/${p.id}`, headers: { ...alice, 'if-unmodified-since': new Date(Date.now() + 60_000).toUTCString() }, payload: { title: 'x', content: '' } })).statusCode, 200)
+        // An invalid date is ignored (RFC 9110 §13.1.4): the write goes ahead.
+        assert.equal((await t.request({ method: 'PUT', url: `/posts/${p.id}`, headers: { ...alice, 'if-unmodified-since': 'garbage' }, payload: { title: 'y', content: '' } })).statusCode, 200)
       })
 
       it('let exactly one of two racing writers with the same If-Match win', async () => {

@@ -90,7 +90,9 @@ describe('content negotiation, Prefer, compression and versions', () => {
       assert.equal(res.headers['preference-applied'], 'return=minimal')
       const full = await t.request({ method: 'PUT', url: `/posts/${id}`, headers: { ...alice, prefer: 'return=representation' }, payload: { title: 'Negotiated', content: 'x'.repeat(3000) } })
       assert.equal(full.statusCode, 200)
-      assert.equal(full.headers['preference-applied'], undefined)
+      assert.equal(full.headers['preference-applied'], 'return=representation')
+      const plain = await t.request({ method: 'PUT', url: `/posts/${id}`, headers: alice, payload: { title: 'Negotiated', content: 'x'.repeat(3000) } })
+      assert.equal(plain.headers['preference-applied'], undefined)
     })
   })
 
@@ -152,6 +154,15 @@ describe('version lifecycle', () => {
       assert.equal(res.statusCode, 410)
       assert.equal(json(res).code, 'VERSION_SUNSET')
       assert.equal((await t.request({ method: 'GET', url: '/v2/posts' })).statusCode, 200)
+      // Where clients learn what to use instead stays up.
+      assert.equal((await t.request({ method: 'GET', url: '/v1/versions' })).statusCode, 200)
+      assert.equal((await t.request({ method: 'GET', url: '/' })).statusCode, 200)
+      const options = await t.request({ method: 'OPTIONS', url: '/v1/posts' })
+      assert.equal(options.headers['api-version'], '1')
+      assert.ok(options.headers.deprecation)
+      const notAllowed = await t.request({ method: 'DELETE', url: '/v1/posts' })
+      assert.equal(notAllowed.statusCode, 405)
+      assert.ok(notAllowed.headers.sunset)
     } finally {
       await t.close()
     }

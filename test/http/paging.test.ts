@@ -80,7 +80,7 @@ for (const kind of await storeKinds()) {
       })
 
       it('rejects unknown keys, directions and repeats with 422', async () => {
-        for (const sort of ['colour', 'title:up', 'title,title', '-', 'content']) {
+        for (const sort of ['colour', 'title:up', 'title,title', '-', 'content', 'title:asc:extra']) {
           const p = await problem(`/posts?sort=${encodeURIComponent(sort)}`, 422, 'VALIDATION_FAILED')
           assert.equal(p.errors[0].field, 'sort')
         }
@@ -107,7 +107,7 @@ for (const kind of await storeKinds()) {
       })
 
       it('rejects sizes outside 1..100 and disagreeing synonyms with 422, never clamps', async () => {
-        for (const q of ['limit=101', 'limit=0', 'per_page=1000', 'limit=-1', 'limit=abc', 'limit=5&per_page=6', 'page=0', 'page=x']) {
+        for (const q of ['limit=101', 'limit=0', 'per_page=1000', 'limit=-1', 'limit=abc', 'limit=5&per_page=6', 'page=0', 'page=x', 'limit=0x2', 'limit=1e1', 'limit=%202', 'page=1.0', 'limit=05']) {
           await problem(`/posts?${q}`, 422, 'VALIDATION_FAILED')
         }
       })
@@ -156,6 +156,15 @@ for (const kind of await storeKinds()) {
         const res = await get('/posts')
         assert.equal(res.headers['x-total-count'], undefined)
         assert.equal(res.headers['preference-applied'], undefined)
+      })
+    })
+
+    describe('caching of lists', () => {
+      it('varies on Prefer and gives counted and uncounted lists different validators', async () => {
+        const plain = await get('/posts?limit=3')
+        const counted = await get('/posts?limit=3', { prefer: 'count=exact' })
+        assert.match(String(counted.headers.vary), /Prefer/)
+        assert.notEqual(plain.headers.etag, counted.headers.etag)
       })
     })
 
@@ -260,6 +269,10 @@ for (const kind of await storeKinds()) {
         assert.deepEqual(await titles('/posts?q=APPLE&fields=title'), ['Apple pie'])
         assert.deepEqual(await titles('/posts?q=nothing-like-this&fields=title'), [])
         assert.deepEqual(await titles('/posts?q=%22%20OR%20*&fields=title'), [], 'search syntax is treated as words')
+        for (const q of ['%20', '%09', '%C2%A0', '%E2%80%83', '%00', 'a%00b']) {
+          await problem(`/posts?q=${q}`, 422, 'VALIDATION_FAILED')
+        }
+        assert.deepEqual(await titles('/posts?q=!!!&fields=title'), [], 'punctuation alone matches nothing')
         assert.equal(json<Item[]>(await get('/posts?q=twin&limit=10')).length, 10)
         assert.equal((await walk('/posts?q=twin&limit=10')).length, 25)
       })

@@ -147,6 +147,23 @@ for (const kind of await storeKinds()) {
       assert.deepEqual(json(res).errors.map((e: { field: string }) => e.field).sort(), ['author', 'id'])
     })
 
+    it('answers 422 INVALID_PATCH for a path through __proto__ or constructor', async () => {
+      const p = await post()
+      for (const path of ['/__proto__/x', '/constructor/prototype/x']) {
+        const res = await patch(p.id, 'application/json-patch+json', [{ op: 'add', path, value: 1 }])
+        assert.equal(res.statusCode, 422, path)
+        assert.equal(json(res).code, 'INVALID_PATCH')
+      }
+      assert.equal(({} as Record<string, unknown>).x, undefined)
+    })
+
+    it('answers 415 with Accept-Patch when the patch has no Content-Type at all', async () => {
+      const p = await post()
+      const res = await t.request({ method: 'PATCH', url: `/posts/${p.id}`, headers: alice })
+      assert.equal(res.statusCode, 415)
+      assert.equal(res.headers['accept-patch'], 'application/merge-patch+json, application/json-patch+json')
+    })
+
     it('answers 415 with Accept-Patch for plain JSON and other types', async () => {
       const p = await post()
       for (const type of ['application/json', 'text/plain']) {

@@ -60,6 +60,18 @@ describe('rate limits', () => {
       assert.equal(write.statusCode, 429, 'writes count against the same budget')
     })
 
+    it('counts requests with a bad or missing credential against their address: guessing is throttled', async () => {
+      const from = { remoteAddress: '198.51.100.9' }
+      const forged = { authorization: `Bearer blog_0000000000000000_${'A'.repeat(43)}` }
+      for (let left = 2; left >= 0; left--) {
+        const res = await t.request({ method: 'GET', url: '/posts', headers: forged, ...from })
+        assert.equal(res.statusCode, 401)
+        assert.equal(limitOf(res).r, left, 'a 401 carries the RateLimit headers too')
+      }
+      assert.equal((await t.request({ method: 'GET', url: '/posts', headers: forged, ...from })).statusCode, 429)
+      assert.equal((await t.request({ method: 'POST', url: '/posts', payload: { title: 'x', content: '' }, ...from })).statusCode, 429, 'no credential at all: same address, same budget')
+    })
+
     it('gives each principal its own budget, and anonymous callers one per address', async () => {
       const a = await t.auth('anna')
       const b = await t.auth('bert')

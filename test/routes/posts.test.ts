@@ -89,12 +89,36 @@ for (const kind of await storeKinds()) {
         assert.equal(json(empty).code, 'MALFORMED_JSON')
       })
 
-      it('refuses prototype-polluting members as malformed JSON', async () => {
-        for (const payload of ['{"__proto__":{"admin":true},"title":"t","content":""}', '{"title":"t","content":"","constructor":{"prototype":{"x":1}}}']) {
+      it('reports __proto__ and constructor members as unknown fields, touching no prototype', async () => {
+        for (const [payload, field] of [['{"__proto__":{"admin":true},"title":"t","content":""}', '__proto__'], ['{"title":"t","content":"","constructor":{"prototype":{"x":1}}}', 'constructor']] as const) {
           const res = await t.request({ method: 'POST', url: '/posts', headers: { ...alice, 'content-type': 'application/json' }, payload })
-          assert.equal(res.statusCode, 400, payload)
+          assert.equal(res.statusCode, 422, payload)
+          assert.deepEqual(json(res).errors.map((e: { field: string, code: string }) => `${e.field}:${e.code}`), [`${field}:UNKNOWN_FIELD`])
+        }
+        assert.equal(({} as Record<string, unknown>).admin, undefined)
+      })
+
+      it('answers 400 MALFORMED_JSON for a body that is not UTF-8 or has an unpaired surrogate', async () => {
+        for (const payload of [Buffer.from('{"title":"caf\xe9","content":""}', 'latin1'), Buffer.from('{"title":"\\ud800abc","content":""}')]) {
+          const res = await t.request({ method: 'POST', url: '/posts', headers: { ...alice, 'content-type': 'application/json' }, payload })
+          assert.equal(res.statusCode, 400, payload.toString('latin1'))
           assert.equal(json(res).code, 'MALFORMED_JSON')
         }
+        const pair = await t.request({ method: 'POST', url: '/posts', headers: { ...alice, 'content-type': 'application/json' }, payload: '{"title":"\\ud83d\\ude00","content":""}' })
+        assert.equal(json(pair).title, '😀', 'an escaped surrogate pair is one character')
+      })
+
+      it('answers 415 when a vendor type names another version than the one serving the request', async () => {
+        const res = await t.request({ method: 'POST', url: '/posts', headers: { ...alice, 'content-type': 'application/vnd.blog.v2+json' }, payload: JSON.stringify({ title: 't', content: '' }) })
+        assert.equal(res.statusCode, 415)
+        const v2 = await t.request({ method: 'POST', url: '/v2/posts', headers: { ...alice, 'content-type': 'application/vnd.blog.v2+json' }, payload: JSON.stringify({ title: 't', content: '' }) })
+        assert.equal(v2.statusCode, 201)
+      })
+
+      it('answers 405, not 415, to a method the path does not have, whatever the body', async () => {
+        const res = await t.request({ method: 'POST', url: '/posts/1', headers: { ...alice, 'content-type': 'text/plain' }, payload: 'hello' })
+        assert.equal(res.statusCode, 405)
+        assert.equal(json(res).code, 'METHOD_NOT_ALLOWED')
       })
 
       it('answers 415 for a body that is not JSON by type', async () => {
@@ -154,7 +178,7 @@ for (const kind of await storeKinds()) {
       })
 
       it('answers 422 for an id that is not a positive integer', async () => {
-        for (const id of ['abc', '0', '-1', '1.5', '99999999999999999999']) {
+        for (const id of ['abc', '0', '-1', '1.5', '99999999999999999999', '0x1', '1e0', '+1', '01', '1.0', '%201']) {
           const res = await t.request({ method: 'GET', url: `/posts/${id}` })
           assert.equal(res.statusCode, 422, id)
           assert.equal(json(res).errors[0].field, 'post_id')

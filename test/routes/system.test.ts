@@ -10,7 +10,7 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 /** Asserts the contract's one error body, and that its ids are those of the response headers. */
 function assertProblem (res: LightMyRequestResponse, status: number, code: string): Record<string, unknown> {
   assert.equal(res.statusCode, status, res.body)
-  assert.match(String(res.headers['content-type']), /^application\/problem\+json/)
+  assert.equal(res.headers['content-type'], 'application/problem+json')
   const p = json<Record<string, unknown>>(res)
   const expected = 'errors' in p ? [...PROBLEM_MEMBERS, 'errors'] : PROBLEM_MEMBERS
   assert.deepEqual(Object.keys(p).sort(), [...expected].sort())
@@ -90,6 +90,14 @@ for (const kind of await storeKinds()) {
         const res = await t.request({ method: 'GET', url: '/healthz' })
         assert.equal(res.statusCode, 200)
         assert.deepEqual(json(res), { status: 'ok' })
+      })
+
+      it('answers under every version prefix too, and ignores credentials', async () => {
+        for (const url of ['/v1/healthz', '/v2/readyz', '/v2/openapi.json', '/v1/problems/not-found', '/v2/metrics']) {
+          assert.equal((await t.request({ method: 'GET', url })).statusCode, 200, url)
+        }
+        const probed = await t.request({ method: 'GET', url: '/healthz', headers: { authorization: 'Bearer nonsense' } })
+        assert.equal(probed.statusCode, 200, 'a liveness probe does not depend on credentials')
       })
 
       it('GET /readyz answers 200 while the store answers', async () => {

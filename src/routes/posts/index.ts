@@ -87,7 +87,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
     const items = page.items.map(p => renderListItem(p, version, base, lr.fields))
     setPagingHeaders(req, reply, lr, page, p => postSortValues(p, lr.sort), cursors)
     return sendRepresentation(req, reply, items, {
-      etag: weakEtag(JSON.stringify(items) + String(reply.getHeader('link') ?? '')),
+      etag: weakEtag(`${JSON.stringify(items)}\n${String(reply.getHeader('link') ?? '')}\n${String(reply.getHeader('x-total-count') ?? '')}`),
       audience: 'public',
     })
   })
@@ -129,6 +129,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
       applied(reply, 'return=minimal')
       return reply.code(201).header('cache-control', PRIVATE_CACHE).header('etag', postEtag(post, version, linkBase(req))).send()
     }
+    if (prefers(req, 'return', 'representation')) applied(reply, 'return=representation')
     return sendPost(req, reply, post, 201)
   })
 
@@ -207,6 +208,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
 
   /** After PUT or PATCH: the post, or 204 when `Prefer: return=minimal`. */
   function sendWritten (req: FastifyRequest, reply: FastifyReply, post: Post) {
+    if (prefers(req, 'return', 'representation')) applied(reply, 'return=representation')
     if (prefers(req, 'return', 'minimal')) {
       applied(reply, 'return=minimal')
       return reply.code(204).header('cache-control', PRIVATE_CACHE).header('etag', postEtag(post, version, linkBase(req))).header('last-modified', new Date(post.updatedAt).toUTCString()).send()

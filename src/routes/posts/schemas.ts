@@ -68,7 +68,8 @@ export interface PostBody {
 
 export const ListPostsQuerySchema = Type.Object({
   status: Type.Optional(StatusSchema),
-  q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Full-text search over title and content: every word must match.' })),
+  // At least one character that is not white space, and no NUL (neither full-text engine takes it).
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$', description: 'Full-text search over title and content: every word must match.' })),
   ...Type.Partial(Type.Object(pagingQueryProperties)).properties,
 }, { additionalProperties: false })
 export type ListPostsQuery = Static<typeof ListPostsQuerySchema>

@@ -12,6 +12,7 @@ const READY_TIMEOUT_MS = 2000
 /** Liveness (the process answers) and readiness (the store answers too, else 503). */
 export async function healthRoutes (app: FastifyInstance, opts: { store: Store }): Promise<void> {
   app.get('/healthz', {
+    config: { ignoresCredentials: true },
     schema: { tags: ['operations'], summary: 'Liveness', response: { 200: HealthSchema, ...problemResponses(...SYSTEM_ERRORS) } },
   }, async (_req, reply) => {
     reply.header('cache-control', 'no-store')
@@ -19,6 +20,7 @@ export async function healthRoutes (app: FastifyInstance, opts: { store: Store }
   })
 
   app.get('/readyz', {
+    config: { ignoresCredentials: true },
     schema: { tags: ['operations'], summary: 'Readiness: the store is reachable', response: { 200: HealthSchema, ...problemResponses(...SYSTEM_ERRORS) } },
   }, async (_req, reply) => {
     let timer: NodeJS.Timeout | undefined

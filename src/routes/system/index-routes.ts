@@ -20,7 +20,7 @@ export const VersionsSchema = Type.Object({
 
 /** GET / (the API index) and GET /versions, answered under every version prefix. */
 export async function indexRoutes (app: FastifyInstance, opts: { version: ApiVersion, documented: boolean, config: Config }): Promise<void> {
-  const common = { constraints: { apiVersion: String(opts.version) }, config: { apiVersion: opts.version } }
+  const common = { constraints: { apiVersion: String(opts.version) }, config: { apiVersion: opts.version, describesVersions: true } }
   app.get('/', {
     ...common,
     // Under /v1 the index is /v1 alone; /v1/ redirects to it like every trailing slash.

@@ -120,7 +120,8 @@ export function openPostgresStore (url: string, opts: PostgresOptions): KyselySt
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool) }) })
   const parts: DialectParts = {
     kind: 'postgres',
-    textSearch: (eb, q) => sql<boolean>`${eb.ref('posts.search_vector' as never)} @@ plainto_tsquery('simple', ${q})`,
+    // PostgreSQL text cannot hold NUL; the HTTP layer refuses it, the store must not fail on it.
+    textSearch: (eb, q) => sql<boolean>`${eb.ref('posts.search_vector' as never)} @@ plainto_tsquery('simple', ${q.replaceAll('\u0000', ' ')})`,
     timestamp: d => d,
     migrator: kdb => new PostgresMigrator(url, connectTimeoutMs, kdb),
   }

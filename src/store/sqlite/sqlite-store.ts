@@ -10,7 +10,8 @@ const migrations = { '0001-initial': m0001 }
 
 /** FTS5 query syntax is not for end users: every word becomes a quoted term, all must match. */
 export function ftsQuery (q: string): string {
-  const words = q.split(/\s+/).filter(Boolean)
+  // FTS5 rejects NUL and an empty query; the HTTP layer refuses both, the store must not crash on them.
+  const words = q.replaceAll('\u0000', ' ').split(/\s+/).filter(Boolean)
   return words.map(w => `"${w.replaceAll('"', '""')}"`).join(' ')
 }
 
@@ -72,7 +73,10 @@ export function openSqliteStore (file: string): KyselyStore {
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) })
   const parts: DialectParts = {
     kind: 'sqlite',
-    textSearch: (eb, q) => eb('posts.id', 'in', sql<number>`(SELECT rowid FROM posts_fts WHERE posts_fts MATCH ${ftsQuery(q)})`),
+    textSearch: (eb, q) => {
+      const match = ftsQuery(q)
+      return match === '' ? eb.lit(false) : eb('posts.id', 'in', sql<number>`(SELECT rowid FROM posts_fts WHERE posts_fts MATCH ${match})`)
+    },
     timestamp: d => d.toISOString(),
     migrator: kdb => new SqliteMigrator(database, kdb),
   }
