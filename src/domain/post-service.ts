@@ -23,16 +23,17 @@ export class PostService {
     return await this.store.list(query, viewer)
   }
 
-  async create (input: PostInput, author: Principal): Promise<Post> {
-    return await this.store.create(input, author.subject, this.clock())
+  /** `abandoned`: the request's signal; a write it interrupts is not committed. */
+  async create (input: PostInput, author: Principal, abandoned?: AbortSignal): Promise<Post> {
+    return await this.store.create(input, author.subject, this.clock(), abandoned)
   }
 
   /** Replaces a post with the input `build` makes from the current one (PUT uses the body; PATCH applies a patch). */
-  async update (id: number, viewer: Principal, build: (current: Post) => PostInput, precondition: Precondition = always): Promise<Post> {
+  async update (id: number, viewer: Principal, build: (current: Post) => PostInput, precondition: Precondition = always, abandoned?: AbortSignal): Promise<Post> {
     for (let attempt = 0; ; attempt++) {
       const current = await this.writable(id, viewer)
       if (!precondition(current)) throw new AppError('PRECONDITION_FAILED')
-      const result = await this.store.replace(id, build(current), current.revision, this.clock())
+      const result = await this.store.replace(id, build(current), current.revision, this.clock(), abandoned)
       if (result.outcome === 'done') return result.value
       if (result.outcome === 'missing') throw new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
       // Someone else wrote between our read and our write. With a client precondition that is
@@ -41,11 +42,11 @@ export class PostService {
     }
   }
 
-  async delete (id: number, viewer: Principal, precondition: Precondition = always): Promise<void> {
+  async delete (id: number, viewer: Principal, precondition: Precondition = always, abandoned?: AbortSignal): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       const current = await this.writable(id, viewer)
       if (!precondition(current)) throw new AppError('PRECONDITION_FAILED')
-      const result = await this.store.delete(id, current.revision)
+      const result = await this.store.delete(id, current.revision, abandoned)
       if (result.outcome === 'done') return
       if (result.outcome === 'missing') throw new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
       if (precondition !== always || attempt >= RETRIES) throw new AppError('PRECONDITION_FAILED')

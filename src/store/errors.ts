@@ -9,10 +9,15 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 /**
  * PostgreSQL SQLSTATEs: class 08 (connection exception), 53 (insufficient resources, e.g. 53300
  * too_many_connections), 57P01–57P05 (admin/crash shutdown, cannot connect now, idle session
- * timeout) and 57014 (query_canceled, which statement_timeout raises).
+ * timeout) and 57014 (query_canceled, which statement_timeout raises); and the refusals a
+ * connection attempt can meet when the database is being moved, restored or reconfigured:
+ * 55000 (e.g. "database is not currently accepting connections"), 3D000 (the database does not
+ * exist), 28000 / 28P01 (the server refuses our login).
  */
+const PG_REFUSED_CONNECTION = new Set(['55000', '3D000', '28000', '28P01'])
+
 function isPgUnavailable (code: string): boolean {
-  return /^(08|53)[0-9A-Z]{3}$/.test(code) || /^57P0[1-5]$/.test(code) || code === '57014'
+  return /^(08|53)[0-9A-Z]{3}$/.test(code) || /^57P0[1-5]$/.test(code) || code === '57014' || PG_REFUSED_CONNECTION.has(code)
 }
 
 /** SQLite result codes: the file is locked beyond busy_timeout, full, or cannot be read or written. */

@@ -167,17 +167,32 @@ class KyselyPostStore implements PostStore {
     return { ...page, items: page.items.map(toPost) }
   }
 
-  async create (input: PostInput, author: string, now: Date): Promise<Post> {
+  /**
+   * Runs a write so that it commits only if its request is still wanted: in a transaction that
+   * is rolled back when `abandoned` fired while the statement ran (for instance while it waited
+   * for a lock).
+   */
+  private async unlessAbandoned<T> (abandoned: AbortSignal | undefined, write: (db: Kysely<Database>) => Promise<T>): Promise<T> {
+    if (abandoned === undefined) return await write(this.db)
+    abandoned.throwIfAborted()
+    return await this.db.transaction().execute(async trx => {
+      const result = await write(trx)
+      abandoned.throwIfAborted()
+      return result
+    })
+  }
+
+  async create (input: PostInput, author: string, now: Date, abandoned?: AbortSignal): Promise<Post> {
     const ts = this.dialect.timestamp(now)
-    const row = await this.db.insertInto('posts')
+    const row = await this.unlessAbandoned(abandoned, db => db.insertInto('posts')
       .values({ title: input.title, content: input.content, status: input.status, author, created_at: ts, updated_at: ts, revision: 1 })
       .returningAll()
-      .executeTakeFirstOrThrow()
+      .executeTakeFirstOrThrow())
     return toPost(row)
   }
 
-  async replace (id: number, input: PostInput, expectedRevision: number, now: Date): Promise<WriteResult<Post>> {
-    const row = await this.db.updateTable('posts')
+  async replace (id: number, input: PostInput, expectedRevision: number, now: Date, abandoned?: AbortSignal): Promise<WriteResult<Post>> {
+    const row = await this.unlessAbandoned(abandoned, db => db.updateTable('posts')
       .set(eb => ({
         title: input.title,
         content: input.content,
@@ -188,13 +203,13 @@ class KyselyPostStore implements PostStore {
       .where('id', '=', id)
       .where('revision', '=', expectedRevision)
       .returningAll()
-      .executeTakeFirst()
+      .executeTakeFirst())
     if (row) return { outcome: 'done', value: toPost(row) }
     return await this.missingOrStale(id)
   }
 
-  async delete (id: number, expectedRevision: number): Promise<WriteResult<true>> {
-    const r = await this.db.deleteFrom('posts').where('id', '=', id).where('revision', '=', expectedRevision).executeTakeFirst()
+  async delete (id: number, expectedRevision: number, abandoned?: AbortSignal): Promise<WriteResult<true>> {
+    const r = await this.unlessAbandoned(abandoned, db => db.deleteFrom('posts').where('id', '=', id).where('revision', '=', expectedRevision).executeTakeFirst())
     if (Number(r.numDeletedRows) === 1) return { outcome: 'done', value: true }
     return await this.missingOrStale(id)
   }

@@ -49,13 +49,17 @@ export interface PostStore {
   findById (id: number, viewer: Viewer): Promise<Post | null>
   /** Posts `viewer` may see; visibility is part of the query, so pages stay full. */
   list (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<Post>>
-  create (input: PostInput, author: string, now: Date): Promise<Post>
+  /**
+   * Writes take an optional `abandoned` signal: a write whose request was abandoned (timed out,
+   * client gone) before it commits is rolled back, so an answered 503 never hides a change.
+   */
+  create (input: PostInput, author: string, now: Date, abandoned?: AbortSignal): Promise<Post>
   /**
    * Replaces the client-set fields when the row is still at `expectedRevision`:
    * the check and the write are one statement, so of two racing writers one gets `stale`.
    */
-  replace (id: number, input: PostInput, expectedRevision: number, now: Date): Promise<WriteResult<Post>>
-  delete (id: number, expectedRevision: number): Promise<WriteResult<true>>
+  replace (id: number, input: PostInput, expectedRevision: number, now: Date, abandoned?: AbortSignal): Promise<WriteResult<Post>>
+  delete (id: number, expectedRevision: number, abandoned?: AbortSignal): Promise<WriteResult<true>>
 }
 
 export interface ApiKeyRecord {

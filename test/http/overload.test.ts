@@ -3,7 +3,7 @@ import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { setImmediate as yieldLoop, setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
+import { buildTestApp, json, PG_ADMIN_URL, storeKinds, type TestApp } from '../helper.ts'
 
 function assertProblem (res: LightMyRequestResponse, status: number, code: string): void {
   assert.equal(res.statusCode, status, res.body)
@@ -116,6 +116,69 @@ describe('REQUEST_TIMEOUT_MS', () => {
 })
 
 for (const kind of await storeKinds()) {
+  describe(`abandoned writes [${kind}]`, () => {
+    it('never commits a write whose request was abandoned', async () => {
+      const t = await buildTestApp(kind)
+      try {
+        const gone = AbortSignal.abort(new Error('abandoned'))
+        await assert.rejects(t.store.posts.create({ title: 'late', content: '', status: 'published' }, 'alice', new Date(), gone))
+        const p = await t.store.posts.create({ title: 'kept', content: '', status: 'published' }, 'alice', new Date(), new AbortController().signal)
+        await assert.rejects(t.store.posts.replace(p.id, { title: 'late', content: '', status: 'published' }, p.revision, new Date(), gone))
+        await assert.rejects(t.store.posts.delete(p.id, p.revision, gone))
+        assert.equal((await t.store.posts.findById(p.id, null))?.title, 'kept')
+        assert.equal((await t.store.posts.list({ filter: { q: 'late' }, sort: [{ key: 'id', direction: 'asc' }], limit: 10 }, null)).items.length, 0)
+      } finally {
+        await t.close()
+      }
+    })
+  })
+
+  if (kind === 'postgres') {
+    describe('a write that outlives its request [postgres]', () => {
+      it('is rolled back: the 503 REQUEST_TIMEOUT is the whole truth', async () => {
+        const t = await buildTestApp('postgres', { REQUEST_TIMEOUT_MS: '500' })
+        const pg = await import('pg')
+        const locker = new pg.default.Client({ connectionString: (t.config.databaseUrl) })
+        await locker.connect()
+        try {
+          await locker.query('BEGIN')
+          await locker.query('LOCK TABLE posts IN ACCESS EXCLUSIVE MODE')
+          const pending = t.app.inject({ method: 'POST', url: '/posts', headers: await t.auth('alice'), payload: { title: 'during-timeout', content: '' } })
+          const res = await pending
+          assertProblem(res, 503, 'REQUEST_TIMEOUT')
+          await sleep(200)
+          await locker.query('COMMIT')
+          await sleep(300)
+          const rows = await locker.query("SELECT count(*)::int AS n FROM posts WHERE title = 'during-timeout'")
+          assert.equal(rows.rows[0].n, 0, 'the insert that waited for the lock was rolled back')
+        } finally {
+          await locker.end()
+          await t.close()
+        }
+      })
+
+      it('answers 503, not 500, while the database refuses connections', async () => {
+        const t = await buildTestApp('postgres')
+        const pg = await import('pg')
+        const name = new URL(t.config.databaseUrl).pathname.slice(1)
+        const admin = new pg.default.Client({ connectionString: PG_ADMIN_URL })
+        await admin.connect()
+        try {
+          await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`)
+          await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])
+          await sleep(100)
+          assertProblem(await t.app.inject({ method: 'GET', url: '/posts' }), 503, 'SERVICE_UNAVAILABLE')
+          assertProblem(await t.app.inject({ method: 'GET', url: '/readyz' }), 503, 'SERVICE_UNAVAILABLE')
+          assert.equal((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200, 'alive, though not ready')
+        } finally {
+          await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`)
+          await admin.end()
+          await t.close()
+        }
+      })
+    })
+  }
+
   describe(`store unreachable [${kind}]`, () => {
     it('answers 503 SERVICE_UNAVAILABLE with Retry-After, not 500, once the store is closed', async () => {
       const b = await buildTestApp(kind, {})

@@ -9,7 +9,7 @@ import { freePort, freshDatabase, PG_ADMIN_URL, postgresAvailable } from '../hel
 
 describe('isStoreUnavailable', () => {
   it('recognises unreachable, overloaded and shutting-down databases, and nothing else', () => {
-    for (const code of ['ECONNREFUSED', 'ETIMEDOUT', '57P01', '57P03', '08006', '53300', '57014', 'SQLITE_BUSY', 'SQLITE_IOERR_WRITE']) {
+    for (const code of ['ECONNREFUSED', 'ETIMEDOUT', '57P01', '57P03', '08006', '53300', '57014', '55000', '3D000', '28P01', 'SQLITE_BUSY', 'SQLITE_IOERR_WRITE']) {
       assert.equal(isStoreUnavailable(Object.assign(new Error('x'), { code })), true, code)
     }
     assert.equal(isStoreUnavailable(new Error('timeout exceeded when trying to connect')), true)

@@ -123,7 +123,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
     if (req.body[idName] !== undefined) {
       throw validationFailed([fieldError(idName, 'READ_ONLY', 'The id of a new post is assigned by the service; leave it out.')])
     }
-    const post = await posts.create(normalisePostInput(req.body), req.principal as Principal)
+    const post = await posts.create(normalisePostInput(req.body), req.principal as Principal, req.abandoned)
     reply.header('location', `${linkBase(req)}/posts/${post.id}`)
     if (prefers(req, 'return', 'minimal')) {
       applied(reply, 'return=minimal')
@@ -153,7 +153,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
       throw validationFailed([fieldError(idName, 'ID_MISMATCH', `The body's ${idName} (${sentId}) differs from the path's (${id}).`)])
     }
     const input = normalisePostInput(req.body)
-    const post = await posts.update(id, req.principal as Principal, () => input, precondition(req))
+    const post = await posts.update(id, req.principal as Principal, () => input, precondition(req), req.abandoned)
     return sendWritten(req, reply, post)
   })
 
@@ -185,7 +185,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
       if (!validateBody(after)) errors.push(...toFieldErrors(validateBody.errors ?? [], 'body'))
       if (errors.length > 0) throw validationFailed(errors)
       return normalisePostInput(after as unknown as PostBody)
-    }, precondition(req))
+    }, precondition(req), req.abandoned)
     return sendWritten(req, reply, post)
   })
 
@@ -202,7 +202,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
       response: { 204: NoContentSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 412, 422) },
     },
   }, async (req, reply) => {
-    await posts.delete(req.params.post_id, req.principal as Principal, precondition(req))
+    await posts.delete(req.params.post_id, req.principal as Principal, precondition(req), req.abandoned)
     return reply.code(204).header('cache-control', PRIVATE_CACHE).send()
   })
 
