@@ -46,10 +46,17 @@ export async function startServer (config: Config): Promise<{ app: FastifyInstan
     if (closing) return
     closing = true
     app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+    // After the grace period, what still runs is answered 503 and its writes roll back, so the
+    // drain still ends cleanly (exit 0); only a stuck close forces exit 1.
+    const grace = setTimeout(() => {
+      app.log.warn('in-flight requests did not finish in time; answering them 503')
+      app.abandonInFlight()
+    }, SHUTDOWN_GRACE_MS)
+    grace.unref()
     const force = setTimeout(() => {
-      app.log.error('in-flight requests did not finish in time; exiting')
+      app.log.error('shutdown did not complete; exiting')
       process.exit(1)
-    }, SHUTDOWN_GRACE_MS + 2000)
+    }, SHUTDOWN_GRACE_MS + 5000)
     force.unref()
     app.server.closeIdleConnections?.()
     app.close()

@@ -16,6 +16,10 @@ declare module 'fastify' {
      */
     abandoned: AbortSignal
   }
+  interface FastifyInstance {
+    /** Answers every request still in flight with 503 and aborts its work (the end of a graceful shutdown). */
+    abandonInFlight (): void
+  }
 }
 
 /** Request line target (path and query) longer than this: 414. Node's own limit on all headers is 16 KiB. */
@@ -39,7 +43,7 @@ function unavailable (code: 'SERVICE_UNAVAILABLE' | 'REQUEST_TIMEOUT', detail?: 
 /** Headers set for a success that must not reach an error (as in sendProblem). */
 const DROPPED_ON_ERROR = new Set(['etag', 'last-modified', 'location', 'content-length', 'content-type', 'content-encoding'])
 
-interface Deadline { timer: NodeJS.Timeout, controller: AbortController }
+interface Deadline { timer: NodeJS.Timeout, controller: AbortController, reply: FastifyReply }
 
 /**
  * Contract §7: an over-long URL is refused before any work (414); under event-loop pressure,
@@ -49,7 +53,8 @@ interface Deadline { timer: NodeJS.Timeout, controller: AbortController }
  */
 export const overloadPlugin = fp(async function overload (app: FastifyInstance, opts: { config: Config }) {
   const timeoutMs = opts.config.requestTimeoutMs
-  const deadlines = new WeakMap<FastifyRequest, Deadline>()
+  // A Map, not a WeakMap: shutdown must reach every request still in flight. Entries leave on answer.
+  const deadlines = new Map<FastifyRequest, Deadline>()
 
   app.decorateRequest('abandoned', null as unknown as AbortSignal)
 
@@ -82,10 +87,10 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
     deadlines.delete(req)
   }
 
-  function expire (req: FastifyRequest, reply: FastifyReply, controller: AbortController): void {
+  function expire (req: FastifyRequest, reply: FastifyReply, controller: AbortController, err = unavailable('REQUEST_TIMEOUT')): void {
+    clearTimeout(deadlines.get(req)?.timer)
     deadlines.delete(req)
     if (reply.sent || reply.raw.headersSent) return
-    const err = unavailable('REQUEST_TIMEOUT')
     // Hijacked and written at once: the abandoned work may still call reply.code(), send() or
     // throw, and none of that may touch this answer (Fastify drops sends on a hijacked reply).
     reply.hijack()
@@ -103,15 +108,22 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
       ...err.headers,
     })
     reply.raw.end(body)
-    req.log.warn({ timeout_ms: timeoutMs, route: req.routeOptions.url }, 'request timed out; its work is abandoned')
+    req.log.warn({ timeout_ms: timeoutMs, route: req.routeOptions.url, code: err.code }, 'request abandoned')
     controller.abort(err)
   }
+
+  // Shutdown's last step: whatever is still running gets 503 now and commits nothing.
+  app.decorate('abandonInFlight', () => {
+    for (const [req, d] of [...deadlines]) {
+      expire(req, d.reply, d.controller, unavailable('SERVICE_UNAVAILABLE', 'The instance is shutting down and could not finish this request in time; nothing was changed. Retry.'))
+    }
+  })
 
   app.addHook('onRequest', async (req, reply) => {
     const controller = new AbortController()
     req.abandoned = AbortSignal.any([controller.signal, req.signal])
     const timer = setTimeout(expire, timeoutMs, req, reply, controller)
-    deadlines.set(req, { timer, controller })
+    deadlines.set(req, { timer, controller, reply })
   })
   // Once an answer is on its way (serialising or in onSend), the deadline no longer applies:
   // a second answer racing the first would write the headers twice.

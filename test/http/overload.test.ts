@@ -115,6 +115,33 @@ describe('REQUEST_TIMEOUT_MS', () => {
   })
 })
 
+describe('the end of a graceful shutdown', () => {
+  it('answers every request still in flight with 503 and aborts its work', async () => {
+    let aborted: unknown
+    const t = await buildTestApp('sqlite', {}, {
+      extend: app => {
+        app.get('/test/forever', { schema: { hide: true } }, async (req) => {
+          await new Promise(resolve => { req.abandoned.addEventListener('abort', resolve) })
+          aborted = req.abandoned.reason
+          return { never: 'sent' }
+        })
+      },
+    })
+    try {
+      const pending = t.app.inject({ method: 'GET', url: '/test/forever' })
+      await sleep(50)
+      t.app.abandonInFlight()
+      const res = await pending
+      assertProblem(res, 503, 'SERVICE_UNAVAILABLE')
+      assert.match(json(res).detail, /shutting down/)
+      await sleep(10)
+      assert.ok(aborted, 'the work was told to stop')
+    } finally {
+      await t.close()
+    }
+  })
+})
+
 for (const kind of await storeKinds()) {
   describe(`abandoned writes [${kind}]`, () => {
     it('never commits a write whose request was abandoned', async () => {
