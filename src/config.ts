@@ -1,4 +1,5 @@
 import { createPublicKey } from 'node:crypto'
+import { isIP } from 'node:net'
 import path from 'node:path'
 
 /** A setting that cannot be used: start-up stops with one line naming it (exit code 2). */
@@ -115,6 +116,15 @@ function redisKeyPrefix (env: Env): string {
   return raw
 }
 
+// RFC 1123 host names: dot-separated labels of letters, digits and inner hyphens.
+const HOSTNAME = /^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/
+
+function host (env: Env): string {
+  const raw = str(env, 'HOST') ?? '127.0.0.1'
+  if (isIP(raw) === 0 && !HOSTNAME.test(raw)) throw new ConfigError('HOST', `must be an IP address or a host name, got "${raw}"`)
+  return raw
+}
+
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
 
 function date (env: Env, name: string): Date | null {
@@ -149,6 +159,12 @@ function versionDates (env: Env, n: 1 | 2): VersionDates {
 export function loadConfig (env: Env = process.env): Config {
   const dataDir = path.resolve(str(env, 'DATA_DIR') ?? './data')
   const dbRaw = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:', 'sqlite:'])
+  if (dbRaw !== null && dbRaw.startsWith('sqlite:') && dbRaw.slice('sqlite:'.length).trim() === '') {
+    throw new ConfigError('DATABASE_URL', 'sqlite: needs a file path, such as sqlite:./data/blog.db')
+  }
+  if (dbRaw !== null && !dbRaw.startsWith('sqlite:') && new URL(dbRaw).hostname === '') {
+    throw new ConfigError('DATABASE_URL', 'a PostgreSQL URL needs a host, such as postgres://user@db.example.com:5432/blog')
+  }
   const databaseUrl = dbRaw ?? `sqlite:${path.join(dataDir, 'blog.db')}`
   const storeKind = databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres'
 
@@ -182,7 +198,7 @@ export function loadConfig (env: Env = process.env): Config {
 
   return Object.freeze({
     port: int(env, 'PORT', 3000, 0, 65535),
-    host: str(env, 'HOST') ?? '127.0.0.1',
+    host: host(env),
     databaseUrl,
     storeKind,
     dataDir,

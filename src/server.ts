@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.ts'
-import type { Config } from './config.ts'
+import { type Config, ConfigError } from './config.ts'
 import { generateApiKey } from './http/auth.ts'
 import { openStore } from './store/open-store.ts'
 import type { Store } from './store/store.ts'
@@ -32,6 +32,19 @@ export async function startServer (config: Config): Promise<{ app: FastifyInstan
   const store = await openStore(config)
   if (config.migrateOnStart) await store.migrate()
   const app = await buildApp({ config, store })
+  try {
+    await app.listen({ port: config.port, host: config.host })
+  } catch (err) {
+    await app.close().catch(() => {})
+    await store.close().catch(() => {})
+    const code = (err as { code?: string }).code
+    // The address cannot be had: as bad as a bad setting, and said the same way (one line, exit 2).
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+      throw new ConfigError(code === 'EADDRINUSE' || code === 'EACCES' ? 'PORT' : 'HOST', `cannot listen on ${config.host}:${config.port} (${code})`)
+    }
+    throw err
+  }
+  // Only once listening, so that a start that fails leaves no key that nobody saw.
   if (config.bootstrapAdminKey) {
     const token = await bootstrapAdminKey(config, store)
     if (token !== null) {
@@ -39,7 +52,6 @@ export async function startServer (config: Config): Promise<{ app: FastifyInstan
       process.stderr.write(`\nNo credential was configured, so an admin API key was made. It is shown only now:\n\n  ${token}\n\nUse it as: Authorization: Bearer ${token}\n\n`)
     }
   }
-  await app.listen({ port: config.port, host: config.host })
 
   let closing = false
   const shutdown = (signal: string) => {

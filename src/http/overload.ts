@@ -121,7 +121,9 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
 
   app.addHook('onRequest', async (req, reply) => {
     const controller = new AbortController()
-    req.abandoned = AbortSignal.any([controller.signal, req.signal])
+    // Not req.signal: Node closes the request stream once its body is read, long before the answer.
+    // A client that goes away is caught by onRequestAbort below.
+    req.abandoned = controller.signal
     const timer = setTimeout(expire, timeoutMs, req, reply, controller)
     deadlines.set(req, { timer, controller, reply })
   })

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import fs from 'node:fs'
+import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
@@ -160,6 +161,24 @@ describe('blog keys', () => {
   })
 })
 
+describe('a port already taken', () => {
+  it('stops start-up with one line naming PORT, exit code 2, and makes no key', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-cli-'))
+    const busy = net.createServer()
+    await new Promise<void>(resolve => busy.listen(0, '127.0.0.1', resolve))
+    try {
+      const port = (busy.address() as net.AddressInfo).port
+      const res = await cli(['serve'], { DATA_DIR: dir, PORT: String(port), LOG_LEVEL: 'silent' })
+      assert.equal(res.code, 2)
+      assert.match(res.stderr.trim(), /^bad setting PORT: cannot listen on 127\.0\.0\.1:\d+ \(EADDRINUSE\)$/)
+      assert.doesNotMatch(res.stderr, /blog_/, 'no admin key was printed')
+    } finally {
+      await new Promise(resolve => busy.close(resolve))
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
 describe('a bad setting', () => {
   for (const [name, value, why] of [
     ['PORT', 'abc', /whole number/],
@@ -168,6 +187,9 @@ describe('a bad setting', () => {
     ['AUTH_JWT_PUBLIC_KEY', '-----BEGIN PUBLIC KEY-----\nnot a key\n-----END PUBLIC KEY-----', /readable/],
     ['OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', '-1', /whole number/],
     ['AUTH_JWKS_URL', 'ftp://idp.example/jwks', /must use/],
+    ['HOST', 'not_a_host..', /IP address or a host name/],
+    ['DATABASE_URL', 'postgres://', /needs a host/],
+    ['DATABASE_URL', 'sqlite:', /file path/],
   ] as const) {
     it(`${name}=${value.slice(0, 20)} stops start-up with one line naming it, exit code 2`, async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-cli-'))
@@ -241,6 +263,8 @@ describe('blog serve with no credential configured', () => {
     const first = await serve(env)
     let token: string
     try {
+      // The key is made once the port is taken, so it follows the "listening" line by a moment.
+      for (let i = 0; i < 100 && !/blog_[0-9a-f]{16}_/.test(first.stderr()); i++) await new Promise(resolve => setTimeout(resolve, 20))
       token = /(blog_[0-9a-f]{16}_[A-Za-z0-9_-]{43})/.exec(first.stderr())?.[1] ?? ''
       assert.match(token, KEY, first.stderr())
       const res = await fetch(`${first.url}/posts`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ title: 'first', content: '' }) })
