@@ -110,8 +110,8 @@ export class Authenticator {
     const actual = Buffer.from(hashSecret(secret), 'hex')
     // Compare even when the key is unknown, so timing does not tell which ids exist.
     const same = timingSafeEqual(expected, actual)
-    if (!record || !same) throw invalidToken('The API key is not known.')
-    if (record.revokedAt !== null) throw invalidToken('The API key has been revoked.')
+    // One answer for unknown and revoked keys, so that a caller cannot learn which ids exist.
+    if (!record || !same || record.revokedAt !== null) throw invalidToken('The API key is not valid (unknown or revoked).')
     return { subject: record.name, scopes: new Set(record.scopes), kind: 'api-key' }
   }
 

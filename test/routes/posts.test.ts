@@ -47,6 +47,7 @@ for (const kind of await storeKinds()) {
         assert.equal(p.code, 'VALIDATION_FAILED')
         const got = p.errors.map((e: { field: string, code: string }) => `${e.field}:${e.code}`).sort()
         assert.deepEqual(got, ['colour:UNKNOWN_FIELD', 'content:INVALID_TYPE', 'status:INVALID_VALUE', 'title:BLANK'])
+        assert.equal(p.errors.find((e: { field: string }) => e.field === 'status').message, 'status must be one of: draft, published, archived.')
       })
 
       it('requires title and content', async () => {
@@ -222,7 +223,7 @@ for (const kind of await storeKinds()) {
 
       it('accepts a representation sent back as read (read-only members ignored)', async () => {
         const p = json(await create({ title: 'round', content: 'trip' }))
-        const res = await t.request({ method: 'PUT', url: `/posts/${p.id}`, headers: alice, payload: { ...p, title: 'round 2', author: 'mallory', created_at: '2000-01-01T00:00:00.000Z' } })
+        const res = await t.request({ method: 'PUT', url: `/posts/${p.id}`, headers: alice, payload: { ...p, title: 'round 2', author: 'mallory', created_at: 123, updated_at: null, _links: 'x' } })
         assert.equal(res.statusCode, 200)
         assert.equal(json(res).author, 'alice')
         assert.equal(json(res).created_at, p.created_at)

@@ -8,7 +8,8 @@ export const PostIdParamsSchema = Type.Object({
 }, { additionalProperties: false })
 export type PostIdParams = Static<typeof PostIdParamsSchema>
 
-const StatusSchema = Type.Union(POST_STATUSES.map(s => Type.Literal(s)), { description: 'Only the author and admins see drafts and archived posts.' })
+// An enum rather than a union of literals, so that a wrong value is reported once, listing the allowed ones.
+const StatusSchema = Type.Unsafe<typeof POST_STATUSES[number]>({ type: 'string', enum: [...POST_STATUSES], description: 'Only the author and admins see drafts and archived posts.' })
 const TimestampSchema = Type.String({ format: 'date-time', description: 'RFC 3339, UTC, millisecond precision.' })
 
 const fields = {
@@ -48,10 +49,11 @@ function bodySchema (idName: 'id' | 'postId', $id: string) {
     title: Type.String({ trimmedLength: { minimum: 1, maximum: TITLE_MAX }, description: fields.title.description }),
     content: fields.content,
     status: Type.Optional({ ...StatusSchema, description: 'Default `published`.' }),
-    created_at: Type.Optional(Type.String({ ...readOnly })),
-    updated_at: Type.Optional(Type.String({ ...readOnly })),
-    author: Type.Optional(Type.String({ ...readOnly })),
-    _links: Type.Optional(Type.Object({}, { ...readOnly })),
+    // Whatever their value: they are ignored (contract §1), so a client never fails on them.
+    created_at: Type.Optional(Type.Unknown({ ...readOnly })),
+    updated_at: Type.Optional(Type.Unknown({ ...readOnly })),
+    author: Type.Optional(Type.Unknown({ ...readOnly })),
+    _links: Type.Optional(Type.Unknown({ ...readOnly })),
   }, { $id, additionalProperties: false })
 }
 
