@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { AppError, PROBLEMS, type ProblemCode, problemSlug } from '../errors.ts'
-import { buildProblem, PROBLEM_MEDIA_TYPE, type Problem } from './problems.ts'
+import { buildProblem, languageOf, PROBLEM_MEDIA_TYPE, type Problem } from './problems.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -104,7 +104,7 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
       'content-type': PROBLEM_MEDIA_TYPE,
       'content-length': Buffer.byteLength(body),
       'cache-control': 'no-store',
-      'content-language': 'en',
+      'content-language': languageOf(req),
       ...err.headers,
     })
     reply.raw.end(body)

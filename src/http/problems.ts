@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin'
 import { isStoreUnavailable } from '../store/errors.ts'
 import { AppError, PROBLEMS, type FieldError, type ProblemCode, problemSlug } from '../errors.ts'
+import { PROBLEM_TRANSLATIONS, type ProblemLanguage, problemLanguage } from '../errors-i18n.ts'
 import { toFieldErrors } from './validation.ts'
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json'
@@ -19,12 +20,19 @@ export interface Problem {
   request_id: string
 }
 
+/** The language of a problem's title and detail, from Accept-Language (en, de, fr, es; en by default). */
+export function languageOf (req: FastifyRequest): ProblemLanguage {
+  return problemLanguage(req.headers['accept-language'])
+}
+
 export function buildProblem (req: FastifyRequest, err: AppError): Problem {
+  const lang = languageOf(req)
+  const text = lang === 'en' ? { title: PROBLEMS[err.code].title, detail: err.message } : PROBLEM_TRANSLATIONS[lang][err.code]
   const problem: Problem = {
     type: `/problems/${problemSlug(err.code)}`,
-    title: PROBLEMS[err.code].title,
+    title: text.title,
     status: err.status,
-    detail: err.message,
+    detail: text.detail,
     instance: req.url.split('?')[0] ?? '/',
     code: err.code,
     trace_id: req.traceId,
@@ -45,7 +53,7 @@ export function sendProblem (req: FastifyRequest, reply: FastifyReply, err: AppE
     .code(err.status)
     .header('content-type', PROBLEM_MEDIA_TYPE)
     .header('cache-control', 'no-store')
-    .header('content-language', 'en')
+    .header('content-language', languageOf(req))
     // A Buffer, because Fastify appends "; charset=utf-8" to every JSON type sent as a string.
     .send(Buffer.from(JSON.stringify(buildProblem(req, err))))
 }
