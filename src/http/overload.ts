@@ -174,7 +174,9 @@ export function clientErrorHandler (this: FastifyInstance, err: Error & { code?:
   socket.end(
     `HTTP/1.1 ${p.status} ${STATUS_CODES[p.status]}\r\n` +
     `Content-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-    `Content-Language: en\r\nCache-Control: no-store\r\nX-Request-Id: ${problem.request_id}\r\nConnection: close\r\n\r\n${body}`,
+    // The request could not be parsed, so its own traceparent is unknown: a new trace is started.
+    `Content-Language: en\r\nCache-Control: no-store\r\nX-Request-Id: ${problem.request_id}\r\n` +
+    `traceparent: 00-${problem.trace_id}-${randomBytes(8).toString('hex')}-01\r\nConnection: close\r\n\r\n${body}`,
     () => socket.destroy()
   )
 }

@@ -314,6 +314,8 @@ describe('request size limits', () => {
       assert.equal(problem.status, 431)
       assert.equal(problem.instance, '/posts')
       assert.match(problem.request_id, /^[0-9a-f-]{36}$/)
+      assert.equal(res.headers['x-request-id'], problem.request_id)
+      assert.equal(res.headers.traceparent?.split('-')[1], problem.trace_id, 'a new trace, echoed like any other')
       assert.equal(Buffer.byteLength(res.body), Number(res.headers['content-length']))
     })
 
