@@ -36,7 +36,10 @@ export function httpDateSeconds (value: string): number | null {
   const v = value.trim()
   if (!HTTP_DATE.test(v)) return null
   const t = Date.parse(v.endsWith('GMT') ? v : `${v} GMT`)
-  return Number.isNaN(t) ? null : Math.floor(t / 1000)
+  if (Number.isNaN(t)) return null
+  // Date.parse rolls "31 Nov" over to 1 Dec: a date whose day does not survive the round trip is invalid.
+  const day = Number(/\b(\d{1,2})[ -](?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(\d{1,2})\b/.exec(v)?.slice(1).find(Boolean))
+  return new Date(t).getUTCDate() === day ? Math.floor(t / 1000) : null
 }
 
 function seconds (d: Date): number {

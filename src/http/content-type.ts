@@ -26,20 +26,36 @@ function essence (contentType: string): { type: string, charset: string | null }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
 
-/** True when every string (and member name) in `value` is well-formed Unicode. */
-function wellFormed (value: unknown): boolean {
-  if (typeof value === 'string') return value.isWellFormed()
-  if (Array.isArray(value)) return value.every(wellFormed)
-  if (value !== null && typeof value === 'object') {
-    return Object.entries(value).every(([k, v]) => k.isWellFormed() && wellFormed(v))
+/** Deeper documents are refused: nothing the service accepts nests beyond a few levels. */
+export const MAX_JSON_DEPTH = 64
+
+/**
+ * Walks `value` without recursion (a deep document must not exhaust the stack): every string and
+ * member name must be well-formed Unicode, and nesting at most MAX_JSON_DEPTH levels.
+ */
+function checkDocument (value: unknown): 'ok' | 'ill-formed' | 'too-deep' {
+  const stack: [unknown, number][] = [[value, 0]]
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!
+    if (typeof v === 'string') {
+      if (!v.isWellFormed()) return 'ill-formed'
+    } else if (v !== null && typeof v === 'object') {
+      if (depth >= MAX_JSON_DEPTH) return 'too-deep'
+      for (const [k, child] of Object.entries(v)) {
+        if (!k.isWellFormed()) return 'ill-formed'
+        stack.push([child, depth + 1])
+      }
+    }
   }
-  return true
+  return 'ok'
 }
 
 /**
- * Parses a JSON body as I-JSON (RFC 7493): UTF-8 only, no unpaired surrogates. Members named
- * `__proto__` or `constructor` stay ordinary own members (JSON.parse never touches prototypes),
- * so validation reports them as unknown fields.
+ * Parses a JSON body with I-JSON's encoding rules (RFC 7493): UTF-8 only, no unpaired surrogates;
+ * and at most MAX_JSON_DEPTH levels deep. Members named `__proto__` or `constructor` stay ordinary
+ * own members (JSON.parse never touches prototypes), so validation reports them as unknown fields.
+ * With duplicate member names the last one wins, as in JSON.parse. An empty body is no body
+ * (`undefined`), which routes that need one report.
  */
 export function parseJsonBody (raw: Buffer): unknown {
   let text: string
@@ -48,14 +64,16 @@ export function parseJsonBody (raw: Buffer): unknown {
   } catch {
     throw new AppError('MALFORMED_JSON', 'The request body is not valid UTF-8.')
   }
-  if (text.trim() === '') throw new AppError('MALFORMED_JSON', 'The request body is empty; send a JSON document.')
+  if (text.trim() === '') return undefined
   let value: unknown
   try {
     value = JSON.parse(text)
   } catch (err) {
     throw new AppError('MALFORMED_JSON', `The request body is not valid JSON: ${(err as Error).message}.`)
   }
-  if (!wellFormed(value)) throw new AppError('MALFORMED_JSON', 'The request body has a string with an unpaired surrogate (\\uD800–\\uDFFF), which is not Unicode text.')
+  const check = checkDocument(value)
+  if (check === 'ill-formed') throw new AppError('MALFORMED_JSON', 'The request body has a string with an unpaired surrogate (\\uD800–\\uDFFF), which is not Unicode text.')
+  if (check === 'too-deep') throw new AppError('MALFORMED_JSON', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`)
   return value
 }
 
@@ -72,9 +90,14 @@ function vendorVersion (type: string): number | null {
  */
 export const contentTypePlugin = fp(async function contentType (app: FastifyInstance) {
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser([...JSON_BODY_TYPES, ...PATCH_TYPES], { parseAs: 'buffer' }, (_req, body, done) => {
+  app.addContentTypeParser([...JSON_BODY_TYPES, ...PATCH_TYPES], { parseAs: 'buffer' }, (req, body, done) => {
     try {
-      done(null, parseJsonBody(body as Buffer))
+      const value = parseJsonBody(body as Buffer)
+      // A JSON Content-Type with nothing after it: a mistake where a body is expected, harmless elsewhere.
+      if (value === undefined && req.routeOptions.schema?.body !== undefined) {
+        throw new AppError('MALFORMED_JSON', 'The request body is empty; send a JSON document.')
+      }
+      done(null, value)
     } catch (err) {
       done(err as Error, undefined)
     }
@@ -84,7 +107,8 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => { done(null, undefined) })
 
   app.addHook('preParsing', async (req, _reply, payload) => {
-    if (req.routeOptions.url === undefined || req.method === 'GET' || req.method === 'HEAD') return payload
+    // Unknown routes go on to 404/405; routes that take no body (GET, DELETE) ignore body headers.
+    if (req.routeOptions.url === undefined || req.routeOptions.schema?.body === undefined) return payload
     const header = req.headers['content-type']
     const length = req.headers['content-length']
     const hasBody = header !== undefined || (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined
@@ -95,14 +119,13 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
     const { type, charset } = essence(header ?? '')
     const version = vendorVersion(type)
     const routeVersion = req.routeOptions.config.apiVersion
+    const acceptPatch: Record<string, string> = isPatch ? { 'accept-patch': allowed.join(', ') } : {}
     if (version !== null && routeVersion !== undefined && version !== routeVersion) {
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `The body is declared as version ${version}, but version ${routeVersion} serves this request. Send application/json or application/vnd.blog.v${routeVersion}+json, or ask for version ${version} by path or Accept.`)
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `The body is declared as version ${version}, but version ${routeVersion} serves this request. Send application/json or application/vnd.blog.v${routeVersion}+json, or ask for version ${version} by path or Accept.`, { headers: acceptPatch })
     }
     if (!allowed.includes(type) || (charset !== null && charset !== 'utf-8' && charset !== 'utf8')) {
       const sent = header === undefined ? 'no Content-Type' : `"${header}"`
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `This endpoint takes ${allowed.join(' or ')} (UTF-8); the request sent ${sent}.`, {
-        headers: isPatch ? { 'accept-patch': allowed.join(', ') } : {},
-      })
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `This endpoint takes ${allowed.join(' or ')} (UTF-8); the request sent ${sent}.`, { headers: acceptPatch })
     }
     return payload
   })

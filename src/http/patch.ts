@@ -14,9 +14,10 @@ export function applyMergePatch (target: Json | undefined, patch: Json): Json {
   if (!isObject(patch)) return patch
   const result: Record<string, Json> = isObject(target) ? { ...target } : {}
   for (const [name, value] of Object.entries(patch)) {
-    if (name === '__proto__') throw new AppError('INVALID_PATCH', 'A patch may not name "__proto__".')
     if (value === null) delete result[name]
-    else result[name] = applyMergePatch(result[name], value)
+    // defineProperty, not assignment: a member named "__proto__" stays an own member (and is then
+    // reported as an unknown field) instead of replacing the result's prototype.
+    else Object.defineProperty(result, name, { value: applyMergePatch(Object.hasOwn(result, name) ? result[name] : undefined, value), enumerable: true, writable: true, configurable: true })
   }
   return result
 }

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { isStoreUnavailable } from '../store/errors.ts'
-import { AppError, PROBLEMS, type FieldError, type ProblemCode, problemSlug } from '../errors.ts'
+import { AppError, fieldError, PROBLEMS, type FieldError, type ProblemCode, problemSlug } from '../errors.ts'
 import { PROBLEM_TRANSLATIONS, type ProblemLanguage, problemLanguage } from '../errors-i18n.ts'
 import { toFieldErrors } from './validation.ts'
 
@@ -33,7 +33,8 @@ export function buildProblem (req: FastifyRequest, err: AppError): Problem {
     title: text.title,
     status: err.status,
     detail: text.detail,
-    instance: req.url.split('?')[0] ?? '/',
+    // The path the client asked for (before a /v1/… alias was rewritten).
+    instance: (req.originalUrl ?? req.url).split('?')[0] ?? '/',
     code: err.code,
     trace_id: req.traceId,
     request_id: req.id,
@@ -91,12 +92,21 @@ function isStoreClosed (error: unknown): boolean {
   return typeof message === 'string' && (message.includes('driver has already been destroyed') || message === 'The database connection is not open')
 }
 
+function hasBodyBytes (req: FastifyRequest): boolean {
+  const length = req.headers['content-length']
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined
+}
+
 /** Maps anything thrown to the catalogue; unknown errors become 500 and never show their text. */
-export function toAppError (error: unknown): AppError {
+export function toAppError (error: unknown, req?: FastifyRequest): AppError {
   if (error instanceof AppError) return error
   const err = error as FastifyError & { validation?: unknown[], validationContext?: string }
   if (Array.isArray(err.validation)) {
     const context = err.validationContext ?? 'body'
+    // No body bytes at all: say that one is required, not that "undefined" has the wrong type.
+    if (context === 'body' && req !== undefined && req.body == null && !hasBodyBytes(req)) {
+      return new AppError('VALIDATION_FAILED', undefined, { errors: [fieldError('', 'REQUIRED', 'A JSON request body is required.')] })
+    }
     return new AppError('VALIDATION_FAILED', undefined, { errors: toFieldErrors(err.validation as never[], context) })
   }
   if (isStoreUnavailable(error) || isStoreClosed(error)) {
@@ -114,7 +124,7 @@ export function toAppError (error: unknown): AppError {
 /** The error handler: one place that turns every failure into a problem, and logs 5xx with context. */
 export const problemsPlugin = fp(async function problems (app: FastifyInstance) {
   app.setErrorHandler(function errorHandler (error, req, reply) {
-    const appError = toAppError(error)
+    const appError = toAppError(error, req)
     if (appError.status >= 500) {
       if (appError.code === 'INTERNAL_ERROR') req.log.error({ err: error, route: req.routeOptions.url }, 'request failed')
       else req.log.warn({ err: error, code: appError.code }, 'service unavailable')

@@ -49,17 +49,19 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance) {
     return [...new Set([...entry.methods, 'OPTIONS'])].sort().join(', ')
   }
 
-  function canonicalRedirect (url: string): string | null {
+  /** Where `/posts/` should go; `original` keeps a /v1 or /v2 prefix that an alias rewrite removed. */
+  function canonicalRedirect (url: string, original: string = url): string | null {
     const [path = '/', query] = url.split(/\?(.*)/s, 2)
     if (path.length <= 1 || !path.endsWith('/')) return null
     const canonical = path.replace(/\/+$/, '') || '/'
     if (!lookup(canonical)) return null
-    return canonical + (query !== undefined ? `?${query}` : '')
+    const prefix = original !== url ? (/^\/v\d+(?=\/)/.exec(original)?.[0] ?? '') : ''
+    return prefix + canonical + (query !== undefined ? `?${query}` : '')
   }
 
   // Before routing matters: `/posts/` would otherwise match `/posts/:post_id` with an empty id.
   app.addHook('onRequest', async (req, reply) => {
-    const location = canonicalRedirect(req.url)
+    const location = canonicalRedirect(req.url, req.originalUrl)
     if (location === null) return
     // 308, not 301: the client repeats the same method and body at the new location.
     return await reply.code(308).header('location', location).header('cache-control', 'no-store').send()
@@ -88,7 +90,7 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance) {
         return sendProblem(req, reply, new AppError('NOT_ACCEPTABLE', detail))
       }
     }
-    const location = canonicalRedirect(req.url)
+    const location = canonicalRedirect(req.url, req.originalUrl)
     if (location !== null) return reply.code(308).header('location', location).header('cache-control', 'no-store').send()
     return sendProblem(req, reply, new AppError('NOT_FOUND', `There is nothing at ${path}.`))
   })

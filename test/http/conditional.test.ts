@@ -58,6 +58,7 @@ for (const kind of await storeKinds()) {
         assert.equal((await get(`/posts/${p.id}`, { 'if-modified-since': 'not a date' })).statusCode, 200)
         // Only HTTP-dates count (RFC 9110 §5.6.7); an ISO 8601 date is ignored.
         assert.equal((await get(`/posts/${p.id}`, { 'if-modified-since': '2099-01-01T00:00:00Z' })).statusCode, 200)
+        assert.equal((await get(`/posts/${p.id}`, { 'if-modified-since': 'Mon, 31 Nov 2099 08:13:16 GMT' })).statusCode, 200, 'a day that does not exist')
         assert.equal((await get(`/posts/${p.id}`, { 'if-modified-since': 'Friday, 01-Jan-49 00:00:00 GMT' })).statusCode, 304, 'RFC 850 form')
       })
 

@@ -157,6 +157,20 @@ for (const kind of await storeKinds()) {
       assert.equal(({} as Record<string, unknown>).x, undefined)
     })
 
+    it('reports a merge patch member named __proto__ as an unknown field, like POST and PUT do', async () => {
+      const p = await post()
+      const res = await patch(p.id, 'application/merge-patch+json', { ['__proto__']: { title: 'pp' } })
+      assert.equal(res.statusCode, 422)
+      assert.deepEqual(json(res).errors.map((e: { field: string, code: string }) => `${e.field}:${e.code}`), ['__proto__:UNKNOWN_FIELD'])
+    })
+
+    it('answers 415 with Accept-Patch to a vendor type of another version', async () => {
+      const p = await post()
+      const res = await patch(p.id, 'application/vnd.blog.v2+json', {})
+      assert.equal(res.statusCode, 415)
+      assert.equal(res.headers['accept-patch'], 'application/merge-patch+json, application/json-patch+json')
+    })
+
     it('answers 415 with Accept-Patch when the patch has no Content-Type at all', async () => {
       const p = await post()
       const res = await t.request({ method: 'PATCH', url: `/posts/${p.id}`, headers: alice })

@@ -85,6 +85,7 @@ for (const kind of await storeKinds()) {
         }
         const none = await t.request({ method: 'POST', url: '/posts', headers: alice })
         assert.equal(none.statusCode, 422)
+        assert.deepEqual(json(none).errors, [{ field: '', code: 'REQUIRED', message: 'A JSON request body is required.' }])
         const empty = await t.request({ method: 'POST', url: '/posts', headers: { ...alice, 'content-type': 'application/json' }, payload: '' })
         assert.equal(empty.statusCode, 400)
         assert.equal(json(empty).code, 'MALFORMED_JSON')
@@ -120,6 +121,14 @@ for (const kind of await storeKinds()) {
         const res = await t.request({ method: 'POST', url: '/posts/1', headers: { ...alice, 'content-type': 'text/plain' }, payload: 'hello' })
         assert.equal(res.statusCode, 405)
         assert.equal(json(res).code, 'METHOD_NOT_ALLOWED')
+      })
+
+      it('answers 400 MALFORMED_JSON, never a 500, to a document nested too deeply', async () => {
+        for (const payload of ['['.repeat(5000) + ']'.repeat(5000), '{"title":' + '{"a":'.repeat(3000) + '1' + '}'.repeat(3000) + ',"content":""}']) {
+          const res = await t.request({ method: 'POST', url: '/posts', headers: { ...alice, 'content-type': 'application/json' }, payload })
+          assert.equal(res.statusCode, 400)
+          assert.match(json(res).detail, /deeper than 64/)
+        }
       })
 
       it('answers 415 for a body that is not JSON by type', async () => {
@@ -259,6 +268,14 @@ for (const kind of await storeKinds()) {
         assert.equal(res.body, '')
         assert.equal((await t.request({ method: 'GET', url: `/posts/${p.id}` })).statusCode, 404)
         assert.equal((await t.request({ method: 'DELETE', url: `/posts/${p.id}`, headers: alice })).statusCode, 404)
+      })
+
+      it('ignores body headers on a DELETE without a body', async () => {
+        for (const type of ['application/json', 'text/plain']) {
+          const p = json(await create({ title: 't', content: '' }))
+          const res = await t.request({ method: 'DELETE', url: `/posts/${p.id}`, headers: { ...alice, 'content-type': type } })
+          assert.equal(res.statusCode, 204, type)
+        }
       })
 
       it('lets only the author or an admin delete', async () => {

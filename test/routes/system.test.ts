@@ -96,6 +96,12 @@ for (const kind of await storeKinds()) {
         for (const url of ['/v1/healthz', '/v2/readyz', '/v2/openapi.json', '/v1/problems/not-found', '/v2/metrics']) {
           assert.equal((await t.request({ method: 'GET', url })).statusCode, 200, url)
         }
+        const wrongMethod = await t.request({ method: 'POST', url: '/v1/healthz' })
+        assert.equal(wrongMethod.statusCode, 405)
+        assert.equal(json(wrongMethod).instance, '/v1/healthz', 'the path the client asked for')
+        const slash = await t.request({ method: 'GET', url: '/v1/docs/?x=1' })
+        assert.equal(slash.statusCode, 308)
+        assert.equal(slash.headers.location, '/v1/docs?x=1')
         const probed = await t.request({ method: 'GET', url: '/healthz', headers: { authorization: 'Bearer nonsense' } })
         assert.equal(probed.statusCode, 200, 'a liveness probe does not depend on credentials')
       })
