@@ -75,7 +75,11 @@ export class AppError extends Error {
   readonly headers: Record<string, string>
 
   constructor (code: ProblemCode, detail?: string, opts: { errors?: FieldError[], headers?: Record<string, string> } = {}) {
+    // An expected answer, not a fault: capturing a stack trace for every 404 or 422 is wasted work.
+    const limit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
     super(detail ?? PROBLEMS[code].detail)
+    Error.stackTraceLimit = limit
     this.name = 'AppError'
     this.code = code
     this.status = PROBLEMS[code].status

@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Kysely, Migrator, type MigrationResultSet, SqliteDialect, sql } from 'kysely'
+import { Kysely, Migrator, type MigrationResultSet, type SqliteDatabase, SqliteDialect, sql } from 'kysely'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
 import * as m0001 from './migrations/0001-initial.ts'
 
@@ -57,6 +57,29 @@ class SqliteMigrator extends Migrator {
   }
 }
 
+const STATEMENT_CACHE_SIZE = 200
+
+/**
+ * Kysely prepares every query anew; compiling the SQL was the largest single cost of a request.
+ * The queries are few and parameterised, so their prepared statements are kept and reused
+ * (better-sqlite3 statements are reusable; the driver runs one at a time).
+ */
+function withStatementCache (database: SQLite.Database): SqliteDatabase {
+  const cache = new Map<string, SQLite.Statement>()
+  return {
+    close: () => { database.close() },
+    prepare: (text: string) => {
+      let statement = cache.get(text)
+      if (statement === undefined) {
+        statement = database.prepare(text)
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!)
+        cache.set(text, statement)
+      }
+      return statement as unknown as ReturnType<SqliteDatabase['prepare']>
+    },
+  }
+}
+
 /**
  * Opens the embedded store: one SQLite file in WAL mode.
  *
@@ -70,7 +93,7 @@ export function openSqliteStore (file: string): KyselyStore {
   database.pragma('synchronous = NORMAL')
   database.pragma('busy_timeout = 5000')
   database.pragma('foreign_keys = ON')
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) })
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) })
   const parts: DialectParts = {
     kind: 'sqlite',
     textSearch: (eb, q) => {
