@@ -49,8 +49,12 @@ export interface DialectParts {
   migrator (db: Kysely<Database>): Migrator
 }
 
+const ISO_UTC_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
 function iso (v: Timestamp): string {
-  return typeof v === 'string' ? new Date(v).toISOString() : v.toISOString()
+  // SQLite hands back what the store wrote (already this form); parsing it again per row showed in profiles.
+  if (typeof v === 'string') return ISO_UTC_MS.test(v) ? v : new Date(v).toISOString()
+  return v.toISOString()
 }
 
 type PostRow = { id: number | string, title: string, content: string, status: PostStatus, author: string, created_at: Timestamp, updated_at: Timestamp, revision: number | string }
