@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { AppError, PROBLEMS, type ProblemCode, problemSlug } from '../errors.ts'
-import { buildProblem, languageOf, PROBLEM_MEDIA_TYPE, type Problem } from './problems.ts'
+import { buildProblem, PROBLEM_MEDIA_TYPE, type Problem, problemHeaders, SUCCESS_ONLY_HEADERS } from './problems.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -39,9 +39,6 @@ function pathOf (url: string): string {
 function unavailable (code: 'SERVICE_UNAVAILABLE' | 'REQUEST_TIMEOUT', detail?: string): AppError {
   return new AppError(code, detail, { headers: { 'retry-after': String(RETRY_AFTER_S) } })
 }
-
-/** Headers set for a success that must not reach an error (as in sendProblem). */
-const DROPPED_ON_ERROR = new Set(['etag', 'last-modified', 'location', 'content-length', 'content-type', 'content-encoding'])
 
 interface Deadline { timer: NodeJS.Timeout, controller: AbortController, reply: FastifyReply }
 
@@ -94,19 +91,12 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
     // Hijacked and written at once: the abandoned work may still call reply.code(), send() or
     // throw, and none of that may touch this answer (Fastify drops sends on a hijacked reply).
     reply.hijack()
-    const headers: Record<string, string | number | string[]> = {}
+    const kept: Record<string, string | number | string[]> = {}
     for (const [name, value] of Object.entries(reply.getHeaders())) {
-      if (value !== undefined && !DROPPED_ON_ERROR.has(name)) headers[name] = value
+      if (value !== undefined && !(SUCCESS_ONLY_HEADERS as readonly string[]).includes(name)) kept[name] = value
     }
     const body = JSON.stringify(buildProblem(req, err))
-    reply.raw.writeHead(err.status, {
-      ...headers,
-      'content-type': PROBLEM_MEDIA_TYPE,
-      'content-length': Buffer.byteLength(body),
-      'cache-control': 'no-store',
-      'content-language': languageOf(req),
-      ...err.headers,
-    })
+    reply.raw.writeHead(err.status, { ...kept, ...problemHeaders(req, err), 'content-length': Buffer.byteLength(body) })
     reply.raw.end(body)
     req.log.warn({ timeout_ms: timeoutMs, route: req.routeOptions.url, code: err.code }, 'request abandoned')
     controller.abort(err)

@@ -43,20 +43,24 @@ export function buildProblem (req: FastifyRequest, err: AppError): Problem {
   return problem
 }
 
+/** Headers set for a success that must not reach an error: validators, its location, its body's. */
+export const SUCCESS_ONLY_HEADERS = ['etag', 'last-modified', 'location', 'content-length', 'content-type', 'content-encoding'] as const
+
+/** The headers every problem response carries (besides those a success set and it keeps). */
+export function problemHeaders (req: FastifyRequest, err: AppError): Record<string, string> {
+  return {
+    'content-type': PROBLEM_MEDIA_TYPE,
+    'cache-control': 'no-store',
+    'content-language': languageOf(req),
+    ...err.headers,
+  }
+}
+
 /** Sends `err` as a problem. Every error response of the service goes through here. */
 export function sendProblem (req: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
-  for (const [name, value] of Object.entries(err.headers)) reply.header(name, value)
-  // Validators and caching headers set for the success path must not leak onto an error.
-  reply.removeHeader('etag')
-  reply.removeHeader('last-modified')
-  reply.removeHeader('location')
-  return reply
-    .code(err.status)
-    .header('content-type', PROBLEM_MEDIA_TYPE)
-    .header('cache-control', 'no-store')
-    .header('content-language', languageOf(req))
-    // A Buffer, because Fastify appends "; charset=utf-8" to every JSON type sent as a string.
-    .send(Buffer.from(JSON.stringify(buildProblem(req, err))))
+  for (const name of SUCCESS_ONLY_HEADERS) reply.removeHeader(name)
+  // A Buffer, because Fastify appends "; charset=utf-8" to every JSON type sent as a string.
+  return reply.code(err.status).headers(problemHeaders(req, err)).send(Buffer.from(JSON.stringify(buildProblem(req, err))))
 }
 
 const FRAMEWORK_CODES: Record<string, ProblemCode> = {
