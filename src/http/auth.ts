@@ -51,10 +51,6 @@ export function unauthenticated (): AppError {
   return new AppError('UNAUTHENTICATED', undefined, { headers: { 'www-authenticate': `Bearer realm="${REALM}"` } })
 }
 
-export function forbidden (detail?: string): AppError {
-  return new AppError('FORBIDDEN', detail)
-}
-
 /** RFC 6750 §3.1: a valid token without the scope the request needs. */
 export function insufficientScope (scope: string): AppError {
   return new AppError('FORBIDDEN', `This action needs the "${scope}" scope.`, {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
 import { sendProblem } from './problems.ts'
-import { negotiationOf } from './versioning.ts'
+import { negotiationOf, pathVersionPrefix } from './versioning.ts'
 
 interface PathEntry { pattern: RegExp, methods: Set<string>, acceptPatch: boolean, versioned: boolean }
 
@@ -55,7 +55,7 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance) {
     if (path.length <= 1 || !path.endsWith('/')) return null
     const canonical = path.replace(/\/+$/, '') || '/'
     if (!lookup(canonical)) return null
-    const prefix = original !== url ? (/^\/v\d+(?=\/)/.exec(original)?.[0] ?? '') : ''
+    const prefix = original !== url ? pathVersionPrefix(original) : ''
     return prefix + canonical + (query !== undefined ? `?${query}` : '')
   }
 

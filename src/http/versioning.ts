@@ -25,6 +25,11 @@ export type Negotiation =
 const PATH_VERSION = /^\/v(\d+)(?=\/|$|\?)/
 const VENDOR = /^application\/vnd\.blog\.v(\d+)\+json$/
 
+/** `/v2` for `/v2/posts?…`, '' for an unprefixed path. */
+export function pathVersionPrefix (url: string): string {
+  return PATH_VERSION.exec(url)?.[0] ?? ''
+}
+
 interface Candidate { version: ApiVersion | null, vendor: boolean, q: number, order: number }
 
 /**

@@ -5,7 +5,7 @@ import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, postSo
 import type { PostService } from '../../domain/post-service.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { fieldError, validationFailed } from '../../errors.ts'
-import { hasPrecondition, preconditionHolds, sendRepresentation, weakEtag } from '../../http/conditional.ts'
+import { hasPrecondition, preconditionHolds, sendRepresentation } from '../../http/conditional.ts'
 import { PRIVATE_CACHE } from '../../http/caching.ts'
 import { PATCH_TYPES } from '../../http/content-type.ts'
 import { applyPatch, type Json, patchBodySchema } from '../../http/patch.ts'
@@ -14,7 +14,7 @@ import { type CollectionSpec, type CursorCodec, parseListRequest, setPagingHeade
 import { applied, prefers } from '../../http/prefer.ts'
 import { type ApiVersion, vendorMediaType } from '../../http/versioning.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
-import { linkBase, postEtag, renderListItem, renderPost } from './representation.ts'
+import { linkBase, postEtag, postListEtag, renderListItem, renderPost } from './representation.ts'
 import {
   FIELD_NAMES, ListPostsQuerySchema, type ListPostsQuery, type PostBody, PostBodyV1Schema, PostBodyV2Schema,
   PostIdParamsSchema, type PostIdParams, PostListItemV1Schema, PostListItemV2Schema, PostV1Schema, PostV2Schema,
@@ -87,7 +87,7 @@ export async function postRoutes (app: FastifyInstance, opts: PostRoutesOptions)
     const items = page.items.map(p => renderListItem(p, version, base, lr.fields))
     setPagingHeaders(req, reply, lr, page, p => postSortValues(p, lr.sort), cursors)
     return sendRepresentation(req, reply, items, {
-      etag: weakEtag(`${JSON.stringify(items)}\n${String(reply.getHeader('link') ?? '')}\n${String(reply.getHeader('x-total-count') ?? '')}`),
+      etag: postListEtag(page.items, version, base, lr.fields, [reply.getHeader('link'), reply.getHeader('x-total-count')]),
       audience: 'public',
     })
   })
