@@ -110,6 +110,17 @@ describe('several instances on one PostgreSQL and Redis', { skip: !reachable && 
     assert.deepEqual(await onB.json(), await onA.json())
   })
 
+  it('serves version 2 alike on both, by path and by media type', async () => {
+    const created = await (await fetch(`${a.base}/v2/posts`, { method: 'POST', headers: alice, body: JSON.stringify({ title: 'Versioned', content: '' }) })).json() as { postId: number }
+    for (const [url, headers] of [[`/v2/posts/${created.postId}`, {}], [`/posts/${created.postId}`, { accept: 'application/vnd.blog.v2+json' }]] as const) {
+      const onA = await fetch(`${a.base}${url}`, { headers })
+      const onB = await fetch(`${b.base}${url}`, { headers })
+      assert.equal(onB.headers.get('api-version'), '2', url)
+      assert.equal(onB.headers.get('etag'), onA.headers.get('etag'), url)
+      assert.deepEqual(await onB.json(), await onA.json(), url)
+    }
+  })
+
   it('accepts on B a conditional PUT made with the ETag from A, and A then sees the change', async () => {
     const post = await (await fetch(`${a.base}/posts`, { method: 'POST', headers: alice, body: JSON.stringify({ title: 'v1', content: '' }) })).json() as { id: number }
     const etag = (await fetch(`${a.base}/posts/${post.id}`)).headers.get('etag')!
