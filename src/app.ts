@@ -4,7 +4,6 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import type { Config } from './config.ts'
-import { PostService } from './domain/post-service.ts'
 import { Authenticator, authorizationPlugin, authPlugin } from './http/auth.ts'
 import { cachingPlugin } from './http/caching.ts'
 import { contentTypePlugin } from './http/content-type.ts'
@@ -17,11 +16,12 @@ import { rateLimitPlugin } from './http/rate-limit.ts'
 import { requestLogPlugin } from './http/request-log.ts'
 import { routingPlugin } from './http/routing.ts'
 import { securityPlugin } from './http/security.ts'
+import { documentIdempotencyKey, idempotencyPlugin } from './http/idempotency.ts'
+import { registerResources } from './http/resources.ts'
 import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
-import { API_VERSIONS, apiVersionConstraint, rewriteUnversionedAlias, versioningPlugin } from './http/versioning.ts'
-import { postRoutes } from './routes/posts/index.ts'
-import { PostBodyV1Schema, PostBodyV2Schema, PostListItemV1Schema, PostListItemV2Schema, PostV1Schema, PostV2Schema } from './routes/posts/schemas.ts'
+import { apiVersionConstraint, rewriteUnversionedAlias, versioningPlugin } from './http/versioning.ts'
+import { RESOURCES } from './routes/registry.ts'
 import { FieldErrorSchema, LinkSchema, ProblemSchema } from './routes/shared/schemas.ts'
 import { apiDescription, docsRoutes } from './routes/system/docs-routes.ts'
 import { healthRoutes } from './routes/system/health-routes.ts'
@@ -35,7 +35,14 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger']
 }
 
-const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, FieldErrorSchema, ProblemSchema, PostV1Schema, PostV2Schema, PostListItemV1Schema, PostListItemV2Schema, PostBodyV1Schema, PostBodyV2Schema, IndexSchema, VersionsSchema]
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The store the app was built on (handlers open units of work on it). */
+    store: Store
+  }
+}
+
+const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, FieldErrorSchema, ProblemSchema, IndexSchema, VersionsSchema, ...RESOURCES.flatMap(r => r.schemas)]
 
 /**
  * Builds the whole service on an open, migrated store. Never listens: the server (or a test) does.
@@ -79,39 +86,35 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   await app.register(rateLimitPlugin, { config })
   await app.register(authorizationPlugin)
   await app.register(cachingPlugin)
+  app.decorate('store', store)
+  await app.register(idempotencyPlugin, { config })
   // Before any plugin that adds routes (metrics), so that every route is in the document.
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: { title: 'Blog Post Service', version: '1.0.0', description: apiDescription() },
       tags: [
-        { name: 'posts', description: 'Blog posts' },
+        ...RESOURCES.map(r => ({ name: r.name, description: r.description })),
         { name: 'index', description: 'Entry points' },
         { name: 'operations', description: 'Health, metrics and documentation' },
       ],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A JWT or an API key (`blog_…`).' } } },
     },
+    transform: ({ schema, url, route }) => ({ schema: documentIdempotencyKey(route.method, schema as Record<string, unknown>) as never, url }),
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   })
   await app.register(metricsPlugin)
   await app.register(requestLogPlugin)
   await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
 
-  const posts = new PostService(store.posts)
-  const cursors = new CursorCodec(await store.serverSecret())
-
-  for (const version of API_VERSIONS) {
-    // Each version is served at /vN and, when negotiated by Accept, at the unprefixed path.
-    // The document shows /… (version 1) and /v2/… once each.
-    for (const prefix of ['', `/v${version}`]) {
-      const documented = prefix === '' ? version === 1 : version !== 1
-      await app.register(async scope => {
-        await indexRoutes(scope, { version, documented, config })
-        const validateBody = validator.body.getSchema(version === 1 ? 'PostBodyV1' : 'PostBodyV2')!
-        await postRoutes(scope, { version, documented, posts, cursors, validateBody })
-      }, { prefix })
-    }
-  }
+  await registerResources(app, {
+    resources: RESOURCES,
+    alongside: [indexRoutes(RESOURCES)],
+    config,
+    store,
+    cursors: new CursorCodec(await store.serverSecret()),
+    bodies: validator.body,
+  })
   await app.register(healthRoutes, { store })
   await app.register(docsRoutes)
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true, validatorUrl: null } as never })

@@ -47,6 +47,8 @@ export interface Config {
   }
   readonly rateLimit: { readonly max: number, readonly windowS: number }
   readonly requestTimeoutMs: number
+  /** How long an Idempotency-Key's record (and the response it replays) is kept. */
+  readonly idempotencyTtlS: number
   /** Mean event-loop delay above which requests are shed with 503; 0 turns the check off. */
   readonly overloadMaxEventLoopDelayMs: number
   readonly bodyLimitBytes: number
@@ -225,6 +227,7 @@ export function loadConfig (env: Env = process.env): Config {
       windowS: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
     }),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    idempotencyTtlS: int(env, 'IDEMPOTENCY_TTL_S', 86_400, 1, 30 * 86_400),
     overloadMaxEventLoopDelayMs: int(env, 'OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000),
     bodyLimitBytes: 1024 * 1024,
     corsOrigins,

@@ -1,57 +1,15 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { SignJWT } from 'jose'
 import pg from 'pg'
-import { freePort, freshDatabase, JWT_SECRET, postgresAvailable, REDIS_URL, redisAvailable } from './helper.ts'
+import { freshDatabase, JWT_SECRET, postgresAvailable, REDIS_URL, redisAvailable } from './helper.ts'
+import { BIN, type Instance, ROOT, startInstance, stop, token } from './process-helper.ts'
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const BIN = path.join(ROOT, 'bin', 'blog.js')
 const RATE_LIMIT_MAX = 30
 const run = promisify(execFile)
-
-async function token (sub: string, scopes: string[]): Promise<string> {
-  return await new SignJWT({ scope: scopes.join(' ') }).setProtectedHeader({ alg: 'HS256' })
-    .setSubject(sub).setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(JWT_SECRET))
-}
-
-interface Instance {
-  name: string
-  base: string
-  child: ChildProcess
-  output: string[]
-  exited: Promise<number | null>
-}
-
-async function startInstance (name: string, env: Record<string, string>): Promise<Instance> {
-  const port = await freePort()
-  const child = spawn(process.execPath, [BIN, 'serve'], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] })
-  const output: string[] = []
-  child.stdout!.on('data', (d: Buffer) => output.push(d.toString()))
-  child.stderr!.on('data', (d: Buffer) => output.push(d.toString()))
-  const exited = new Promise<number | null>(resolve => child.once('exit', code => { resolve(code) }))
-  const base = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${output.join('')}`)
-    try {
-      if ((await fetch(`${base}/readyz`)).status === 200) break
-    } catch {}
-    if (Date.now() > deadline) throw new Error(`${name} did not become ready:\n${output.join('')}`)
-    await sleep(100)
-  }
-  return { name, base, child, output, exited }
-}
-
-async function stop (i: Instance): Promise<number | null> {
-  if (i.child.exitCode === null && i.child.signalCode === null) i.child.kill('SIGTERM')
-  return await i.exited
-}
 
 const reachable = (await postgresAvailable()) && (await redisAvailable())
 
@@ -147,6 +105,36 @@ describe('several instances on one PostgreSQL and Redis', { skip: !reachable && 
     assert.equal(second.status, 200)
     const ids = [...await first.json() as { id: number }[], ...await second.json() as { id: number }[]].map(p => p.id)
     assert.deepEqual(ids, everything.slice(0, 4).map(p => p.id))
+  })
+
+  it('replays on B a POST first made on A with the same Idempotency-Key', async () => {
+    const headers = { ...alice, 'idempotency-key': 'across-instances-1' }
+    const body = JSON.stringify({ title: 'Once', content: 'across instances' })
+    const first = await fetch(`${a.base}/posts`, { method: 'POST', headers, body })
+    const again = await fetch(`${b.base}/posts`, { method: 'POST', headers, body })
+    assert.equal(first.status, 201)
+    assert.equal(again.status, 201)
+    assert.equal(again.headers.get('idempotent-replayed'), 'true')
+    assert.equal(again.headers.get('location'), first.headers.get('location'))
+    assert.equal(again.headers.get('etag'), first.headers.get('etag'))
+    assert.equal(await again.text(), await first.text())
+  })
+
+  it('creates one post from 20 concurrent requests with one key spread over A and B', async () => {
+    const headers = { authorization: `Bearer ${await token('racer', ['posts:write'])}`, 'content-type': 'application/json', 'idempotency-key': 'race-across-instances' }
+    const body = JSON.stringify({ title: 'Raced once', content: '', status: 'draft' })
+    const answers = await Promise.all(Array.from({ length: 20 }, async (_, i) => {
+      const res = await fetch(`${(i % 2 === 0 ? a : b).base}/posts`, { method: 'POST', headers, body })
+      return { status: res.status, replayed: res.headers.get('idempotent-replayed'), retryAfter: res.headers.get('retry-after'), text: await res.text() }
+    }))
+    const created = answers.filter(r => r.status === 201 && r.replayed === null)
+    assert.equal(created.length, 1, JSON.stringify(answers.map(r => r.status)))
+    for (const r of answers) {
+      if (r.status === 201) assert.equal(r.text, created[0]!.text)
+      else assert.ok(r.status === 409 && r.retryAfter !== null, `${r.status} ${r.text}`)
+    }
+    const drafts = await (await fetch(`${a.base}/posts?status=draft&limit=100`, { headers })).json() as { title: string }[]
+    assert.equal(drafts.filter(p => p.title === 'Raced once').length, 1)
   })
 
   it('accepts on both an API key made once with the command line', async () => {

@@ -1,7 +1,7 @@
 import { AppError } from '../errors.ts'
 import type { ListPage, ListQuery, PostFilter, PostStore } from '../store/store.ts'
 import type { Post, PostInput, PostSortKey } from './post.ts'
-import { isAdmin, type Principal, type Viewer } from './principal.ts'
+import { mayChange, type Principal, type Viewer } from './principal.ts'
 
 /** A client's condition on the current post (If-Match, If-Unmodified-Since); true to go ahead. */
 export type Precondition = (current: Post) => boolean
@@ -9,7 +9,10 @@ export type Precondition = (current: Post) => boolean
 const always: Precondition = () => true
 const RETRIES = 5
 
-/** The rules of posts: who sees and changes what, and optimistic concurrency. */
+/**
+ * The rules of posts: who sees and changes what, and optimistic concurrency. Built on a unit of
+ * work's repository for writes (`new PostService(uow.posts)`), on the store's for reads.
+ */
 export class PostService {
   constructor (private readonly store: PostStore, private readonly clock: () => Date = () => new Date()) {}
 
@@ -23,17 +26,16 @@ export class PostService {
     return await this.store.list(query, viewer)
   }
 
-  /** `abandoned`: the request's signal; a write it interrupts is not committed. */
-  async create (input: PostInput, author: Principal, abandoned?: AbortSignal): Promise<Post> {
-    return await this.store.create(input, author.subject, this.clock(), abandoned)
+  async create (input: PostInput, author: Principal): Promise<Post> {
+    return await this.store.create(input, author.subject, this.clock())
   }
 
   /** Replaces a post with the input `build` makes from the current one (PUT uses the body; PATCH applies a patch). */
-  async update (id: number, viewer: Principal, build: (current: Post) => PostInput, precondition: Precondition = always, abandoned?: AbortSignal): Promise<Post> {
+  async update (id: number, viewer: Principal, build: (current: Post) => PostInput, precondition: Precondition = always): Promise<Post> {
     for (let attempt = 0; ; attempt++) {
       const current = await this.writable(id, viewer)
       if (!precondition(current)) throw new AppError('PRECONDITION_FAILED')
-      const result = await this.store.replace(id, build(current), current.revision, this.clock(), abandoned)
+      const result = await this.store.replace(id, build(current), current.revision, this.clock())
       if (result.outcome === 'done') return result.value
       if (result.outcome === 'missing') throw new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
       // Someone else wrote between our read and our write. With a client precondition that is
@@ -42,11 +44,11 @@ export class PostService {
     }
   }
 
-  async delete (id: number, viewer: Principal, precondition: Precondition = always, abandoned?: AbortSignal): Promise<void> {
+  async delete (id: number, viewer: Principal, precondition: Precondition = always): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       const current = await this.writable(id, viewer)
       if (!precondition(current)) throw new AppError('PRECONDITION_FAILED')
-      const result = await this.store.delete(id, current.revision, abandoned)
+      const result = await this.store.delete(id, current.revision)
       if (result.outcome === 'done') return
       if (result.outcome === 'missing') throw new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
       if (precondition !== always || attempt >= RETRIES) throw new AppError('PRECONDITION_FAILED')
@@ -56,7 +58,7 @@ export class PostService {
   /** The post, if `viewer` may change it: invisible → 404, visible but not theirs → 403. */
   private async writable (id: number, viewer: Principal): Promise<Post> {
     const post = await this.get(id, viewer)
-    if (post.author !== viewer.subject && !isAdmin(viewer)) {
+    if (!mayChange(viewer, post.author)) {
       throw new AppError('FORBIDDEN', 'Only the author of a post or an admin may change it.')
     }
     return post

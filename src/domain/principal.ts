@@ -16,3 +16,8 @@ export function isAdmin (viewer: Viewer): boolean {
 export function hasScope (viewer: Viewer, scope: string): boolean {
   return viewer !== null && (viewer.scopes.has(scope) || viewer.scopes.has('admin'))
 }
+
+/** The ownership rule every resource shares: its owner or an admin may change it (contract §5). */
+export function mayChange (viewer: Viewer, owner: string): boolean {
+  return viewer !== null && (viewer.subject === owner || isAdmin(viewer))
+}

@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
+import { API_VERSIONS, vendorMediaType, vendorVersion } from './versioning.ts'
 
-export const JSON_BODY_TYPES = ['application/json', 'application/vnd.blog.v1+json', 'application/vnd.blog.v2+json'] as const
+/** Request bodies: JSON, or the vendor type of a version. */
+export const JSON_BODY_TYPES: readonly string[] = ['application/json', ...API_VERSIONS.map(vendorMediaType)]
 export const MERGE_PATCH = 'application/merge-patch+json'
 export const JSON_PATCH = 'application/json-patch+json'
 export const PATCH_TYPES = [MERGE_PATCH, JSON_PATCH] as const
@@ -75,11 +77,6 @@ export function parseJsonBody (raw: Buffer): unknown {
   if (check === 'ill-formed') throw new AppError('MALFORMED_JSON', 'The request body has a string with an unpaired surrogate (\\uD800–\\uDFFF), which is not Unicode text.')
   if (check === 'too-deep') throw new AppError('MALFORMED_JSON', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`)
   return value
-}
-
-function vendorVersion (type: string): number | null {
-  const m = /^application\/vnd\.blog\.v(\d+)\+json$/.exec(type)
-  return m ? Number(m[1]) : null
 }
 
 /**

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
 import { sendProblem } from './problems.ts'
-import { negotiationOf, pathVersionPrefix } from './versioning.ts'
+import { negotiationOf, notAcceptable, pathVersionPrefix } from './versioning.ts'
 
 interface PathEntry { pattern: RegExp, methods: Set<string>, acceptPatch: boolean, versioned: boolean }
 
@@ -83,12 +83,7 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance) {
       if (!entry.methods.has(req.method)) {
         return sendProblem(req, reply, new AppError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}. Allowed: ${allow}.`, { headers: { allow } }))
       }
-      if (!n.ok) {
-        const detail = n.reason === 'version-conflict'
-          ? 'The version in the path and the version in Accept disagree.'
-          : n.reason === 'unknown-version' ? 'The API version asked for in Accept does not exist. Versions: 1, 2.' : undefined
-        return sendProblem(req, reply, new AppError('NOT_ACCEPTABLE', detail))
-      }
+      if (!n.ok) return sendProblem(req, reply, notAcceptable(n))
     }
     const location = canonicalRedirect(req.url, req.originalUrl)
     if (location !== null) return reply.code(308).header('location', location).header('cache-control', 'no-store').send()

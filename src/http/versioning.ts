@@ -30,6 +30,25 @@ export function pathVersionPrefix (url: string): string {
   return PATH_VERSION.exec(url)?.[0] ?? ''
 }
 
+/** Where a response's links point: under the request's version prefix when it came by path. */
+export function linkBase (req: { url: string }): string {
+  return pathVersionPrefix(req.url)
+}
+
+/** The version a vendor media type names (`application/vnd.blog.v2+json` → 2), or null. */
+export function vendorVersion (mediaType: string): number | null {
+  const m = VENDOR.exec(mediaType)
+  return m ? Number(m[1]) : null
+}
+
+/** The problem for a request no version can serve (path and Accept disagree, unknown version, no JSON). */
+export function notAcceptable (n: Negotiation & { ok: false }): AppError {
+  const detail = n.reason === 'version-conflict'
+    ? 'The version in the path and the version in Accept disagree.'
+    : n.reason === 'unknown-version' ? `The API version asked for in Accept does not exist. Versions: ${API_VERSIONS.join(', ')}.` : undefined
+  return new AppError('NOT_ACCEPTABLE', detail)
+}
+
 interface Candidate { version: ApiVersion | null, vendor: boolean, q: number, order: number }
 
 /**

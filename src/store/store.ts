@@ -49,17 +49,13 @@ export interface PostStore {
   findById (id: number, viewer: Viewer): Promise<Post | null>
   /** Posts `viewer` may see; visibility is part of the query, so pages stay full. */
   list (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<Post>>
-  /**
-   * Writes take an optional `abandoned` signal: a write whose request was abandoned (timed out,
-   * client gone) before it commits is rolled back, so an answered 503 never hides a change.
-   */
-  create (input: PostInput, author: string, now: Date, abandoned?: AbortSignal): Promise<Post>
+  create (input: PostInput, author: string, now: Date): Promise<Post>
   /**
    * Replaces the client-set fields when the row is still at `expectedRevision`:
    * the check and the write are one statement, so of two racing writers one gets `stale`.
    */
-  replace (id: number, input: PostInput, expectedRevision: number, now: Date, abandoned?: AbortSignal): Promise<WriteResult<Post>>
-  delete (id: number, expectedRevision: number, abandoned?: AbortSignal): Promise<WriteResult<true>>
+  replace (id: number, input: PostInput, expectedRevision: number, now: Date): Promise<WriteResult<Post>>
+  delete (id: number, expectedRevision: number): Promise<WriteResult<true>>
 }
 
 export interface ApiKeyRecord {
@@ -80,19 +76,84 @@ export interface ApiKeyStore {
   countActive (): Promise<number>
 }
 
+/** Who, what and where an Idempotency-Key was used: a key is scoped to principal, method and path. */
+export interface IdempotencyScope {
+  readonly principal: string
+  readonly method: string
+  readonly path: string
+  readonly key: string
+}
+
+/** A response as first sent (before content coding), kept to be replayed byte for byte. */
+export interface StoredResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+}
+
+/** What a claim on a key found: it is ours now, or someone's with another body, still running, or done. */
+export type ClaimResult =
+  | { readonly outcome: 'claimed', readonly token: string }
+  | { readonly outcome: 'reused' }
+  | { readonly outcome: 'running', readonly lockedUntil: Date }
+  | { readonly outcome: 'done', readonly response: StoredResponse }
+
+export interface IdempotencyStore {
+  /**
+   * Claims the key for a request whose body has `fingerprint`, unless a live record exists.
+   * The claim is held for `lockMs` (a holder that dies is taken over after it); records live `ttlMs`.
+   */
+  claim (scope: IdempotencyScope, fingerprint: string, now: Date, opts: { lockMs: number, ttlMs: number }): Promise<ClaimResult>
+  /** Stores the response of a claimed key; false when the claim was lost (taken over). Run it in the effect's unit of work. */
+  complete (scope: IdempotencyScope, token: string, response: StoredResponse): Promise<boolean>
+  /** Gives up a claim without a stored response (the request failed), so the key can be retried. */
+  release (scope: IdempotencyScope, token: string): Promise<void>
+  /** Deletes expired records; returns how many. */
+  sweep (now: Date): Promise<number>
+}
+
+/** Every table's repository; outside a unit of work each statement commits alone. */
+export interface Repositories {
+  readonly posts: PostStore
+  readonly apiKeys: ApiKeyStore
+  readonly idempotency: IdempotencyStore
+}
+
+/** The repositories of one transaction, and a place for what must happen only once it has committed. */
+export interface UnitOfWork extends Repositories {
+  /** Runs `fn` after the commit (never after a rollback): the place for webhooks and other side effects. */
+  onCommit (fn: () => unknown): void
+}
+
+export interface TransactionOptions {
+  /** The request's signal: when it has fired by the time `fn` returns, the work is rolled back. */
+  readonly signal?: AbortSignal
+  /** Told about an onCommit callback that failed; the commit stands. */
+  readonly onCallbackError?: (err: unknown) => void
+}
+
 /**
  * The service's persistence: one interface, one adapter per database.
  *
  * @example
  * const store = await openStore(config)   // SQLite file or PostgreSQL, by DATABASE_URL
  * await store.migrate()
- * const post = await store.posts.create({ title: 'Hi', content: '', status: 'published' }, 'alice', new Date())
+ * const post = await store.transaction(async uow => {
+ *   const p = await uow.posts.create({ title: 'Hi', content: '', status: 'published' }, 'alice', new Date())
+ *   uow.onCommit(() => console.log('created', p.id))
+ *   return p
+ * })
  * await store.close()
  */
-export interface Store {
+export interface Store extends Repositories {
   readonly kind: 'sqlite' | 'postgres'
-  readonly posts: PostStore
-  readonly apiKeys: ApiKeyStore
+  /**
+   * A unit of work: `fn` gets repositories bound to one transaction, which commits once when `fn`
+   * resolves and rolls back when it throws or `signal` has fired. onCommit callbacks run after the
+   * commit. Don't use the store's own repositories inside `fn` (on PostgreSQL they would need a
+   * second connection, and would not see the transaction's writes).
+   */
+  transaction<T> (fn: (uow: UnitOfWork) => Promise<T>, opts?: TransactionOptions): Promise<T>
   /** A random secret made once per database and shared by every instance (signs cursors). */
   serverSecret (): Promise<Buffer>
   /** Applies every migration not yet applied; safe to run from several instances at once. */

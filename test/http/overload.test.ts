@@ -147,11 +147,17 @@ for (const kind of await storeKinds()) {
     it('never commits a write whose request was abandoned', async () => {
       const t = await buildTestApp(kind)
       try {
+        const input = { title: 'late', content: '', status: 'published' } as const
         const gone = AbortSignal.abort(new Error('abandoned'))
-        await assert.rejects(t.store.posts.create({ title: 'late', content: '', status: 'published' }, 'alice', new Date(), gone))
-        const p = await t.store.posts.create({ title: 'kept', content: '', status: 'published' }, 'alice', new Date(), new AbortController().signal)
-        await assert.rejects(t.store.posts.replace(p.id, { title: 'late', content: '', status: 'published' }, p.revision, new Date(), gone))
-        await assert.rejects(t.store.posts.delete(p.id, p.revision, gone))
+        await assert.rejects(t.store.transaction(async uow => await uow.posts.create(input, 'alice', new Date()), { signal: gone }))
+        const p = await t.store.posts.create({ title: 'kept', content: '', status: 'published' }, 'alice', new Date())
+        // The signal fires while the work runs: what it wrote is rolled back.
+        const controller = new AbortController()
+        await assert.rejects(t.store.transaction(async uow => {
+          await uow.posts.replace(p.id, input, p.revision, new Date())
+          controller.abort(new Error('client gone'))
+          await uow.posts.create(input, 'alice', new Date())
+        }, { signal: controller.signal }))
         assert.equal((await t.store.posts.findById(p.id, null))?.title, 'kept')
         assert.equal((await t.store.posts.list({ filter: { q: 'late' }, sort: [{ key: 'id', direction: 'asc' }], limit: 10 }, null)).items.length, 0)
       } finally {

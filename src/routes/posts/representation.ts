@@ -1,12 +1,6 @@
-import type { FastifyRequest } from 'fastify'
 import type { Post } from '../../domain/post.ts'
 import { strongEtag, weakEtag } from '../../http/conditional.ts'
-import { type ApiVersion, pathVersionPrefix } from '../../http/versioning.ts'
-
-/** Where links point: under the request's version prefix when it came by path. */
-export function linkBase (req: FastifyRequest): string {
-  return pathVersionPrefix(req.url)
-}
+import type { ApiVersion } from '../../http/versioning.ts'
 
 function common (post: Post) {
   return {

@@ -75,3 +75,12 @@ export const ListPostsQuerySchema = Type.Object({
   ...Type.Partial(Type.Object(pagingQueryProperties)).properties,
 }, { additionalProperties: false })
 export type ListPostsQuery = Static<typeof ListPostsQuerySchema>
+
+/** Every schema posts share with the app (each has an `$id`, so the document names it). */
+export const POST_SCHEMAS = [PostV1Schema, PostV2Schema, PostListItemV1Schema, PostListItemV2Schema, PostBodyV1Schema, PostBodyV2Schema]
+
+/** What differs between the versions of a post (contract §8). */
+export const POST_VERSIONS = {
+  1: { idName: 'id', post: PostV1Schema, item: PostListItemV1Schema, body: PostBodyV1Schema, readOnly: ['id', 'created_at', 'updated_at', 'author'] },
+  2: { idName: 'postId', post: PostV2Schema, item: PostListItemV2Schema, body: PostBodyV2Schema, readOnly: ['postId', 'created_at', 'updated_at', 'author', '_links'] },
+} as const

@@ -1,8 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import type { Config } from '../../config.ts'
-import { type ApiVersion, vendorMediaType, versionsOf } from '../../http/versioning.ts'
-import { linkBase } from '../posts/representation.ts'
+import type { Resource, ResourceContext } from '../../http/resources.ts'
+import { linkBase, versionsOf } from '../../http/versioning.ts'
 import { COMMON_ERRORS, LinkSchema, problemResponses } from '../shared/schemas.ts'
 
 export const IndexSchema = Type.Object({
@@ -18,46 +17,46 @@ export const VersionsSchema = Type.Object({
   }, { additionalProperties: false })),
 }, { $id: 'Versions', additionalProperties: false })
 
-/** GET / (the API index) and GET /versions, answered under every version prefix. */
-export async function indexRoutes (app: FastifyInstance, opts: { version: ApiVersion, documented: boolean, config: Config }): Promise<void> {
-  const common = { constraints: { apiVersion: String(opts.version) }, config: { apiVersion: opts.version, describesVersions: true } }
-  app.get('/', {
-    ...common,
-    // Under /v1 the index is /v1 alone; /v1/ redirects to it like every trailing slash.
-    prefixTrailingSlash: 'no-slash',
-    schema: {
-      hide: !opts.documented,
-      produces: ['application/json', vendorMediaType(opts.version)],
-      tags: ['index'],
-      summary: 'API index',
-      description: 'Links to every collection, the OpenAPI document and the API reference.',
-      response: { 200: Type.Ref(IndexSchema), ...problemResponses(...COMMON_ERRORS) },
-    },
-  }, async (req, reply) => {
-    const base = linkBase(req)
-    reply.header('cache-control', 'public, max-age=300').header('content-type', req.responseMediaType)
-    return {
-      _links: {
-        self: { href: base === '' ? '/' : base },
-        posts: { href: `${base}/posts` },
-        versions: { href: `${base}/versions` },
-        openapi: { href: '/openapi.json' },
-        docs: { href: '/docs' },
-      },
-    }
-  })
+/** GET / (the API index, linking every resource's collection) and GET /versions, answered under every version prefix. */
+export function indexRoutes (resources: readonly Resource[]) {
+  return async function index (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+    const config = { describesVersions: true }
+    app.get('/', {
+      // Under /v1 the index is /v1 alone; /v1/ redirects to it like every trailing slash.
+      prefixTrailingSlash: 'no-slash',
+      ...ctx.route({
+        config,
+        schema: {
+          tags: ['index'],
+          summary: 'API index',
+          description: 'Links to every collection, the OpenAPI document and the API reference.',
+          response: { 200: Type.Ref(IndexSchema), ...problemResponses(...COMMON_ERRORS) },
+        },
+      }),
+    }, async (req, reply) => {
+      const base = linkBase(req)
+      reply.header('cache-control', 'public, max-age=300').header('content-type', req.responseMediaType)
+      return {
+        _links: {
+          self: { href: base === '' ? '/' : base },
+          ...Object.fromEntries(resources.map(r => [r.name, { href: `${base}${r.path}` }])),
+          versions: { href: `${base}/versions` },
+          openapi: { href: '/openapi.json' },
+          docs: { href: '/docs' },
+        },
+      }
+    })
 
-  app.get('/versions', {
-    ...common,
-    schema: {
-      hide: !opts.documented,
-      produces: ['application/json', vendorMediaType(opts.version)],
-      tags: ['index'],
-      summary: 'API versions and their lifecycle',
-      response: { 200: Type.Ref(VersionsSchema), ...problemResponses(...COMMON_ERRORS) },
-    },
-  }, async (req, reply) => {
-    reply.header('cache-control', 'public, max-age=300').header('content-type', req.responseMediaType)
-    return { versions: versionsOf(opts.config) }
-  })
+    app.get('/versions', ctx.route({
+      config,
+      schema: {
+        tags: ['index'],
+        summary: 'API versions and their lifecycle',
+        response: { 200: Type.Ref(VersionsSchema), ...problemResponses(...COMMON_ERRORS) },
+      },
+    }), async (req, reply) => {
+      reply.header('cache-control', 'public, max-age=300').header('content-type', req.responseMediaType)
+      return { versions: versionsOf(ctx.config) }
+    })
+  }
 }

@@ -3,8 +3,9 @@ import pg from 'pg'
 import { isStoreUnavailable } from '../errors.ts'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
 import * as m0001 from './migrations/0001-initial.ts'
+import * as m0002 from './migrations/0002-idempotency-keys.ts'
 
-const migrations = { '0001-initial': m0001 }
+const migrations = { '0001-initial': m0001, '0002-idempotency-keys': m0002 }
 
 export interface PostgresOptions {
   /** Connections this instance may hold at most (PG_POOL_MAX). */
@@ -123,6 +124,7 @@ export function openPostgresStore (url: string, opts: PostgresOptions): KyselySt
     // PostgreSQL text cannot hold NUL; the HTTP layer refuses it, the store must not fail on it.
     textSearch: (eb, q) => sql<boolean>`${eb.ref('posts.search_vector' as never)} @@ plainto_tsquery('simple', ${q.replaceAll('\u0000', ' ')})`,
     timestamp: d => d,
+    begin: 'BEGIN ISOLATION LEVEL READ COMMITTED',
     migrator: kdb => new PostgresMigrator(url, connectTimeoutMs, kdb),
   }
   return new KyselyStore(db, parts)

@@ -5,8 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Kysely, Migrator, type MigrationResultSet, type SqliteDatabase, SqliteDialect, sql } from 'kysely'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
 import * as m0001 from './migrations/0001-initial.ts'
+import * as m0002 from './migrations/0002-idempotency-keys.ts'
 
-const migrations = { '0001-initial': m0001 }
+const migrations = { '0001-initial': m0001, '0002-idempotency-keys': m0002 }
 
 /** FTS5 query syntax is not for end users: every word becomes a quoted term, all must match. */
 export function ftsQuery (q: string): string {
@@ -101,6 +102,7 @@ export function openSqliteStore (file: string): KyselyStore {
       return match === '' ? eb.lit(false) : eb('posts.id', 'in', sql<number>`(SELECT rowid FROM posts_fts WHERE posts_fts MATCH ${match})`)
     },
     timestamp: d => d.toISOString(),
+    begin: 'BEGIN IMMEDIATE',
     migrator: kdb => new SqliteMigrator(database, kdb),
   }
   return new KyselyStore(db, parts)

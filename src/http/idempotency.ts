@@ -1,0 +1,134 @@
+import { createHash } from 'node:crypto'
+import { Type } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import stringify from 'safe-stable-stringify'
+import type { Config } from '../config.ts'
+import { AppError } from '../errors.ts'
+import type { IdempotencyScope, StoredResponse, UnitOfWork } from '../store/store.ts'
+
+/** A key this request holds: its record is completed with the response, or released. */
+interface Claim {
+  readonly scope: IdempotencyScope
+  readonly token: string
+  done: boolean
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set when a POST carried an Idempotency-Key and now holds its record. */
+    idempotency: Claim | null
+  }
+}
+
+/** 1–255 visible ASCII characters (contract §4): no space, no control, nothing beyond 0x7E. */
+const KEY = /^[\x21-\x7e]{1,255}$/
+
+/** The replayed headers: those that describe the stored response, not this exchange. */
+export const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'last-modified', 'cache-control', 'preference-applied'] as const
+
+const SWEEP_INTERVAL_MS = 10 * 60_000
+
+function fingerprint (body: unknown): string {
+  // Member order and white space do not make another request; any other difference does.
+  return createHash('sha256').update(stringify(body ?? null) ?? '').digest('base64url')
+}
+
+const KEY_HEADER = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 255,
+    pattern: '^[\\x21-\\x7e]+$',
+    description: 'Makes a retry safe: the same key and body within 24 h answer the first response again (`Idempotent-Replayed: true`) and create nothing. 1–255 visible ASCII characters, else 400 INVALID_IDEMPOTENCY_KEY; another body: 422 IDEMPOTENCY_KEY_REUSED; the first still running: 409 IDEMPOTENCY_KEY_IN_USE.',
+  })),
+})
+
+/**
+ * The OpenAPI document's view of a POST route: the Idempotency-Key header. Only documented (via
+ * @fastify/swagger's `transform`), not validated by the schema, so a bad key is this plugin's 400.
+ */
+export function documentIdempotencyKey (method: string | string[], schema: Record<string, unknown>): Record<string, unknown> {
+  if (!([method].flat().includes('POST')) || schema.headers !== undefined) return schema
+  return { ...schema, headers: KEY_HEADER }
+}
+
+/**
+ * Completes the request's claim inside the unit of work that makes its effect, so the effect and
+ * the stored response commit together. A claim taken over meanwhile (the request outlived its
+ * lock) rolls the effect back.
+ */
+export async function completeIdempotentWrite (req: FastifyRequest, uow: UnitOfWork, response: StoredResponse): Promise<void> {
+  const claim = req.idempotency
+  if (claim === null) return
+  const stored: Record<string, string> = {}
+  for (const name of REPLAYED_HEADERS) if (response.headers[name] !== undefined) stored[name] = response.headers[name]
+  if (!await uow.idempotency.complete(claim.scope, claim.token, { ...response, headers: stored })) {
+    throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'Another request with this Idempotency-Key took over; nothing was changed.', { headers: { 'retry-after': '1' } })
+  }
+  uow.onCommit(() => { claim.done = true })
+}
+
+/**
+ * Idempotency-Key on every POST (contract §4; IETF httpapi idempotency-key draft; Stripe's
+ * behaviour): a key is scoped to principal, method and path, and bound to a fingerprint of the
+ * body. Only successful answers are stored and replayed; a request refused before its effect
+ * (401, 403, 415, 422, …) or failing (5xx) releases the key, so the client can fix and retry.
+ * Routes need no declaration: being a POST is enough.
+ */
+export const idempotencyPlugin = fp(async function idempotency (app: FastifyInstance, opts: { config: Config }) {
+  const lockMs = opts.config.requestTimeoutMs + 5_000
+  const ttlMs = opts.config.idempotencyTtlS * 1000
+  app.decorateRequest('idempotency', null)
+
+  // After authentication and validation: a request refused by them never claims the key.
+  app.addHook('preHandler', async (req, reply) => {
+    if (req.method !== 'POST') return
+    const raw = req.headers['idempotency-key']
+    if (raw === undefined) return
+    if (typeof raw !== 'string' || !KEY.test(raw)) {
+      throw new AppError('INVALID_IDEMPOTENCY_KEY', 'An Idempotency-Key must be one header of 1 to 255 visible ASCII characters (no spaces).')
+    }
+    const scope: IdempotencyScope = {
+      principal: req.principal?.subject ?? '',
+      method: req.method,
+      path: (req.originalUrl ?? req.url).split('?')[0] ?? '/',
+      key: raw,
+    }
+    const now = new Date()
+    const claim = await app.store.idempotency.claim(scope, fingerprint(req.body), now, { lockMs, ttlMs })
+    switch (claim.outcome) {
+      case 'claimed':
+        req.idempotency = { scope, token: claim.token, done: false }
+        return
+      case 'reused':
+        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request body. Use a new key for a new request.')
+      case 'running': {
+        const wait = Math.max(1, Math.ceil((claim.lockedUntil.getTime() - now.getTime()) / 1000))
+        throw new AppError('IDEMPOTENCY_KEY_IN_USE', undefined, { headers: { 'retry-after': String(Math.min(wait, 5)) } })
+      }
+      case 'done': {
+        const r = claim.response
+        reply.code(r.status).headers(r.headers).header('idempotent-replayed', 'true')
+        return await (r.body === '' ? reply.send() : reply.send(r.body))
+      }
+    }
+  })
+
+  // A claim whose request ended without a stored answer is let go, so the key can be retried.
+  const release = async (req: FastifyRequest) => {
+    const claim = req.idempotency
+    if (claim === null || claim.done) return
+    claim.done = true
+    await app.store.idempotency.release(claim.scope, claim.token).catch((err: unknown) => {
+      req.log.warn({ err }, 'could not release an Idempotency-Key; it frees itself when its lock ends')
+    })
+  }
+  app.addHook('onResponse', release)
+  app.addHook('onRequestAbort', release)
+
+  const sweep = () => {
+    app.store.idempotency.sweep(new Date()).catch((err: unknown) => { app.log.warn({ err }, 'sweeping expired Idempotency-Key records failed') })
+  }
+  const timer = setInterval(sweep, SWEEP_INTERVAL_MS).unref()
+  app.addHook('onClose', async () => { clearInterval(timer) })
+}, { name: 'idempotency', dependencies: ['problems'] })

@@ -1,0 +1,78 @@
+import type { TSchema } from '@sinclair/typebox'
+import type { Ajv } from 'ajv'
+import type { FastifyInstance, FastifySchema } from 'fastify'
+import type { Config } from '../config.ts'
+import type { Store } from '../store/store.ts'
+import type { CursorCodec } from './paging.ts'
+import { API_VERSIONS, type ApiVersion, vendorMediaType } from './versioning.ts'
+
+/** What a resource's routes get for the version they are registered for. */
+export interface ResourceContext {
+  readonly version: ApiVersion
+  readonly config: Config
+  readonly store: Store
+  readonly cursors: CursorCodec
+  /** Compiles against every shared schema: `bodies.getSchema('PostBodyV2')` validates a whole body. */
+  readonly bodies: Ajv
+  /**
+   * A route's options with what every versioned route needs: the router constraint that picks
+   * this version, `config.apiVersion`, the media types it produces, and whether the OpenAPI
+   * document shows it (each path once: unprefixed for version 1, `/vN/…` for the others).
+   */
+  route<C extends object = object> (opts: { config?: C, schema: FastifySchema & Record<string, unknown> }): {
+    constraints: { apiVersion: string }
+    config: C & { apiVersion: ApiVersion }
+    schema: FastifySchema & Record<string, unknown>
+  }
+}
+
+/**
+ * A resource brings, from its own folder, everything the service needs to serve it: its schemas
+ * (with `$id`, per version), and its routes, registered once per version. The app names no
+ * resource; `src/routes/registry.ts` lists them.
+ */
+export interface Resource {
+  /** The collection's name: the OpenAPI tag and the API index's link relation. */
+  readonly name: string
+  readonly description: string
+  /** The collection's path, linked from the API index. */
+  readonly path: string
+  readonly schemas: readonly TSchema[]
+  routes (app: FastifyInstance, ctx: ResourceContext): Promise<void>
+}
+
+export interface ResourcesOptions {
+  readonly resources: readonly Resource[]
+  readonly config: Config
+  readonly store: Store
+  readonly cursors: CursorCodec
+  readonly bodies: Ajv
+  /** Versioned routes that are not a resource (the API index), registered alongside. */
+  readonly alongside?: readonly ((app: FastifyInstance, ctx: ResourceContext) => Promise<void>)[]
+}
+
+/** Registers every resource once per API version, unprefixed (negotiated by Accept) and under `/vN`. */
+export async function registerResources (app: FastifyInstance, opts: ResourcesOptions): Promise<void> {
+  for (const version of API_VERSIONS) {
+    for (const prefix of ['', `/v${version}`]) {
+      const documented = prefix === '' ? version === 1 : version !== 1
+      const produces = ['application/json', vendorMediaType(version)]
+      const ctx: ResourceContext = {
+        version,
+        config: opts.config,
+        store: opts.store,
+        cursors: opts.cursors,
+        bodies: opts.bodies,
+        route: ({ config, schema }) => ({
+          constraints: { apiVersion: String(version) },
+          config: { ...(config ?? {}), apiVersion: version } as never,
+          schema: { hide: !documented, produces, ...schema },
+        }),
+      }
+      await app.register(async scope => {
+        for (const extra of opts.alongside ?? []) await extra(scope, ctx)
+        for (const resource of opts.resources) await resource.routes(scope, ctx)
+      }, { prefix })
+    }
+  }
+}

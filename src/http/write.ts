@@ -1,0 +1,62 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { StoredResponse, UnitOfWork } from '../store/store.ts'
+import { PRIVATE_CACHE } from './caching.ts'
+import { completeIdempotentWrite } from './idempotency.ts'
+import { preferences } from './prefer.ts'
+
+/** What a write made: the status it earns, the representation, and its validators and location. */
+export interface Written {
+  /** 201 created, 200 changed, 202 accepted for later. */
+  readonly status: 200 | 201 | 202
+  readonly body: unknown
+  readonly etag?: string
+  readonly lastModified?: Date
+  readonly location?: string
+}
+
+/**
+ * The answer to a write (contract §2, §4), in one place for every resource: Location, ETag,
+ * Last-Modified, `private, no-store`; with `Prefer: return=minimal` no body (a 200 becomes 204),
+ * and `Preference-Applied` says which `return` preference was honoured. The body is serialised
+ * here, with the route's response schema, so the bytes can be stored for an Idempotency-Key replay.
+ */
+export function writeResponse (req: FastifyRequest, reply: FastifyReply, w: Written): StoredResponse {
+  const headers: Record<string, string> = { 'cache-control': PRIVATE_CACHE }
+  if (w.location !== undefined) headers.location = w.location
+  if (w.etag !== undefined) headers.etag = w.etag
+  if (w.lastModified !== undefined) headers['last-modified'] = w.lastModified.toUTCString()
+  const want = preferences(req).get('return')
+  if (want === 'minimal') {
+    headers['preference-applied'] = 'return=minimal'
+    return { status: w.status === 200 ? 204 : w.status, headers, body: '' }
+  }
+  if (want === 'representation') headers['preference-applied'] = 'return=representation'
+  headers['content-type'] = req.responseMediaType
+  return { status: w.status, headers, body: String(reply.code(w.status).serialize(w.body)) }
+}
+
+/** Sends a response made by writeResponse (or stored by it, for a replay). */
+export function sendStored (reply: FastifyReply, r: StoredResponse): FastifyReply {
+  reply.code(r.status).headers(r.headers)
+  return r.body === '' ? reply.send() : reply.send(r.body)
+}
+
+/**
+ * Runs a request's writes as one unit of work and answers them: everything `work` writes, and the
+ * Idempotency-Key record with the response, commit together or not at all; nothing commits once
+ * the request was abandoned; `uow.onCommit` side effects run only after the commit.
+ *
+ * @example
+ * return await answerWrite(req, reply, async uow => {
+ *   const post = await new PostService(uow.posts).create(input, principal)
+ *   return { status: 201, body: render(post), location: `/posts/${post.id}`, etag: etagOf(post) }
+ * })
+ */
+export async function answerWrite (req: FastifyRequest, reply: FastifyReply, work: (uow: UnitOfWork) => Promise<Written>): Promise<FastifyReply> {
+  const response = await req.server.store.transaction(async uow => {
+    const r = writeResponse(req, reply, await work(uow))
+    await completeIdempotentWrite(req, uow, r)
+    return r
+  }, { signal: req.abandoned, onCallbackError: err => { req.log.error({ err }, 'work after commit failed') } })
+  return sendStored(reply, response)
+}

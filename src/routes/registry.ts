@@ -1,0 +1,7 @@
+import type { Resource } from '../http/resources.ts'
+import { postsResource } from './posts/index.ts'
+
+/** Every resource the service serves: adding one is its folder plus one line here. */
+export const RESOURCES: readonly Resource[] = [
+  postsResource,
+]

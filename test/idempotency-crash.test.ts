@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { KyselyStore } from '../src/store/kysely-store.ts'
+import { openStore } from '../src/store/open-store.ts'
+import { freshDatabase, JWT_SECRET, storeKinds } from './helper.ts'
+import { startInstance, token } from './process-helper.ts'
+
+const ROUNDS = 2
+const PER_ROUND = 30
+
+/**
+ * Kill -9 the service while it answers POSTs with Idempotency-Keys: afterwards each key's stored
+ * response and its post exist together or not at all, and retrying every key yields each post once.
+ */
+for (const kind of await storeKinds()) {
+  describe(`Idempotency-Key across a crash [${kind}]`, () => {
+    it('never keeps a post without its record or a record without its post, and a retry completes each once', async (t) => {
+      const db = await freshDatabase(kind)
+      const env = {
+        DATABASE_URL: db.url,
+        DATA_DIR: db.dataDir,
+        AUTH_JWT_SECRET: JWT_SECRET,
+        BOOTSTRAP_ADMIN_KEY: 'false',
+        LOG_LEVEL: 'silent',
+        // A claim left by the killed process is taken over REQUEST_TIMEOUT_MS + 5 s later.
+        REQUEST_TIMEOUT_MS: '1000',
+      }
+      const headers = { authorization: `Bearer ${await token('crasher', ['posts:write'])}`, 'content-type': 'application/json' }
+      const keys: string[] = []
+      try {
+        for (let round = 0; round < ROUNDS; round++) {
+          const i = await startInstance(`crash ${round}`, env)
+          // Killed once a random few have been answered: the rest are somewhere between claim and commit.
+          const killAfter = 2 + Math.floor(Math.random() * (PER_ROUND / 2))
+          let answered = 0
+          let killed = () => {}
+          const enough = new Promise<void>(resolve => { killed = resolve })
+          const sent = Array.from({ length: PER_ROUND }, async (_, n) => {
+            const key = `crash-${round}-${n}`
+            keys.push(key)
+            const res = await fetch(`${i.base}/posts`, { method: 'POST', headers: { ...headers, 'idempotency-key': key }, body: JSON.stringify({ title: key, content: '' }) }).catch(() => null)
+            if (res !== null && ++answered >= killAfter) killed()
+          })
+          await Promise.race([enough, Promise.all(sent)])
+          i.child.kill('SIGKILL')
+          await Promise.all([i.exited, ...sent])
+        }
+
+        const store = await openStore({ databaseUrl: db.url, pgPoolMax: 2 }) as KyselyStore
+        try {
+          const records = await store.db.selectFrom('idempotency_keys').select(['key', 'state', 'headers']).execute()
+          const posts = (await store.posts.list({ filter: {}, sort: [{ key: 'id', direction: 'asc' }], limit: 100 }, { subject: 'root', scopes: new Set(['admin']), kind: 'jwt' })).items
+          const done = new Map(records.filter(r => r.state === 'done').map(r => [r.key, JSON.parse(r.headers!) as Record<string, string>]))
+          for (const post of posts) {
+            assert.equal(posts.filter(p => p.title === post.title).length, 1, `${post.title} was created once`)
+            assert.equal(done.get(post.title)?.location, `/posts/${post.id}`, `${post.title} has its record`)
+          }
+          for (const key of done.keys()) assert.ok(posts.some(p => p.title === key), `${key}'s record has its post`)
+          t.diagnostic(`${keys.length} keyed POSTs, ${ROUNDS} SIGKILLs: ${posts.length} done before the kills, ${records.length - done.size} claims left running`)
+        } finally {
+          await store.close()
+        }
+
+        // Every client retries until it has its answer: each post ends up existing exactly once.
+        const i = await startInstance('after the crashes', env)
+        try {
+          for (const key of keys) {
+            for (let attempt = 0; ; attempt++) {
+              const res = await fetch(`${i.base}/posts`, { method: 'POST', headers: { ...headers, 'idempotency-key': key }, body: JSON.stringify({ title: key, content: '' }) })
+              await res.arrayBuffer()
+              if (res.status === 201) break
+              assert.equal(res.status, 409, key)
+              assert.ok(attempt < 20, `${key} still in use`)
+              await sleep(Number(res.headers.get('retry-after')) * 1000)
+            }
+          }
+          const list = await (await fetch(`${i.base}/posts?limit=100`, { headers })).json() as { title: string }[]
+          assert.deepEqual(list.map(p => p.title).sort(), [...keys].sort())
+        } finally {
+          i.child.kill('SIGTERM')
+          await i.exited
+        }
+      } finally {
+        await db.drop()
+      }
+    })
+  })
+}

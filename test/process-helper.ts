@@ -1,0 +1,52 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import { SignJWT } from 'jose'
+import { freePort, JWT_SECRET } from './helper.ts'
+
+/** Real service processes for tests that need more than one instance, or a crash. */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+export const BIN = path.join(ROOT, 'bin', 'blog.js')
+
+export async function token (sub: string, scopes: string[]): Promise<string> {
+  return await new SignJWT({ scope: scopes.join(' ') }).setProtectedHeader({ alg: 'HS256' })
+    .setSubject(sub).setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(JWT_SECRET))
+}
+
+export interface Instance {
+  name: string
+  base: string
+  child: ChildProcess
+  output: string[]
+  exited: Promise<number | null>
+}
+
+export async function startInstance (name: string, env: Record<string, string>): Promise<Instance> {
+  const port = await freePort()
+  const child = spawn(process.execPath, [BIN, 'serve'], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const output: string[] = []
+  child.stdout!.on('data', (d: Buffer) => output.push(d.toString()))
+  child.stderr!.on('data', (d: Buffer) => output.push(d.toString()))
+  const exited = new Promise<number | null>(resolve => child.once('exit', code => { resolve(code) }))
+  const base = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 45_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${output.join('')}`)
+    try {
+      if ((await fetch(`${base}/readyz`)).status === 200) break
+    } catch {}
+    if (Date.now() > deadline) {
+      // Not left running: a live child would keep the test process from ending.
+      child.kill('SIGKILL')
+      throw new Error(`${name} did not become ready:\n${output.join('')}`)
+    }
+    await sleep(100)
+  }
+  return { name, base, child, output, exited }
+}
+
+export async function stop (i: Instance): Promise<number | null> {
+  if (i.child.exitCode === null && i.child.signalCode === null) i.child.kill('SIGTERM')
+  return await i.exited
+}

@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { storeKinds } from '../helper.ts'
+import { type FreshStore, freshStore } from './store-helper.ts'
+
+const input = (title: string) => ({ title, content: '', status: 'published' as const })
+const admin = { subject: 'root', scopes: new Set(['admin']), kind: 'jwt' as const }
+
+for (const kind of await storeKinds()) {
+  describe(`store.transaction [${kind}]`, () => {
+    let f: FreshStore
+    before(async () => { f = await freshStore(kind) })
+    after(async () => { await f.close() })
+
+    async function titles (): Promise<string[]> {
+      return (await f.store.posts.list({ filter: {}, sort: [{ key: 'id', direction: 'asc' }], limit: 100 }, admin)).items.map(p => p.title)
+    }
+
+    it('commits every write of the unit together, and runs onCommit after the commit', async () => {
+      const seen: string[][] = []
+      const ids = await f.store.transaction(async uow => {
+        const a = await uow.posts.create(input('uow a'), 'alice', new Date())
+        const b = await uow.posts.create(input('uow b'), 'alice', new Date())
+        uow.onCommit(async () => { seen.push(await titles()) })
+        return [a.id, b.id]
+      })
+      assert.equal(ids.length, 2)
+      assert.deepEqual(seen, [['uow a', 'uow b']], 'onCommit saw both writes committed')
+    })
+
+    it('leaves nothing behind when the work fails after its first write, and skips onCommit', async () => {
+      let ran = false
+      await assert.rejects(f.store.transaction(async uow => {
+        await uow.posts.create(input('uow failed'), 'alice', new Date())
+        uow.onCommit(() => { ran = true })
+        throw new Error('the second step failed')
+      }), /the second step failed/)
+      assert.equal(ran, false)
+      assert.ok(!(await titles()).includes('uow failed'))
+    })
+
+    it('sees its own writes before the commit, which other readers do not', async () => {
+      await f.store.transaction(async uow => {
+        const p = await uow.posts.create(input('uow private'), 'alice', new Date())
+        assert.equal((await uow.posts.findById(p.id, null))?.title, 'uow private')
+        const changed = await uow.posts.replace(p.id, input('uow changed'), p.revision, new Date())
+        assert.equal(changed.outcome, 'done')
+        if (kind === 'postgres') assert.equal(await f.store.posts.findById(p.id, null), null, 'not visible outside before commit')
+      })
+      assert.ok((await titles()).includes('uow changed'))
+    })
+
+    it('keeps the commit when an onCommit callback fails, and reports the failure', async () => {
+      const reported: unknown[] = []
+      await f.store.transaction(async uow => {
+        await uow.posts.create(input('uow kept'), 'alice', new Date())
+        uow.onCommit(() => { throw new Error('webhook down') })
+      }, { onCallbackError: err => reported.push(err) })
+      assert.ok((await titles()).includes('uow kept'))
+      assert.equal(reported.length, 1)
+    })
+
+    it('serialises concurrent units of work so each sees a consistent revision', async () => {
+      const p = await f.store.posts.create(input('uow counter'), 'alice', new Date())
+      const outcomes = await Promise.all(Array.from({ length: 10 }, async (_, i) => await f.store.transaction(async uow => {
+        const current = await uow.posts.findById(p.id, null)
+        return (await uow.posts.replace(p.id, input(`uow counter ${i}`), current!.revision, new Date())).outcome
+      })))
+      // On SQLite units run one at a time, so all succeed; on PostgreSQL compare-and-set lets stale ones fail.
+      assert.ok(outcomes.includes('done'))
+      const final = await f.store.posts.findById(p.id, null)
+      assert.equal(final!.revision, 1 + outcomes.filter(o => o === 'done').length)
+    })
+  })
+}
