@@ -3,9 +3,11 @@ import { type TProperties, Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, fieldError, type FieldError, validationFailed } from '../errors.ts'
 import type { ListPage, SortTerm } from '../store/store.ts'
-import { appendVary } from './caching.ts'
+import { type Audience, appendVary } from './caching.ts'
+import { sendRepresentation, weakEtag } from './conditional.ts'
 import { appendLink } from './links.ts'
 import { applied, prefers } from './prefer.ts'
+import { linkBase } from './versioning.ts'
 
 export const DEFAULT_PAGE_SIZE = 20
 export const MAX_PAGE_SIZE = 100
@@ -243,4 +245,24 @@ export function setPagingHeaders<T, K extends string> (
   }
   // `Prefer: count=exact` changes the response (X-Total-Count), so caches must key on it.
   appendVary(reply, 'Prefer')
+}
+
+/**
+ * Sends one page of any collection: its paging links, a weak ETag from what decides its bytes
+ * (the query, the shape asked for, each row's revision and the paging headers; not a second
+ * serialisation of the page), and the rendered items.
+ */
+export function sendPage<T extends { id: number, revision: number, updatedAt: string }, K extends string> (
+  req: FastifyRequest,
+  reply: FastifyReply,
+  lr: ListRequest<K>,
+  page: ListPage<T>,
+  cursors: CursorCodec,
+  opts: { render: (item: T) => unknown, sortValues: (item: T) => (string | number)[], audience: Audience }
+): FastifyReply {
+  setPagingHeaders(req, reply, lr, page, opts.sortValues, cursors)
+  const rows = page.items.map(p => `${p.id}:${p.revision}:${p.updatedAt}`).join(',')
+  const shape = [lr.signature, req.apiVersion, linkBase(req), lr.fields?.join(',') ?? '', lr.include.join(',')]
+  const etag = weakEtag([...shape, rows, reply.getHeader('link'), reply.getHeader('x-total-count')].map(h => String(h ?? '')).join('\n'))
+  return sendRepresentation(req, reply, page.items.map(opts.render), { etag, audience: opts.audience })
 }

@@ -18,7 +18,7 @@ function makeAjv (coerce: boolean): Ajv {
     strict: false,
     verbose: true,
   })
-  addFormats(ajv, ['date-time', 'email', 'uri', 'uuid'])
+  addFormats(ajv, ['date-time', 'email', 'uri', 'uuid', 'int32', 'int64'])
   // `trimmedLength: { minimum, maximum }`: a string's length after trimming white space.
   ajv.addKeyword({
     keyword: 'trimmedLength',

@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto'
 import { type Kysely, sql } from 'kysely'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
+import { OrdersRepository } from './repositories/orders-repository.ts'
 import { PostsRepository } from './repositories/posts-repository.ts'
-import type { ApiKeyStore, IdempotencyStore, PostStore, Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
+import type { ApiKeyStore, IdempotencyStore, OrderStore, PostStore, Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
 import type { Database, DialectParts } from './tables.ts'
 
 export type { Database, DialectParts } from './tables.ts'
@@ -11,6 +12,7 @@ export type { Database, DialectParts } from './tables.ts'
 function repositories (db: Kysely<Database>, dialect: DialectParts): Repositories {
   return {
     posts: new PostsRepository(db, dialect),
+    orders: new OrdersRepository(db, dialect),
     apiKeys: new ApiKeysRepository(db, dialect),
     idempotency: new IdempotencyRepository(db, dialect),
   }
@@ -20,6 +22,7 @@ function repositories (db: Kysely<Database>, dialect: DialectParts): Repositorie
 export class KyselyStore implements Store {
   readonly kind: 'sqlite' | 'postgres'
   readonly posts: PostStore
+  readonly orders: OrderStore
   readonly apiKeys: ApiKeyStore
   readonly idempotency: IdempotencyStore
   private secret: Buffer | null = null
@@ -28,6 +31,7 @@ export class KyselyStore implements Store {
     this.kind = dialect.kind
     const repos = repositories(db, dialect)
     this.posts = repos.posts
+    this.orders = repos.orders
     this.apiKeys = repos.apiKeys
     this.idempotency = repos.idempotency
   }

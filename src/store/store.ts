@@ -1,4 +1,5 @@
 import type { Post, PostInput, PostSortKey, PostStatus } from '../domain/post.ts'
+import type { Order, OrderInput, OrderSortKey, OrderStatus } from '../domain/order.ts'
 import type { Viewer } from '../domain/principal.ts'
 
 export type SortDirection = 'asc' | 'desc'
@@ -58,6 +59,21 @@ export interface PostStore {
   delete (id: number, expectedRevision: number): Promise<WriteResult<true>>
 }
 
+export interface OrderFilter {
+  readonly status?: OrderStatus
+}
+
+export interface OrderStore {
+  /** Writes the order and its items; run it in a unit of work so they commit together. */
+  create (input: OrderInput, owner: string, now: Date): Promise<Order>
+  /** The order with its items, if `viewer` owns it or is admin. */
+  findById (id: number, viewer: Viewer): Promise<Order | null>
+  /** `viewer`'s orders (admin: all), with their items when `withItems`. */
+  list (query: ListQuery<OrderSortKey, OrderFilter>, viewer: Viewer, withItems: boolean): Promise<ListPage<Order>>
+  /** Moves the order from one of `from` to `to` in one statement; `stale` when it is in another state. */
+  move (id: number, viewer: Viewer, from: readonly OrderStatus[], to: OrderStatus, now: Date): Promise<WriteResult<Order>>
+}
+
 export interface ApiKeyRecord {
   readonly id: string
   readonly name: string
@@ -115,6 +131,7 @@ export interface IdempotencyStore {
 /** Every table's repository; outside a unit of work each statement commits alone. */
 export interface Repositories {
   readonly posts: PostStore
+  readonly orders: OrderStore
   readonly apiKeys: ApiKeyStore
   readonly idempotency: IdempotencyStore
 }

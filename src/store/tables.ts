@@ -1,4 +1,5 @@
 import type { Expression, ExpressionBuilder, Generated, Kysely, Migrator, SqlBool } from 'kysely'
+import type { OrderStatus } from '../domain/order.ts'
 import type { PostStatus } from '../domain/post.ts'
 
 /** Timestamps are text (ISO 8601) in SQLite and timestamptz in PostgreSQL; both read back as ISO strings. */
@@ -46,8 +47,27 @@ export interface IdempotencyKeysTable {
   expires_at: Timestamp
 }
 
+export interface OrdersTable {
+  id: Generated<number>
+  owner: string
+  customer_email: string
+  status: OrderStatus
+  created_at: Timestamp
+  updated_at: Timestamp
+  revision: number
+}
+
+export interface OrderItemsTable {
+  order_id: number
+  position: number
+  sku: string
+  quantity: number
+}
+
 export interface Database {
   posts: PostsTable
+  orders: OrdersTable
+  order_items: OrderItemsTable
   api_keys: ApiKeysTable
   meta: MetaTable
   idempotency_keys: IdempotencyKeysTable

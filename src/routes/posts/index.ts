@@ -7,13 +7,13 @@ import { fieldError, validationFailed } from '../../errors.ts'
 import { hasPrecondition, preconditionHolds, sendRepresentation } from '../../http/conditional.ts'
 import { PATCH_TYPES } from '../../http/content-type.ts'
 import { applyPatch, type Json, patchBodySchema } from '../../http/patch.ts'
-import { type CollectionSpec, parseListRequest, setPagingHeaders, storeQueryOf } from '../../http/paging.ts'
+import { type CollectionSpec, parseListRequest, sendPage, storeQueryOf } from '../../http/paging.ts'
 import type { Resource, ResourceContext } from '../../http/resources.ts'
 import { toFieldErrors } from '../../http/validation.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { answerWrite, type Written } from '../../http/write.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
-import { postEtag, postListEtag, renderListItem, renderPost } from './representation.ts'
+import { postEtag, renderListItem, renderPost } from './representation.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type ListPostsQuery, type PostBody, PostIdParamsSchema, type PostIdParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
 
 export const postsCollection: CollectionSpec<PostSortKey> = {
@@ -63,10 +63,9 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     const lr = parseListRequest(req, paging, postsCollection, filter, FIELD_NAMES[version], cursors)
     const page = await reader.list(storeQueryOf(lr, filter), req.principal)
     const base = linkBase(req)
-    const items = page.items.map(p => renderListItem(p, version, base, lr.fields))
-    setPagingHeaders(req, reply, lr, page, p => postSortValues(p, lr.sort), cursors)
-    return sendRepresentation(req, reply, items, {
-      etag: postListEtag(page.items, version, base, lr.fields, [reply.getHeader('link'), reply.getHeader('x-total-count')]),
+    return sendPage(req, reply, lr, page, cursors, {
+      render: p => renderListItem(p, version, base, lr.fields),
+      sortValues: p => postSortValues(p, lr.sort),
       audience: 'public',
     })
   })

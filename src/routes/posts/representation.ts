@@ -1,5 +1,5 @@
 import type { Post } from '../../domain/post.ts'
-import { strongEtag, weakEtag } from '../../http/conditional.ts'
+import { strongEtag } from '../../http/conditional.ts'
 import type { ApiVersion } from '../../http/versioning.ts'
 
 function common (post: Post) {
@@ -40,13 +40,4 @@ export function renderListItem (post: Post, version: ApiVersion, base: string, f
  */
 export function postEtag (post: Post, version: ApiVersion, base: string): string {
   return strongEtag('post', post.id, post.revision, post.updatedAt, version, base)
-}
-
-/**
- * Weak ETag of a list page, from what decides its bytes: the shape asked for and each post's
- * revision (not a second serialisation of the page), plus the paging headers that travel with it.
- */
-export function postListEtag (posts: readonly Post[], version: ApiVersion, base: string, fields: readonly string[] | null, headers: readonly unknown[]): string {
-  const rows = posts.map(p => `${p.id}:${p.revision}:${p.updatedAt}`).join(',')
-  return weakEtag(['posts', version, base, fields?.join(',') ?? '', rows, ...headers.map(h => String(h ?? ''))].join('\n'))
 }

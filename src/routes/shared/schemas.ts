@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { type TObject, type TProperties, Type } from '@sinclair/typebox'
 import { FIELD_CODES, PROBLEMS } from '../../errors.ts'
 
 export const LinkSchema = Type.Object({
@@ -60,3 +60,15 @@ export const COMMON_ERRORS = [400, 401, 406, 410, 414, 429, 500, 503] as const
 
 export const NotModifiedSchema = Type.Null({ description: 'Not modified: the copy named by If-None-Match / If-Modified-Since is current. No body.' })
 export const NoContentSchema = Type.Null({ description: 'No content.' })
+
+/**
+ * A representation in both versions (contract §8): version 1 names the identifier `id`, version 2
+ * `<name>Id`; the rest is alike. `partial` makes every member optional (list items with `fields`).
+ */
+export function versionedSchemas (name: string, idV2: string, props: TProperties, opts: { partial?: boolean } = {}): [TObject, TObject] {
+  const id = Type.Integer({ minimum: 1, format: 'int64' })
+  return ([['id', 1], [idV2, 2]] as const).map(([idName, v]) => {
+    const all = Type.Object({ [idName]: id, ...props })
+    return Type.Object((opts.partial ? Type.Partial(all) : all).properties, { $id: `${name}V${v}`, additionalProperties: false })
+  }) as [TObject, TObject]
+}

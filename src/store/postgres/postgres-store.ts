@@ -4,8 +4,9 @@ import { isStoreUnavailable } from '../errors.ts'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
 import * as m0001 from './migrations/0001-initial.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
+import * as m0003 from './migrations/0003-orders.ts'
 
-const migrations = { '0001-initial': m0001, '0002-idempotency-keys': m0002 }
+const migrations = { '0001-initial': m0001, '0002-idempotency-keys': m0002, '0003-orders': m0003 }
 
 export interface PostgresOptions {
   /** Connections this instance may hold at most (PG_POOL_MAX). */
