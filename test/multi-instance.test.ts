@@ -137,6 +137,19 @@ describe('several instances on one PostgreSQL and Redis', { skip: !reachable && 
     assert.equal(drafts.filter(p => p.title === 'Raced once').length, 1)
   })
 
+  it('serves orders alike on both: placed on A, read and cancelled on B, the race lost on A', async () => {
+    const carol = { authorization: `Bearer ${await token('carol', ['orders:write'])}`, 'content-type': 'application/json' }
+    const placed = await fetch(`${a.base}/orders`, { method: 'POST', headers: carol, body: JSON.stringify({ customer_email: 'carol@example.com', items: [{ sku: 'A-1', quantity: 1 }] }) })
+    assert.equal(placed.status, 201)
+    const location = placed.headers.get('location')!
+    const onB = await fetch(`${b.base}${location}`, { headers: carol })
+    assert.equal(onB.headers.get('etag'), placed.headers.get('etag'))
+    assert.equal((await fetch(`${b.base}${location}/cancel`, { method: 'POST', headers: carol })).status, 200)
+    const late = await fetch(`${a.base}${location}/cancel`, { method: 'POST', headers: carol })
+    assert.equal(late.status, 409)
+    assert.equal(((await late.json()) as { code: string }).code, 'ORDER_NOT_CANCELLABLE')
+  })
+
   it('accepts on both an API key made once with the command line', async () => {
     const { stdout } = await run(process.execPath, [BIN, 'keys', 'create', '--name', 'ops', '--scopes', 'posts:write'], { cwd: ROOT, env: { ...process.env, ...env } })
     const key = stdout.trim()

@@ -1,10 +1,27 @@
 import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { cacheControlFor, type Audience } from './caching.ts'
+import { linkBase } from './versioning.ts'
 
 /** A strong entity tag from the parts that decide a representation's bytes. */
 export function strongEtag (...parts: (string | number)[]): string {
   return `"${createHash('sha256').update(parts.join('\u0000')).digest('base64url').slice(0, 27)}"`
+}
+
+/** What every stored resource has that decides its representation's bytes. */
+export interface Revisioned {
+  readonly id: number
+  readonly revision: number
+  readonly updatedAt: string
+}
+
+/**
+ * Validators of a resource's representation: a strong ETag that changes with every revision and
+ * differs per version and link base (`updated_at` keeps tags apart across databases that reuse
+ * ids: a reset, a restore), and Last-Modified from `updated_at`.
+ */
+export function validatorsOf (req: FastifyRequest, kind: string, r: Revisioned): Validators & { lastModified: Date } {
+  return { etag: strongEtag(kind, r.id, r.revision, r.updatedAt, req.apiVersion, linkBase(req)), lastModified: new Date(r.updatedAt) }
 }
 
 /** A weak entity tag over a serialised body (lists: equal content, maybe not equal bytes). */

@@ -1,8 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { StoredResponse, UnitOfWork } from '../store/store.ts'
 import { PRIVATE_CACHE } from './caching.ts'
+import { type Revisioned, validatorsOf } from './conditional.ts'
 import { completeIdempotentWrite } from './idempotency.ts'
 import { preferences } from './prefer.ts'
+import { linkBase } from './versioning.ts'
 
 /** What a write made: the status it earns, the representation, and its validators and location. */
 export interface Written {
@@ -12,6 +14,15 @@ export interface Written {
   readonly etag?: string
   readonly lastModified?: Date
   readonly location?: string
+}
+
+/**
+ * What writing resource `r` of `kind` (`posts`, `orders`) earns: its representation `body`, its
+ * validators, and for a 201 its Location under the request's version prefix.
+ */
+export function writtenResource (req: FastifyRequest, kind: string, r: Revisioned, body: unknown, status: 200 | 201): Written {
+  const location = status === 201 ? { location: `${linkBase(req)}/${kind}/${r.id}` } : {}
+  return { status, body, ...validatorsOf(req, kind, r), ...location }
 }
 
 /**

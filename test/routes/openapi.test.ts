@@ -128,13 +128,15 @@ describe('GET /openapi.json', () => {
     for (const { method, path, op } of operations) {
       const has = new Set(Object.keys(op.responses ?? {}))
       const need = ['400', '401', '429', '500', '503'] // bad URL or credential, rate limit, failure, overload: anywhere
-      const versioned = path === '/' || path === '/v2' || /^\/(v2\/)?(posts|versions)(\/|$)/.test(path)
+      const versioned = path === '/' || path === '/v2' || /^\/(v2\/)?(posts|orders|versions)(\/|$)/.test(path)
       if (versioned) need.push('406')
       if (path.includes('{')) need.push('404', '422')
       if ((op.parameters ?? []).some(p => p.in === 'query')) need.push('422')
-      if (['post', 'put', 'patch'].includes(method)) need.push('403', '413', '415', '422')
+      if (['post', 'put', 'patch'].includes(method)) need.push('403', '413', '422')
+      // A body of the wrong type: only where the operation takes a body (others ignore it).
+      if (op.requestBody !== undefined) need.push('415')
       if (['put', 'patch', 'delete'].includes(method)) need.push('403', '412')
-      if (method === 'get' && /^\/(v2\/)?posts/.test(path)) need.push('304')
+      if (method === 'get' && /^\/(v2\/)?(posts|orders)/.test(path)) need.push('304')
       const lacking = need.filter(s => !has.has(s))
       assert.deepEqual(lacking, [], `${method.toUpperCase()} ${path} lacks ${lacking.join(', ')}`)
     }

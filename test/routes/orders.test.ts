@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
 
 const order = (n = 1) => ({ customer_email: 'ada@example.com', items: Array.from({ length: n }, (_, i) => ({ sku: `SKU-${i}`, quantity: i + 1 })) })
-const codes = (res: { body: string }) => json(res).errors.map((e: { field: string, code: string }) => `${e.field}:${e.code}`).sort()
+const codes = (res: Parameters<typeof json>[0]) => json(res).errors.map((e: { field: string, code: string }) => `${e.field}:${e.code}`).sort()
 
 for (const kind of await storeKinds()) {
   describe(`orders [${kind}]`, () => {
@@ -145,7 +145,7 @@ for (const kind of await storeKinds()) {
     it('is linked from the API index and described in the OpenAPI document', async () => {
       assert.equal(json(await t.request({ method: 'GET', url: '/' }))._links.orders.href, '/orders')
       const doc = json(await t.request({ method: 'GET', url: '/openapi.json' }))
-      for (const [path, method] of [['/orders', 'get'], ['/orders', 'post'], ['/orders/{order_id}', 'get'], ['/orders/{order_id}/items', 'get'], ['/orders/{order_id}/cancel', 'post'], ['/v2/orders', 'get']]) {
+      for (const [path, method] of <[string, string][]>[['/orders', 'get'], ['/orders', 'post'], ['/orders/{order_id}', 'get'], ['/orders/{order_id}/items', 'get'], ['/orders/{order_id}/cancel', 'post'], ['/v2/orders', 'get']]) {
         assert.ok(doc.paths[path]?.[method], `${method} ${path}`)
       }
       assert.ok(doc.paths['/orders/{order_id}/cancel'].post.responses['409'])

@@ -2,11 +2,11 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { allowedActions, type Order, ORDER_SORT_KEYS, OrderService } from '../../domain/order.ts'
 import type { Principal } from '../../domain/principal.ts'
-import { sendRepresentation, strongEtag } from '../../http/conditional.ts'
+import { sendRepresentation, strongEtag, validatorsOf } from '../../http/conditional.ts'
 import { type CollectionSpec, parseListRequest, sendPage, storeQueryOf } from '../../http/paging.ts'
 import type { Resource, ResourceContext } from '../../http/resources.ts'
 import { linkBase } from '../../http/versioning.ts'
-import { answerWrite } from '../../http/write.ts'
+import { answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
 import * as S from './schemas.ts'
 
@@ -27,9 +27,7 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     const cancel = allowedActions(o.status).includes('cancel') ? { cancel: { href: `${self}/cancel`, method: 'POST' } } : {}
     return { [idName]: o.id, status: o.status, customer_email: o.customerEmail, items: o.items, created_at: o.createdAt, _links: { self: { href: self }, items: { href: `${self}/items` }, ...cancel } }
   }
-  const validators = (req: FastifyRequest, o: Order) => ({ etag: strongEtag('order', o.id, o.revision, o.updatedAt, version, linkBase(req)), lastModified: new Date(o.updatedAt) })
-  const written = (req: FastifyRequest, o: Order, status: 200 | 201) =>
-    ({ status, body: render(req, o), ...validators(req, o), ...(status === 201 ? { location: `${linkBase(req)}/orders/${o.id}` } : {}) })
+  const written = (req: FastifyRequest, o: Order, status: 200 | 201) => writtenResource(req, 'orders', o, render(req, o), status)
 
   app.get<{ Querystring: S.ListOrdersQuery }>('/orders', ctx.route({
     config,
@@ -63,7 +61,7 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     schema: { tags, summary: 'Read an order', params: S.OrderIdParamsSchema, querystring: S.ReadOrderQuerySchema, response: { 200: OrderRef, 304: NotModifiedSchema, ...READ_ERRORS } },
   }), async (req, reply) => {
     const order = await reader.get(req.params.order_id, req.principal)
-    return sendRepresentation(req, reply, render(req, order), { ...validators(req, order), audience: 'private' })
+    return sendRepresentation(req, reply, render(req, order), { ...validatorsOf(req, 'orders', order), audience: 'private' })
   })
 
   app.get<{ Params: S.OrderIdParams }>('/orders/:order_id/items', ctx.route({
@@ -76,7 +74,7 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
 
   app.post<{ Params: S.OrderIdParams }>('/orders/:order_id/cancel', ctx.route({
     config,
-    schema: { tags, summary: 'Cancel an order', description: 'Only while PROCESSING; otherwise 409 ORDER_NOT_CANCELLABLE.', params: S.OrderIdParamsSchema, response: { 200: OrderRef, 204: Type.Null(), ...problemResponses(...COMMON_ERRORS, 403, 404, 409, 422) } },
+    schema: { tags, summary: 'Cancel an order', description: 'Only while PROCESSING; otherwise 409 ORDER_NOT_CANCELLABLE.', params: S.OrderIdParamsSchema, response: { 200: OrderRef, 204: Type.Null(), ...problemResponses(...COMMON_ERRORS, 403, 404, 409, 413, 422) } },
   }), async (req, reply) => {
     return await answerWrite(req, reply, async uow => written(req, await new OrderService(uow.orders).act(req.params.order_id, req.principal as Principal, 'cancel'), 200))
   })

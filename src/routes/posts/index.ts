@@ -4,16 +4,16 @@ import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, postSo
 import { PostService } from '../../domain/post-service.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { fieldError, validationFailed } from '../../errors.ts'
-import { hasPrecondition, preconditionHolds, sendRepresentation } from '../../http/conditional.ts'
+import { hasPrecondition, preconditionHolds, sendRepresentation, validatorsOf } from '../../http/conditional.ts'
 import { PATCH_TYPES } from '../../http/content-type.ts'
 import { applyPatch, type Json, patchBodySchema } from '../../http/patch.ts'
 import { type CollectionSpec, parseListRequest, sendPage, storeQueryOf } from '../../http/paging.ts'
 import type { Resource, ResourceContext } from '../../http/resources.ts'
 import { toFieldErrors } from '../../http/validation.ts'
 import { linkBase } from '../../http/versioning.ts'
-import { answerWrite, type Written } from '../../http/write.ts'
+import { answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
-import { postEtag, renderListItem, renderPost } from './representation.ts'
+import { renderListItem, renderPost } from './representation.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type ListPostsQuery, type PostBody, PostIdParamsSchema, type PostIdParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
 
 export const postsCollection: CollectionSpec<PostSortKey> = {
@@ -35,14 +35,8 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   const PostRef = Type.Ref(v.post)
   const BodyRef = Type.Ref(v.body)
 
-  function validators (req: FastifyRequest, post: Post) {
-    return { etag: postEtag(post, version, linkBase(req)), lastModified: new Date(post.updatedAt) }
-  }
-
-  function written (req: FastifyRequest, post: Post, status: 200 | 201): Written {
-    const base = linkBase(req)
-    return { status, body: renderPost(post, version, base), ...validators(req, post), ...(status === 201 ? { location: `${base}/posts/${post.id}` } : {}) }
-  }
+  const validators = (req: FastifyRequest, post: Post) => validatorsOf(req, 'posts', post)
+  const written = (req: FastifyRequest, post: Post, status: 200 | 201) => writtenResource(req, 'posts', post, renderPost(post, version, linkBase(req)), status)
 
   function precondition (req: FastifyRequest) {
     if (!hasPrecondition(req)) return undefined

@@ -1,5 +1,4 @@
 import type { Post } from '../../domain/post.ts'
-import { strongEtag } from '../../http/conditional.ts'
 import type { ApiVersion } from '../../http/versioning.ts'
 
 function common (post: Post) {
@@ -32,12 +31,4 @@ export function renderListItem (post: Post, version: ApiVersion, base: string, f
   for (const name of names) item[name] = full[name]
   if (version === 2) item._links = { self: { href: `${base}/posts/${post.id}` } }
   return item
-}
-
-/**
- * Strong ETag of a post's representation: it changes with every revision and differs per version
- * and link base; `updated_at` keeps tags apart across databases that reuse ids (a reset, a restore).
- */
-export function postEtag (post: Post, version: ApiVersion, base: string): string {
-  return strongEtag('post', post.id, post.revision, post.updatedAt, version, base)
 }

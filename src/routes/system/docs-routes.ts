@@ -13,11 +13,13 @@ function escapeHtml (s: string): string {
 export function apiDescription (): string {
   const rows = Object.entries(PROBLEMS).map(([code, p]) => `| ${p.status} | \`${code}\` | ${p.title}: ${p.detail} |`).join('\n')
   const fieldRows = Object.entries(FIELD_CODES).map(([code, text]) => `| \`${code}\` | ${text} |`).join('\n')
-  return `An HTTP/JSON API for blog posts.
+  return `An HTTP/JSON API for blog posts and orders.
 
-**Versions.** \`/posts\` is version 1; \`/v1/…\` is the same. Version 2 (\`/v2/…\`, or \`Accept: application/vnd.blog.v2+json\` on any path) names the identifier \`postId\` and adds \`_links\`.
+**Versions.** \`/posts\` is version 1; \`/v1/…\` is the same. Version 2 (\`/v2/…\`, or \`Accept: application/vnd.blog.v2+json\` on any path) names the identifier \`postId\` (\`orderId\` for orders) and adds \`_links\` to posts.
 
-**Authentication.** \`Authorization: Bearer <JWT or API key>\`. Reading published posts needs none.
+**Authentication.** \`Authorization: Bearer <JWT or API key>\`. Reading published posts needs none; orders need \`orders:write\`.
+
+**Retries.** Every POST honours \`Idempotency-Key\`: the same key and body within 24 h answer the first response again (\`Idempotent-Replayed: true\`) and change nothing.
 
 **Limits.** Page size: default 20, maximum ${MAX_PAGE_SIZE} (larger is rejected with 422). Request body: at most 1 MiB (413).
 
