@@ -5,10 +5,16 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Kysely, Migrator, type MigrationResultSet, type SqliteDatabase, SqliteDialect, sql } from 'kysely'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
 import * as m0001 from './migrations/0001-initial.ts'
-import * as m0002 from './migrations/0002-idempotency-keys.ts'
-import * as m0003 from './migrations/0003-orders.ts'
+import * as m0002 from '../migrations/0002-idempotency-keys.ts'
+import * as m0003 from '../migrations/0003-orders.ts'
+import type { ColumnTypes } from '../migrations/column-types.ts'
 
-const migrations = { '0001-initial': m0001, '0002-idempotency-keys': m0002, '0003-orders': m0003 }
+const COLUMN_TYPES: ColumnTypes = { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT' }
+const migrations = {
+  '0001-initial': m0001,
+  '0002-idempotency-keys': m0002.migration(COLUMN_TYPES),
+  '0003-orders': m0003.migration(COLUMN_TYPES),
+}
 
 /** FTS5 query syntax is not for end users: every word becomes a quoted term, all must match. */
 export function ftsQuery (q: string): string {

@@ -1,0 +1,18 @@
+import type { Migration } from 'kysely'
+
+/** The column types that differ between the databases; shared migrations are written with these. */
+export interface ColumnTypes {
+  /** An auto-assigned primary key that is never reused. */
+  readonly id: string
+  /** A column referring to such a key. */
+  readonly ref: string
+  /** A point in time with millisecond precision. */
+  readonly timestamp: string
+}
+
+/** A migration written once for both databases. */
+export type SharedMigration = (t: ColumnTypes) => Migration
+
+export async function forwardOnly (): Promise<void> {
+  throw new Error('migrations are forward-only')
+}
