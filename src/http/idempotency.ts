@@ -29,9 +29,13 @@ export const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'last-modif
 
 const SWEEP_INTERVAL_MS = 10 * 60_000
 
-function fingerprint (body: unknown): string {
-  // Member order and white space do not make another request; any other difference does.
-  return createHash('sha256').update(stringify(body ?? null) ?? '').digest('base64url')
+/**
+ * What makes "the same request": its body as a JSON value (member order and white space do not
+ * count) and the representation it asked for (version and media type), so a replay never answers
+ * in another version than the one the client negotiated.
+ */
+function fingerprint (req: FastifyRequest): string {
+  return createHash('sha256').update(`${req.apiVersion} ${req.responseMediaType}\n${stringify(req.body ?? null) ?? ''}`).digest('base64url')
 }
 
 const KEY_HEADER = Type.Object({
@@ -80,14 +84,18 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
   const ttlMs = opts.config.idempotencyTtlS * 1000
   app.decorateRequest('idempotency', null)
 
-  // After authentication and validation: a request refused by them never claims the key.
-  app.addHook('preHandler', async (req, reply) => {
-    if (req.method !== 'POST') return
-    const raw = req.headers['idempotency-key']
-    if (raw === undefined) return
-    if (typeof raw !== 'string' || !KEY.test(raw)) {
+  // A malformed key is reported before the body is validated: it is wrong whatever the body.
+  app.addHook('preValidation', async (req) => {
+    const raw = req.method === 'POST' ? req.headers['idempotency-key'] : undefined
+    if (raw !== undefined && (typeof raw !== 'string' || !KEY.test(raw))) {
       throw new AppError('INVALID_IDEMPOTENCY_KEY', 'An Idempotency-Key must be one header of 1 to 255 visible ASCII characters (no spaces).')
     }
+  })
+
+  // After authentication and validation: a request refused by them never claims the key.
+  app.addHook('preHandler', async (req, reply) => {
+    const raw = req.method === 'POST' ? req.headers['idempotency-key'] : undefined
+    if (typeof raw !== 'string') return
     const scope: IdempotencyScope = {
       principal: req.principal?.subject ?? '',
       method: req.method,
@@ -95,13 +103,13 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
       key: raw,
     }
     const now = new Date()
-    const claim = await app.store.idempotency.claim(scope, fingerprint(req.body), now, { lockMs, ttlMs })
+    const claim = await app.store.idempotency.claim(scope, fingerprint(req), now, { lockMs, ttlMs })
     switch (claim.outcome) {
       case 'claimed':
         req.idempotency = { scope, token: claim.token, done: false }
         return
       case 'reused':
-        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request body. Use a new key for a new request.')
+        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request body (or for another API version or media type). Use a new key for a new request.')
       case 'running': {
         const wait = Math.max(1, Math.ceil((claim.lockedUntil.getTime() - now.getTime()) / 1000))
         throw new AppError('IDEMPOTENCY_KEY_IN_USE', undefined, { headers: { 'retry-after': String(Math.min(wait, 5)) } })

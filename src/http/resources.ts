@@ -1,4 +1,4 @@
-import type { TSchema } from '@sinclair/typebox'
+import { type TSchema, Type } from '@sinclair/typebox'
 import type { Ajv } from 'ajv'
 import type { FastifyInstance, FastifySchema } from 'fastify'
 import type { Config } from '../config.ts'
@@ -51,6 +51,8 @@ export interface ResourcesOptions {
   readonly alongside?: readonly ((app: FastifyInstance, ctx: ResourceContext) => Promise<void>)[]
 }
 
+const NO_QUERY = Type.Object({}, { additionalProperties: false })
+
 /** Registers every resource once per API version, unprefixed (negotiated by Accept) and under `/vN`. */
 export async function registerResources (app: FastifyInstance, opts: ResourcesOptions): Promise<void> {
   for (const version of API_VERSIONS) {
@@ -66,7 +68,8 @@ export async function registerResources (app: FastifyInstance, opts: ResourcesOp
         route: ({ config, schema }) => ({
           constraints: { apiVersion: String(version) },
           config: { ...(config ?? {}), apiVersion: version } as never,
-          schema: { hide: !documented, produces, ...schema },
+          // A route without query parameters refuses any (contract §3: a typo must not pass unnoticed).
+          schema: { hide: !documented, produces, querystring: NO_QUERY, ...schema },
         }),
       }
       await app.register(async scope => {

@@ -129,13 +129,19 @@ function strictIntegers (validate: ValidateFunction, schema: { properties?: Reco
   return wrapped
 }
 
+/** A body with thousands of violations gets the first ones: enough to fix, not megabytes to read. */
+export const MAX_FIELD_ERRORS = 100
+
 /** Turns ajv's errors into the contract's `errors[]`: one entry per violated constraint. */
 export function toFieldErrors (errors: readonly ErrorObject[], context: string): FieldError[] {
   const out: FieldError[] = []
   const seen = new Set<string>()
   for (const e of errors) {
+    if (out.length >= MAX_FIELD_ERRORS) break
     // anyOf/oneOf repeat what their branches said; the branches carry the detail.
     if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue
+    // int32/int64 document a range that minimum/maximum and the integer type already enforce.
+    if (e.keyword === 'format' && (e.params.format === 'int32' || e.params.format === 'int64')) continue
     const field = fieldOf(e, context)
     const code = codeFor(e, context)
     const key = `${field}\u0000${code}`

@@ -111,6 +111,21 @@ for (const kind of await storeKinds()) {
       assert.equal(again.headers['idempotent-replayed'], 'true')
     })
 
+    it('refuses the same key for another version of the representation instead of replaying the wrong one', async () => {
+      const headers = { ...alice, 'idempotency-key': 'version-1' }
+      assert.equal((await t.request({ method: 'POST', url: '/posts', headers, payload: body('Versioned') })).statusCode, 201)
+      const v2 = await t.request({ method: 'POST', url: '/posts', headers: { ...headers, accept: 'application/vnd.blog.v2+json' }, payload: body('Versioned') })
+      assert.equal(v2.statusCode, 422)
+      assert.equal(json(v2).code, 'IDEMPOTENCY_KEY_REUSED')
+      assert.equal(await count(t, 'Versioned'), 1)
+    })
+
+    it('reports a malformed key before the body is validated', async () => {
+      const res = await t.request({ method: 'POST', url: '/posts', headers: { ...alice, 'idempotency-key': 'a b' }, payload: '{}' })
+      assert.equal(res.statusCode, 400)
+      assert.equal(json(res).code, 'INVALID_IDEMPOTENCY_KEY')
+    })
+
     it('scopes a key to its principal and its path', async () => {
       const key = { 'idempotency-key': 'scoped-1' }
       const bob = { ...await t.auth('bob'), 'content-type': 'application/json' }

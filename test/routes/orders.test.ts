@@ -44,6 +44,22 @@ for (const kind of await storeKinds()) {
       assert.equal((await place(ada, { customer_email: 'a@b.co', items: [{ sku: 'x'.repeat(64), quantity: 1 }] })).statusCode, 201, '64 characters is a sku')
     })
 
+    it('caps errors[] at 100 entries for a body with thousands of violations', async () => {
+      const res = await place(ada, { customer_email: 'x', items: Array.from({ length: 5000 }, () => ({})) })
+      assert.equal(res.statusCode, 422)
+      assert.equal(json(res).errors.length, 100)
+    })
+
+    it('refuses unknown query parameters and includes on single orders, their items and cancel', async () => {
+      const o = json(await place())
+      for (const url of [`/orders/${o.id}?include=foo`, `/orders/${o.id}?x=1`, `/orders/${o.id}/items?limit=1`]) {
+        assert.equal((await t.request({ method: 'GET', url, headers: ada })).statusCode, 422, url)
+      }
+      assert.equal((await t.request({ method: 'POST', url: `/orders/${o.id}/cancel?x=1`, headers: ada })).statusCode, 422)
+      assert.equal(json(await t.request({ method: 'GET', url: `/orders/${o.id}`, headers: ada })).status, 'PROCESSING', 'the refused cancel changed nothing')
+      assert.equal((await t.request({ method: 'GET', url: `/orders/${o.id}?include=items`, headers: ada })).statusCode, 200)
+    })
+
     it('links self, items and cancel while PROCESSING; cancel answers 200 CANCELLED; again 409 ORDER_NOT_CANCELLABLE', async () => {
       const o = json(await place())
       const read = json(await t.request({ method: 'GET', url: `/orders/${o.id}`, headers: ada }))
@@ -111,6 +127,7 @@ for (const kind of await storeKinds()) {
       const cancelled = json(await t.request({ method: 'GET', url: '/orders?status=CANCELLED', headers: carl }))
       assert.deepEqual(cancelled.map((o: { id: number }) => o.id), [ids[0]])
       assert.deepEqual(json(await t.request({ method: 'GET', url: '/orders?fields=status&limit=1', headers: carl }))[0], { status: 'PROCESSING', _links: { self: { href: `/orders/${ids[4]}` } } })
+      assert.deepEqual(json(await t.request({ method: 'GET', url: '/orders?fields=items&limit=1', headers: carl }))[0].items, order(5).items, 'fields=items reads the items')
       for (const bad of ['/orders?include=posts', '/orders?status=SHIPPED', '/orders?sort=title', '/orders?colour=red', '/orders?fields=title']) {
         assert.equal((await t.request({ method: 'GET', url: bad, headers: carl })).statusCode, 422, bad)
       }

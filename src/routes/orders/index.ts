@@ -36,8 +36,9 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     const { status, ...paging } = req.query
     const filter = status === undefined ? {} : { status }
     const lr = parseListRequest(req, paging, collection, filter, S.ORDER_FIELDS[version], cursors)
-    const page = await reader.list(storeQueryOf(lr, filter), req.principal, lr.include.includes('items'))
-    const names = lr.fields ?? S.ORDER_FIELDS[version].filter(f => f !== 'items' || lr.include.includes('items'))
+    const withItems = lr.include.includes('items') || (lr.fields?.includes('items') ?? false)
+    const page = await reader.list(storeQueryOf(lr, filter), req.principal, withItems)
+    const names = lr.fields ?? S.ORDER_FIELDS[version].filter(f => f !== 'items' || withItems)
     return sendPage(req, reply, lr, page, cursors, {
       render: o => {
         const full = render(req, o) as Record<string, unknown>

@@ -43,6 +43,8 @@ export const ListOrdersQuerySchema = Type.Object({
   ...Type.Partial(Type.Object({ ...pagingQueryProperties, include })).properties,
 }, { additionalProperties: false })
 export type ListOrdersQuery = Static<typeof ListOrdersQuerySchema>
-export const ReadOrderQuerySchema = Type.Object({ include: Type.Optional(include) }, { additionalProperties: false })
+export const ReadOrderQuerySchema = Type.Object({
+  include: Type.Optional(Type.Literal('items', { description: 'Accepted for symmetry with lists: an order always carries its items.' })),
+}, { additionalProperties: false })
 
 export const ORDER_SCHEMAS = [OrderItemSchema, OrderV1Schema, OrderV2Schema, OrderListItemV1Schema, OrderListItemV2Schema, CreateOrderBodySchema]
