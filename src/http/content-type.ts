@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError } from '../errors.ts'
+import { AppError, fieldError, validationFailed } from '../errors.ts'
 
 export const JSON_BODY_TYPES = ['application/json', 'application/vnd.blog.v1+json', 'application/vnd.blog.v2+json'] as const
 export const MERGE_PATCH = 'application/merge-patch+json'
@@ -29,25 +29,38 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
 /** Deeper documents are refused: nothing the service accepts nests beyond a few levels. */
 export const MAX_JSON_DEPTH = 64
 
+type DocumentCheck = { problem: 'ok' } | { problem: 'ill-formed' | 'too-deep' } | { problem: 'nul', field: string }
+
+/** A JSON Pointer-like path without the leading slash (RFC 6901 escapes), as `errors[].field` names it. */
+function pointer (parent: string, key: string): string {
+  const segment = key.replaceAll('~', '~0').replaceAll('/', '~1').replaceAll('\u0000', '\\u0000')
+  return parent === '' ? segment : `${parent}/${segment}`
+}
+
 /**
  * Walks `value` without recursion (a deep document must not exhaust the stack): every string and
- * member name must be well-formed Unicode, and nesting at most MAX_JSON_DEPTH levels.
+ * member name must be well-formed Unicode without NUL, and nesting at most MAX_JSON_DEPTH levels.
+ * NUL is refused for every store alike: PostgreSQL text cannot hold it (SQLite can), so accepting
+ * it would make the same request succeed on one store and fail on the other.
  */
-function checkDocument (value: unknown): 'ok' | 'ill-formed' | 'too-deep' {
-  const stack: [unknown, number][] = [[value, 0]]
+function checkDocument (value: unknown): DocumentCheck {
+  const stack: [unknown, number, string][] = [[value, 0, '']]
   while (stack.length > 0) {
-    const [v, depth] = stack.pop()!
+    const [v, depth, path] = stack.pop()!
     if (typeof v === 'string') {
-      if (!v.isWellFormed()) return 'ill-formed'
+      if (!v.isWellFormed()) return { problem: 'ill-formed' }
+      if (v.includes('\u0000')) return { problem: 'nul', field: path }
     } else if (v !== null && typeof v === 'object') {
-      if (depth >= MAX_JSON_DEPTH) return 'too-deep'
+      if (depth >= MAX_JSON_DEPTH) return { problem: 'too-deep' }
       for (const [k, child] of Object.entries(v)) {
-        if (!k.isWellFormed()) return 'ill-formed'
-        stack.push([child, depth + 1])
+        if (!k.isWellFormed()) return { problem: 'ill-formed' }
+        const childPath = pointer(path, k)
+        if (k.includes('\u0000')) return { problem: 'nul', field: childPath }
+        stack.push([child, depth + 1, childPath])
       }
     }
   }
-  return 'ok'
+  return { problem: 'ok' }
 }
 
 /**
@@ -72,8 +85,11 @@ export function parseJsonBody (raw: Buffer): unknown {
     throw new AppError('MALFORMED_JSON', `The request body is not valid JSON: ${(err as Error).message}.`)
   }
   const check = checkDocument(value)
-  if (check === 'ill-formed') throw new AppError('MALFORMED_JSON', 'The request body has a string with an unpaired surrogate (\\uD800–\\uDFFF), which is not Unicode text.')
-  if (check === 'too-deep') throw new AppError('MALFORMED_JSON', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`)
+  if (check.problem === 'nul') {
+    throw validationFailed([fieldError(check.field, 'INVALID_FORMAT', 'must not contain the NUL character (U+0000)')])
+  }
+  if (check.problem === 'ill-formed') throw new AppError('MALFORMED_JSON', 'The request body has a string with an unpaired surrogate (\\uD800–\\uDFFF), which is not Unicode text.')
+  if (check.problem === 'too-deep') throw new AppError('MALFORMED_JSON', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`)
   return value
 }
 
