@@ -9,7 +9,7 @@ import { Authenticator, authorizationPlugin, authPlugin } from './http/auth.ts'
 import { cachingPlugin } from './http/caching.ts'
 import { contentTypePlugin } from './http/content-type.ts'
 import { metricsPlugin } from './http/metrics.ts'
-import { clientErrorHandler, overloadPlugin } from './http/overload.ts'
+import { clientErrorHandler, overloadPlugin, serverOptions } from './http/overload.ts'
 import { CursorCodec } from './http/paging.ts'
 import { JsonPatchSchema, MergePatchSchema } from './http/patch.ts'
 import { problemsPlugin, sendProblem, toAppError } from './http/problems.ts'
@@ -61,6 +61,9 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
       sendProblem(req, reply, toAppError(err))
     },
     clientErrorHandler,
+    // Bounds on reading a request (headers, then the whole request); src/http/overload.ts answers them.
+    http: serverOptions(config),
+    requestTimeout: config.requestTimeoutMs,
     rewriteUrl: rewriteUnversionedAlias,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
