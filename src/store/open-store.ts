@@ -1,7 +1,7 @@
 import type { Config } from '../config.ts'
 import type { Store } from './store.ts'
 
-type StoreSettings = Pick<Config, 'databaseUrl' | 'pgPoolMax'> & Partial<Pick<Config, 'pgConnectTimeoutMs' | 'pgStatementTimeoutMs' | 'sqliteSynchronous'>>
+type StoreSettings = Pick<Config, 'databaseUrl' | 'pgPoolMax'> & Partial<Pick<Config, 'pgConnectTimeoutMs' | 'pgStatementTimeoutMs' | 'sqliteSynchronous' | 'requestTimeoutMs'>>
 
 /** Opens the store DATABASE_URL names: `sqlite:<file>` or `postgres://…`. */
 export async function openStore (config: StoreSettings): Promise<Store> {
@@ -14,5 +14,6 @@ export async function openStore (config: StoreSettings): Promise<Store> {
     poolMax: config.pgPoolMax,
     ...(config.pgConnectTimeoutMs !== undefined ? { connectTimeoutMs: config.pgConnectTimeoutMs } : {}),
     ...(config.pgStatementTimeoutMs !== undefined ? { statementTimeoutMs: config.pgStatementTimeoutMs } : {}),
+    ...(config.requestTimeoutMs !== undefined ? { requestTimeoutMs: config.requestTimeoutMs } : {}),
   })
 }
