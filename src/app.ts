@@ -22,7 +22,7 @@ import { createValidatorCompiler } from './http/validation.ts'
 import { API_VERSIONS, apiVersionConstraint, rewriteUnversionedAlias, versioningPlugin } from './http/versioning.ts'
 import { postRoutes } from './routes/posts/index.ts'
 import { PostBodyV1Schema, PostBodyV2Schema, PostListItemV1Schema, PostListItemV2Schema, PostV1Schema, PostV2Schema } from './routes/posts/schemas.ts'
-import { FieldErrorSchema, LinkSchema, ProblemSchema } from './routes/shared/schemas.ts'
+import { documentCrossCutting, documentRoute, FieldErrorSchema, LinkSchema, ProblemSchema } from './routes/shared/schemas.ts'
 import { apiDescription, docsRoutes } from './routes/system/docs-routes.ts'
 import { healthRoutes } from './routes/system/health-routes.ts'
 import { IndexSchema, indexRoutes, VersionsSchema } from './routes/system/index-routes.ts'
@@ -95,6 +95,8 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A JWT or an API key (`blog_…`).' } } },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    transform: documentRoute as never,
+    transformObject: documentCrossCutting as never,
   })
   await app.register(metricsPlugin)
   await app.register(requestLogPlugin)
