@@ -23,7 +23,18 @@ export function parseRawResponse (text: string): Omit<RawResponse, 'closedAfterM
  * Writes raw bytes (each string of `parts` after the one before, `gapMs` apart, for as long as the
  * connection is open) and reads until the server closes the connection, or rejects after `timeoutMs`.
  */
-export async function rawRequest (port: number, parts: string | Buffer | (string | Buffer)[], opts: { gapMs?: number, timeoutMs?: number } = {}): Promise<RawResponse> {
+/** Whether `bytes` hold a whole final response (not 1xx), framed by Content-Length. */
+function completeResponse (bytes: Buffer, head: boolean): boolean {
+  let text = bytes.toString('latin1')
+  while (/^HTTP\/1\.[01] 1\d\d /.test(text) && text.includes('\r\n\r\n')) text = text.slice(text.indexOf('\r\n\r\n') + 4)
+  const end = text.indexOf('\r\n\r\n')
+  if (end === -1 || !text.startsWith('HTTP/')) return false
+  const length = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, end + 2))?.[1]
+  if (length === undefined) return /\r\ntransfer-encoding: *chunked/i.test(text.slice(0, end)) ? text.endsWith('0\r\n\r\n') : false
+  return head || text.length - end - 4 >= Number(length)
+}
+
+export async function rawRequest (port: number, parts: string | Buffer | (string | Buffer)[], opts: { gapMs?: number, timeoutMs?: number, untilAnswer?: boolean } = {}): Promise<RawResponse> {
   const chunks = [parts].flat()
   const started = performance.now()
   const text = await new Promise<string>((resolve, reject) => {
@@ -34,7 +45,12 @@ export async function rawRequest (port: number, parts: string | Buffer | (string
       socket.destroy()
       reject(new Error(`the server neither closed the connection nor stopped within ${opts.timeoutMs ?? 5000} ms; got ${JSON.stringify(Buffer.concat(received).toString('latin1').slice(0, 300))}`))
     })
-    socket.on('data', c => received.push(c))
+    const head = String(chunks[0] ?? '').startsWith('HEAD ')
+    socket.on('data', c => {
+      received.push(c)
+      // A kept-alive connection would stay open: the answer is all that is wanted.
+      if (opts.untilAnswer === true && completeResponse(Buffer.concat(received), head)) socket.destroy()
+    })
     socket.on('close', () => {
       clearTimeout(timer)
       resolve(Buffer.concat(received).toString('utf8'))

@@ -122,6 +122,12 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
   // whatever their body; known routes have refused a wrong type in preParsing already.
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => { done(null, undefined) })
 
+  // A route that takes no body (DELETE) ignores it whatever its type; Fastify would refuse a
+  // malformed Content-Type (`""`, `a;;;`) with 415 before any hook could say so.
+  app.addHook('onRequest', async (req) => {
+    if (req.routeOptions.schema?.body === undefined && req.headers['content-type'] !== undefined) delete req.headers['content-type']
+  })
+
   app.addHook('preParsing', async (req, _reply, payload) => {
     // Unknown routes go on to 404/405; routes that take no body (GET, DELETE) ignore body headers.
     if (req.routeOptions.url === undefined || req.routeOptions.schema?.body === undefined) return payload

@@ -60,6 +60,14 @@ describe('answers that Node would give itself', () => {
     assertRawProblem(await rawRequest(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'), 405, 'METHOD_NOT_ALLOWED')
   })
 
+  it('ignores the body of a DELETE whatever its Content-Type, even a malformed one (found by fuzzing)', async () => {
+    const auth = await t.auth('alice')
+    for (const type of ['', 'a;;;', 'garbage']) {
+      const res = await t.request({ method: 'DELETE', url: '/posts/12345', headers: { ...auth, 'content-type': type }, payload: '{"a":1}' })
+      assert.equal(res.statusCode, 404, `Content-Type ${JSON.stringify(type)}: ${res.body}`)
+    }
+  })
+
   it('answers every malformed request with a 400 problem before closing', async () => {
     const malformed = [
       'GET /posts HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
