@@ -3,6 +3,7 @@ import type net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { buildTestApp, type TestApp } from '../helper.ts'
 import { type RawResponse, rawRequest } from '../raw-http.ts'
+import { recordResult } from '../reliability-record.ts'
 
 function assertRawProblem (res: RawResponse, status: number, code: string): Record<string, unknown> {
   assert.equal(res.status, status, JSON.stringify(res))
@@ -84,6 +85,7 @@ describe('answers that Node would give itself', () => {
       assert.ok(res.status === 400, `${JSON.stringify(request)} → ${res.status}`)
       assertRawProblem(res, 400, 'BAD_REQUEST')
     }
+    recordResult('node-http', { test: 'Requests Node answers itself, over a raw socket', injected: 'Expect: bogus, no Host, CONNECT (3 forms), 8 malformed framings', count: 13, result: 'every one a problem+json body (417, 400, 405/404, 400) before the connection closes' })
   })
 })
 
@@ -105,12 +107,14 @@ describe('slow clients', () => {
     assert.equal(res.headers.connection, 'close')
     assert.ok(Number(res.headers['retry-after']) > 0)
     assert.ok(res.closedAfterMs < 2500, `closed after ${Math.round(res.closedAfterMs)} ms`)
+    recordResult('slow-upload', { test: 'Trickling upload (REQUEST_TIMEOUT_MS=800)', injected: 'a 100 000-byte body sent 1 byte per 50 ms', count: 1, result: `503 REQUEST_TIMEOUT with Connection: close, connection closed after ${Math.round(res.closedAfterMs)} ms` })
   })
 
   it('closes with 408 CLIENT_TIMEOUT a client that does not finish its headers in HEADERS_TIMEOUT_MS', async () => {
     const res = await rawRequest(port, ['GET /posts HTTP/1.1\r\n', ...Array.from({ length: 100 }, (_, i) => `X-Slow-${i}: 1\r\n`)], { gapMs: 50, timeoutMs: 5000 })
     assertRawProblem(res, 408, 'CLIENT_TIMEOUT')
     assert.ok(res.closedAfterMs < 2500, `closed after ${Math.round(res.closedAfterMs)} ms`)
+    recordResult('slow-headers', { test: 'Trickling headers (HEADERS_TIMEOUT_MS=600)', injected: 'one header line per 50 ms, never finished', count: 1, result: `408 CLIENT_TIMEOUT problem, connection closed after ${Math.round(res.closedAfterMs)} ms` })
   })
 
   it('keeps serving clients that send in time', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
+import { recordResult } from '../reliability-record.ts'
 
 function assertNulRefused (res: LightMyRequestResponse, field: string): void {
   assert.equal(res.statusCode, 422, res.body)
@@ -59,6 +60,7 @@ for (const kind of await storeKinds()) {
       assert.equal(res.statusCode, 401, res.body)
       assert.equal(json(res).code, 'INVALID_TOKEN')
       assert.match(String(res.headers['www-authenticate']), /error="invalid_token"/)
+      recordResult(`nul-${kind}`, { test: `NUL (U+0000) in bodies and tokens [${kind}]`, injected: 'NUL in title, content, member name, PUT, merge patch, JSON Patch value, JWT sub', count: 7, result: '422 naming the member (401 invalid_token for the token); 0 × 500; the post unchanged' })
     })
   })
 }

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
+import { recordResult } from '../reliability-record.ts'
 import { TcpProxy } from '../tcp-proxy.ts'
 
 const DEADLINE_MS = 1500
@@ -55,6 +56,12 @@ if ((await storeKinds()).includes('postgres')) {
         assertUnavailable(a.res, a.what)
         assert.ok(a.ms < DEADLINE_MS + SLACK_MS, `${a.what} answered after ${Math.round(a.ms)} ms`)
       }
+      recordResult('partition-deadline', {
+        test: 'PostgreSQL network partition: bytes stop flowing (REQUEST_TIMEOUT_MS=1500, connect 5 s, statement 15 s)',
+        injected: 'a TCP proxy that stops forwarding in both directions; concurrent reads and writes',
+        count: answers.length,
+        result: `all 503 with Retry-After, slowest after ${Math.round(Math.max(...answers.map(a => a.ms)))} ms; no write answered 503 was kept`,
+      })
       const ready = performance.now()
       assertUnavailable(await t.app.inject({ method: 'GET', url: '/readyz' }), 'GET /readyz')
       assert.ok(performance.now() - ready < DEADLINE_MS + SLACK_MS)
@@ -104,6 +111,12 @@ if ((await storeKinds()).includes('postgres')) {
         const recovery = performance.now() - healed
         assert.equal(res.statusCode, 200, res.body)
         assert.ok(recovery < DEADLINE_MS + SLACK_MS, `served again ${Math.round(recovery)} ms after the network healed`)
+        recordResult('partition-recovery', {
+          test: 'Pool connections lost for good in a partition (PG_POOL_MAX=2)',
+          injected: 'the partition ends for new connections only; the old flows stay silent',
+          count: 1,
+          result: `served again ${Math.round(recovery)} ms after the network healed (before: up to connect + statement timeout, 20 s)`,
+        })
       } finally {
         await t.close()
         await proxy.close()

@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildTestApp, json, type TestApp } from '../helper.ts'
 import { rawBurst, rawRequest } from '../raw-http.ts'
+import { recordResult } from '../reliability-record.ts'
 
 function busyWait (ms: number): void {
   const end = performance.now() + ms
@@ -46,6 +47,13 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
     // Served requests waited at most WAIT_MS, then worked WORK_MS; the rest is the noisy machine's.
     const slowest = Math.max(...served.map(r => r.closedAfterMs))
     assert.ok(slowest < WAIT_MS + 10 * WORK_MS, `slowest answered request took ${Math.round(slowest)} ms`)
+    const slowestShed = Math.max(...shed.map(r => r.closedAfterMs))
+    recordResult('overload-wait', {
+      test: 'Burst beyond capacity on new connections (OVERLOAD_MAX_WAIT_MS=200)',
+      injected: `40 requests of ${WORK_MS} ms of CPU at once (1.6 s of work), from another process`,
+      count: results.length,
+      result: `${served.length} served (slowest ${Math.round(slowest)} ms), ${shed.length} shed with 503 + Retry-After (slowest ${Math.round(slowestShed)} ms), 0 timed out; without shedding the last would wait ~1.6 s`,
+    })
   })
 
   it('serves normally once the burst is over', async () => {
@@ -86,6 +94,12 @@ describe('shedding by requests in flight (OVERLOAD_MAX_IN_FLIGHT)', () => {
       assert.equal(json(r.res).code, 'SERVICE_UNAVAILABLE')
       assert.ok(Number(r.res.headers['retry-after']) > 0)
     }
+    recordResult('overload-in-flight', {
+      test: 'Requests beyond OVERLOAD_MAX_IN_FLIGHT=3',
+      injected: '10 concurrent requests that each wait 300 ms on I/O',
+      count: results.length,
+      result: `3 served, 7 shed with 503 + Retry-After, slowest shed after ${Math.round(Math.max(...results.filter(r => r.status === 503).map(r => r.ms)))} ms`,
+    })
     // Finished requests leave the count: the next three are served again.
     const again = await Promise.all(Array.from({ length: 3 }, async () => (await t.app.inject({ method: 'GET', url: '/test/wait' })).statusCode))
     assert.deepEqual(again, [200, 200, 200])
