@@ -19,6 +19,7 @@ export const RELIABILITY_TESTS = [
   'test/http/node-http.test.ts',
   'test/http/shedding.test.ts',
   'test/http/partition.test.ts',
+  'test/http/memory.test.ts',
   'test/fuzz/fuzz.test.ts',
   'test/crash/crash.test.ts',
 ]

@@ -48,7 +48,8 @@ async function kill (child: ChildProcess): Promise<void> {
   await exited
 }
 
-interface Ledger { created: Map<number, string>, deleted: Set<number> }
+/** What the server acknowledged, and the deletes it was sent but did not acknowledge (they may have happened). */
+interface Ledger { created: Map<number, string>, deleted: Set<number>, deleting: Set<number> }
 
 /** One worker: create, sometimes delete what it created, until told to stop; records only what was acknowledged. */
 async function writer (origin: string, authorization: string, worker: number, ledger: Ledger, stop: AbortSignal): Promise<void> {
@@ -57,8 +58,10 @@ async function writer (origin: string, authorization: string, worker: number, le
     try {
       if (mine.length > 0 && i % 3 === 2) {
         const id = mine.splice(Math.floor(Math.random() * mine.length), 1)[0]!
+        ledger.deleting.add(id)
         const res = await fetch(`${origin}/posts/${id}`, { method: 'DELETE', headers: { authorization } })
         if (res.status === 204) ledger.deleted.add(id)
+        else ledger.deleting.delete(id)
         await res.arrayBuffer()
       } else {
         const title = `w${worker}-${i}-${Math.random().toString(36).slice(2, 8)}`
@@ -97,7 +100,7 @@ for (const kind of await storeKinds()) {
         OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
       }
       const authorization = `Bearer ${await new SignJWT({ scope: 'posts:write' }).setProtectedHeader({ alg: 'HS256' }).setSubject('writer').setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(JWT_SECRET))}`
-      const ledger: Ledger = { created: new Map(), deleted: new Set() }
+      const ledger: Ledger = { created: new Map(), deleted: new Set(), deleting: new Set() }
       const admin: Viewer = { subject: 'checker', scopes: new Set(['admin']), kind: 'jwt' }
       let killedWithWritesInFlight = 0
       for (let round = 0; round < ROUNDS; round++) {
@@ -121,7 +124,12 @@ for (const kind of await storeKinds()) {
           for (const [id, title] of ledger.created) {
             const post = await store.posts.findById(id, admin)
             if (ledger.deleted.has(id)) assert.equal(post, null, `round ${round}: post ${id} was deleted (204) but is back`)
-            else assert.equal(post?.title, title, `round ${round}: post ${id} was created (201) but is ${post === null ? 'missing' : `"${post.title}"`}`)
+            // A delete cut short by the kill may or may not have committed; either is correct.
+            else if (post === null && ledger.deleting.has(id)) continue
+            else {
+              ledger.deleting.delete(id)
+              assert.equal(post?.title, title, `round ${round}: post ${id} was created (201) but is ${post === null ? 'missing' : `"${post.title}"`}`)
+            }
           }
         } finally {
           await store.close()
@@ -132,7 +140,7 @@ for (const kind of await storeKinds()) {
         test: `SIGKILL during concurrent writes, restart [${kind}]`,
         injected: `SIGKILL at a random point of a burst from ${WORKERS} concurrent writers (creates and deletes)`,
         count: ROUNDS,
-        result: `${ledger.created.size} acknowledged creates and ${ledger.deleted.size} acknowledged deletes: 0 lost, 0 resurrected`,
+        result: `${ledger.created.size} acknowledged creates and ${ledger.deleted.size} acknowledged deletes: 0 lost, 0 resurrected (${ledger.deleting.size} deletes cut short by the kill: either outcome is correct)`,
       })
     })
   })
