@@ -8,7 +8,7 @@ import { Authenticator, authorizationPlugin, authPlugin } from './http/auth.ts'
 import { cachingPlugin } from './http/caching.ts'
 import { contentTypePlugin } from './http/content-type.ts'
 import { metricsPlugin } from './http/metrics.ts'
-import { clientErrorHandler, overloadPlugin } from './http/overload.ts'
+import { clientErrorHandler, overloadPlugin, serverOptions } from './http/overload.ts'
 import { CursorCodec } from './http/paging.ts'
 import { JsonPatchSchema, MergePatchSchema } from './http/patch.ts'
 import { problemsPlugin, sendProblem, toAppError } from './http/problems.ts'
@@ -22,7 +22,7 @@ import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
 import { apiVersionConstraint, rewriteUnversionedAlias, versioningPlugin } from './http/versioning.ts'
 import { RESOURCES } from './routes/registry.ts'
-import { FieldErrorSchema, LinkSchema, ProblemSchema } from './routes/shared/schemas.ts'
+import { documentCrossCutting, documentRoute, FieldErrorSchema, LinkSchema, ProblemSchema } from './routes/shared/schemas.ts'
 import { apiDescription, docsRoutes } from './routes/system/docs-routes.ts'
 import { healthRoutes } from './routes/system/health-routes.ts'
 import { IndexSchema, indexRoutes, VersionsSchema } from './routes/system/index-routes.ts'
@@ -68,6 +68,9 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
       sendProblem(req, reply, toAppError(err))
     },
     clientErrorHandler,
+    // Bounds on reading a request (headers, then the whole request); src/http/overload.ts answers them.
+    http: serverOptions(config),
+    requestTimeout: config.requestTimeoutMs,
     rewriteUrl: rewriteUnversionedAlias,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
@@ -100,8 +103,12 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
       ],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A JWT or an API key (`blog_…`).' } } },
     },
-    transform: ({ schema, url, route }) => ({ schema: documentIdempotencyKey(route.method, schema as Record<string, unknown>) as never, url }),
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    transform: ({ schema, url, route }) => {
+      const documented = documentRoute({ schema, url, route })
+      return { schema: documentIdempotencyKey(route.method, documented.schema as Record<string, unknown>) as never, url }
+    },
+    transformObject: documentCrossCutting as never,
   })
   await app.register(metricsPlugin)
   await app.register(requestLogPlugin)

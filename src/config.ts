@@ -51,6 +51,14 @@ export interface Config {
   readonly idempotencyTtlS: number
   /** Mean event-loop delay above which requests are shed with 503; 0 turns the check off. */
   readonly overloadMaxEventLoopDelayMs: number
+  /** A request that waited longer than this before its handler started is shed with 503; 0: off. */
+  readonly overloadMaxWaitMs: number
+  /** Requests in flight at most; one more is shed with 503 at once; 0: no bound. */
+  readonly overloadMaxInFlight: number
+  /** Time a client has to send the request line and headers (Node's headersTimeout). */
+  readonly headersTimeoutMs: number
+  /** SQLite's `synchronous` level: what a power cut may lose (docs/reliability.md). */
+  readonly sqliteSynchronous: 'FULL' | 'NORMAL'
   readonly bodyLimitBytes: number
   readonly corsOrigins: readonly string[]
   readonly trustProxy: boolean
@@ -115,6 +123,12 @@ function checkPublicKey (pem: string): void {
 function redisKeyPrefix (env: Env): string {
   const raw = str(env, 'REDIS_KEY_PREFIX') ?? 'blog:'
   if (!/^[A-Za-z0-9:._-]{1,64}$/.test(raw)) throw new ConfigError('REDIS_KEY_PREFIX', 'must be 1–64 letters, digits or : . _ -')
+  return raw
+}
+
+function sqliteSynchronous (env: Env): 'FULL' | 'NORMAL' {
+  const raw = (str(env, 'SQLITE_SYNCHRONOUS') ?? 'FULL').toUpperCase()
+  if (raw !== 'FULL' && raw !== 'NORMAL') throw new ConfigError('SQLITE_SYNCHRONOUS', `must be FULL or NORMAL, got "${raw}"`)
   return raw
 }
 
@@ -229,6 +243,10 @@ export function loadConfig (env: Env = process.env): Config {
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
     idempotencyTtlS: int(env, 'IDEMPOTENCY_TTL_S', 86_400, 1, 30 * 86_400),
     overloadMaxEventLoopDelayMs: int(env, 'OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000),
+    overloadMaxWaitMs: int(env, 'OVERLOAD_MAX_WAIT_MS', 500, 0, 60_000),
+    overloadMaxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 512, 0, 1_000_000),
+    headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+    sqliteSynchronous: sqliteSynchronous(env),
     bodyLimitBytes: 1024 * 1024,
     corsOrigins,
     trustProxy: bool(env, 'TRUST_PROXY', false),

@@ -19,9 +19,26 @@ export const JWT_SECRET = 'test-secret-that-is-at-least-32-bytes-long!'
 export const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
+/**
+ * Whether the suite runs under CI (`CI=true`, `CI=1`, or any value but `0`/`false`): there, a
+ * missing dependency (database, Redis, browser) is a failure, never a skip.
+ */
+export function underCI (): boolean {
+  const v = (process.env.CI ?? '').trim().toLowerCase()
+  return v !== '' && v !== '0' && v !== 'false'
+}
+
+/** Skips a test's reason outside CI; under CI the missing dependency fails the run instead. */
+export function skipOutsideCI (missing: string | false): string | false {
+  if (missing === false) return false
+  if (underCI()) throw new Error(`CI is set but ${missing}`)
+  process.stderr.write(`# ${missing}: skipped (set CI=true to make this a failure)\n`)
+  return missing
+}
+
 let pgReachable: Promise<boolean> | undefined
 
-/** Whether PostgreSQL answers; under CI=true an unreachable one is a failure, not a skip. */
+/** Whether PostgreSQL answers; under CI an unreachable one is a failure, not a skip. */
 export async function postgresAvailable (): Promise<boolean> {
   pgReachable ??= (async () => {
     const client = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 2000 })
@@ -30,7 +47,7 @@ export async function postgresAvailable (): Promise<boolean> {
       await client.query('select 1')
       return true
     } catch (err) {
-      if (process.env.CI === 'true') throw new Error(`CI=true but PostgreSQL at ${PG_ADMIN_URL} is unreachable: ${String(err)}`)
+      if (underCI()) throw new Error(`CI is set but PostgreSQL at ${PG_ADMIN_URL} is unreachable: ${String(err)}`)
       process.stderr.write(`# PostgreSQL at ${PG_ADMIN_URL} is unreachable: its tests are skipped (set CI=true to make this a failure)\n`)
       return false
     } finally {
@@ -42,7 +59,7 @@ export async function postgresAvailable (): Promise<boolean> {
 
 let redisReachable: Promise<boolean> | undefined
 
-/** Whether Redis answers at REDIS_URL; under CI=true an unreachable one is a failure, not a skip. */
+/** Whether Redis answers at REDIS_URL; under CI an unreachable one is a failure, not a skip. */
 export async function redisAvailable (): Promise<boolean> {
   redisReachable ??= (async () => {
     const { Redis } = await import('ioredis')
@@ -53,7 +70,7 @@ export async function redisAvailable (): Promise<boolean> {
       await client.ping()
       return true
     } catch (err) {
-      if (process.env.CI === 'true') throw new Error(`CI=true but Redis at ${REDIS_URL} is unreachable: ${String(err)}`)
+      if (underCI()) throw new Error(`CI is set but Redis at ${REDIS_URL} is unreachable: ${String(err)}`)
       process.stderr.write(`# Redis at ${REDIS_URL} is unreachable: its tests are skipped (set CI=true to make this a failure)\n`)
       return false
     } finally {

@@ -33,6 +33,8 @@ describe('several instances on one PostgreSQL and Redis', { skip: !reachable && 
       RATE_LIMIT_WINDOW_S: '60',
       PG_POOL_MAX: '4',
       LOG_LEVEL: 'warn',
+      // Concurrent bursts on cold processes test sharing between instances, not load shedding.
+      OVERLOAD_MAX_WAIT_MS: '0',
     }
     alice = { authorization: `Bearer ${await token('alice', ['posts:write'])}`, 'content-type': 'application/json' }
   })

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError } from '../errors.ts'
+import { AppError, fieldError, validationFailed } from '../errors.ts'
 import { API_VERSIONS, vendorMediaType, vendorVersion } from './versioning.ts'
 
 /** Request bodies: JSON, or the vendor type of a version. */
@@ -30,26 +30,43 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
 
 /** Deeper documents are refused: nothing the service accepts nests beyond a few levels. */
 export const MAX_JSON_DEPTH = 64
+/** Longer arrays are refused before validation: none the service takes has more than 100 entries. */
+export const MAX_JSON_ARRAY = 1000
+
+type DocumentCheck = { problem: 'ok' } | { problem: 'ill-formed' | 'too-deep' } | { problem: 'nul' | 'too-long', field: string }
+
+/** A JSON Pointer-like path without the leading slash (RFC 6901 escapes), as `errors[].field` names it. */
+function pointer (parent: string, key: string): string {
+  const segment = key.replaceAll('~', '~0').replaceAll('/', '~1').replaceAll('\u0000', '\\u0000')
+  return parent === '' ? segment : `${parent}/${segment}`
+}
 
 /**
  * Walks `value` without recursion (a deep document must not exhaust the stack): every string and
- * member name must be well-formed Unicode, and nesting at most MAX_JSON_DEPTH levels.
+ * member name must be well-formed Unicode without NUL, and nesting at most MAX_JSON_DEPTH levels.
+ * NUL is refused for every store alike: PostgreSQL text cannot hold it (SQLite can), so accepting
+ * it would make the same request succeed on one store and fail on the other.
  */
-function checkDocument (value: unknown): 'ok' | 'ill-formed' | 'too-deep' {
-  const stack: [unknown, number][] = [[value, 0]]
+function checkDocument (value: unknown): DocumentCheck {
+  const stack: [unknown, number, string][] = [[value, 0, '']]
   while (stack.length > 0) {
-    const [v, depth] = stack.pop()!
+    const [v, depth, path] = stack.pop()!
     if (typeof v === 'string') {
-      if (!v.isWellFormed()) return 'ill-formed'
+      if (!v.isWellFormed()) return { problem: 'ill-formed' }
+      if (v.includes('\u0000')) return { problem: 'nul', field: path }
     } else if (v !== null && typeof v === 'object') {
-      if (depth >= MAX_JSON_DEPTH) return 'too-deep'
+      if (depth >= MAX_JSON_DEPTH) return { problem: 'too-deep' }
+      // Validating a huge array of bad entries would hold the event loop for seconds.
+      if (Array.isArray(v) && v.length > MAX_JSON_ARRAY) return { problem: 'too-long', field: path }
       for (const [k, child] of Object.entries(v)) {
-        if (!k.isWellFormed()) return 'ill-formed'
-        stack.push([child, depth + 1])
+        if (!k.isWellFormed()) return { problem: 'ill-formed' }
+        const childPath = pointer(path, k)
+        if (k.includes('\u0000')) return { problem: 'nul', field: childPath }
+        stack.push([child, depth + 1, childPath])
       }
     }
   }
-  return 'ok'
+  return { problem: 'ok' }
 }
 
 /**
@@ -74,8 +91,14 @@ export function parseJsonBody (raw: Buffer): unknown {
     throw new AppError('MALFORMED_JSON', `The request body is not valid JSON: ${(err as Error).message}.`)
   }
   const check = checkDocument(value)
-  if (check === 'ill-formed') throw new AppError('MALFORMED_JSON', 'The request body has a string with an unpaired surrogate (\\uD800–\\uDFFF), which is not Unicode text.')
-  if (check === 'too-deep') throw new AppError('MALFORMED_JSON', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`)
+  if (check.problem === 'too-long') {
+    throw validationFailed([fieldError(check.field, 'TOO_LONG', `must not have more than ${MAX_JSON_ARRAY} entries`)])
+  }
+  if (check.problem === 'nul') {
+    throw validationFailed([fieldError(check.field, 'INVALID_FORMAT', 'must not contain the NUL character (U+0000)')])
+  }
+  if (check.problem === 'ill-formed') throw new AppError('MALFORMED_JSON', 'The request body has a string with an unpaired surrogate (\\uD800–\\uDFFF), which is not Unicode text.')
+  if (check.problem === 'too-deep') throw new AppError('MALFORMED_JSON', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`)
   return value
 }
 
@@ -102,6 +125,12 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
   // Requests to unknown paths or with unknown methods must reach the not-found handler (404/405),
   // whatever their body; known routes have refused a wrong type in preParsing already.
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => { done(null, undefined) })
+
+  // A route that takes no body (DELETE) ignores it whatever its type; Fastify would refuse a
+  // malformed Content-Type (`""`, `a;;;`) with 415 before any hook could say so.
+  app.addHook('onRequest', async (req) => {
+    if (req.routeOptions.schema?.body === undefined && req.headers['content-type'] !== undefined) delete req.headers['content-type']
+  })
 
   app.addHook('preParsing', async (req, _reply, payload) => {
     // Unknown routes go on to 404/405; routes that take no body (GET, DELETE) ignore body headers.

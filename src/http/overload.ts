@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto'
-import { STATUS_CODES } from 'node:http'
-import type { Socket } from 'node:net'
+import { type IncomingMessage, type ServerOptions, STATUS_CODES } from 'node:http'
+import { Socket } from 'node:net'
 import underPressure from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -36,6 +36,17 @@ function pathOf (url: string): string {
   return i === -1 ? url : url.slice(0, i)
 }
 
+/** How often Node checks connections against headersTimeout and requestTimeout (its default is 30 s). */
+const CONNECTIONS_CHECK_INTERVAL_MS = 500
+
+/**
+ * Options for Node's HTTP server. Node's read bounds (headers, whole request) end slow or stalled
+ * clients; the Host check is done in onRequest below, so that its answer is a problem body.
+ */
+export function serverOptions (config: Pick<Config, 'headersTimeoutMs'>): ServerOptions {
+  return { requireHostHeader: false, headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: CONNECTIONS_CHECK_INTERVAL_MS }
+}
+
 function unavailable (code: 'SERVICE_UNAVAILABLE' | 'REQUEST_TIMEOUT', detail?: string): AppError {
   return new AppError(code, detail, { headers: { 'retry-after': String(RETRY_AFTER_S) } })
 }
@@ -59,7 +70,14 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
     if ((req.raw.url ?? '').length > MAX_URL_LENGTH) {
       throw new AppError('URI_TOO_LONG', `The request target is longer than ${MAX_URL_LENGTH} characters.`)
     }
+    // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
+    if (req.raw.httpVersion === '1.1' && req.headers.host === undefined) {
+      throw new AppError('BAD_REQUEST', 'An HTTP/1.1 request must carry a Host header.')
+    }
   })
+
+  shedByWait(app, opts.config)
+  handleNodeRequests(app)
 
   if (opts.config.overloadMaxEventLoopDelayMs > 0) {
     // The first samples measure start-up (loading modules, migrating), not load: shed nothing
@@ -96,7 +114,10 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
       if (value !== undefined && !(SUCCESS_ONLY_HEADERS as readonly string[]).includes(name)) kept[name] = value
     }
     const body = JSON.stringify(buildProblem(req, err))
-    reply.raw.writeHead(err.status, { ...kept, ...problemHeaders(req, err), 'content-length': Buffer.byteLength(body) })
+    // A body still arriving would keep the connection busy (Node reads and discards it to reuse the
+    // connection): closing is the only way to stop a client that trickles its upload.
+    const close: Record<string, string> = req.raw.complete ? {} : { connection: 'close' }
+    reply.raw.writeHead(err.status, { ...kept, ...problemHeaders(req, err), ...close, 'content-length': Buffer.byteLength(body) })
     reply.raw.end(body)
     req.log.warn({ timeout_ms: timeoutMs, route: req.routeOptions.url, code: err.code }, 'request abandoned')
     controller.abort(err)
@@ -129,44 +150,150 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
   })
 }, { name: 'overload', dependencies: ['problems'] })
 
+const IN_FLIGHT = Symbol('inFlight')
+const BODY_READ = Symbol('bodyRead')
+type Tracked = FastifyRequest & { [IN_FLIGHT]?: boolean, [BODY_READ]?: number }
+
 /**
- * Answers what Node's HTTP parser refuses before Fastify sees a request (headers over
- * `maxHeaderSize`, a broken request line) with a problem body instead of Fastify's plain JSON.
- * Never logs the error object: its `rawPacket` holds the request bytes, Authorization included.
+ * Load shedding by what a client feels. When the loop is saturated the wait is in the sockets
+ * (and in the kernel's accept queue), where no event-loop delay shows it: requests are read one
+ * after another, each waiting for those before it. A loop that has not once waited idle for I/O
+ * since it began on the oldest request still in hand is that queue: the time since then bounds
+ * from below what a request read now has waited. Past OVERLOAD_MAX_WAIT_MS (checked again before
+ * the handler, body read time excluded) it is answered 503 at once, which costs far less than
+ * serving it, so the queue drains and answered requests stay fast. OVERLOAD_MAX_IN_FLIGHT bounds
+ * requests waiting on the store (a pool, a lock) the same way.
  */
-export function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string, rawPacket?: unknown }, socket: Socket): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return
-  this.log.debug({ code: err.code }, 'client error')
-  if (!socket.writable) {
-    socket.destroy()
-    return
+function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWaitMs' | 'overloadMaxInFlight'>): void {
+  const maxWait = config.overloadMaxWaitMs
+  const maxInFlight = config.overloadMaxInFlight
+  if (maxWait === 0 && maxInFlight === 0) return
+  let busySince = -1
+  let idleSeen = 0
+  let inFlight = 0
+  const release = (req: Tracked) => {
+    if (req[IN_FLIGHT] !== true) return
+    req[IN_FLIGHT] = false
+    inFlight--
   }
-  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    // The client did not finish sending its request in time; there is nobody to read a body.
-    socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n', () => socket.destroy())
-    return
+  const checkInFlight = (req: Tracked, reply: FastifyReply): void => {
+    if (EXEMPT_FROM_SHEDDING.has(pathOf(req.url))) return
+    if (maxInFlight > 0 && inFlight >= maxInFlight) throw overloaded('too many requests in flight')
+    inFlight++
+    req[IN_FLIGHT] = true
+    reply.raw.once('close', () => { release(req) })
   }
-  const code: ProblemCode = err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST'
+  const overloaded = (why: string) => unavailable('SERVICE_UNAVAILABLE', `The service is overloaded (${why}). Retry after the time in Retry-After.`)
+
+  app.addHook('onRequest', async (req: Tracked, reply) => {
+    // Requests not read from a socket (app.inject) waited in no socket.
+    if (!(req.raw.socket instanceof Socket)) return checkInFlight(req, reply)
+    const now = performance.now()
+    // The loop's idle time grows only while it waits for I/O with nothing to do.
+    const idle = performance.eventLoopUtilization().idle
+    if (busySince < 0 || idle > idleSeen) {
+      busySince = now
+      idleSeen = idle
+    }
+    if (EXEMPT_FROM_SHEDDING.has(pathOf(req.url))) return
+    if (maxWait > 0 && now - busySince > maxWait) throw overloaded('requests wait too long')
+    checkInFlight(req, reply)
+  })
+  app.addHook('onResponse', async (req: Tracked) => { release(req) })
+  if (maxWait === 0) return
+  app.addHook('preParsing', async (req: Tracked, _reply, payload) => {
+    req[BODY_READ] = performance.now()
+    return payload
+  })
+  app.addHook('preValidation', async (req: Tracked) => {
+    if (req[BODY_READ] !== undefined) req[BODY_READ] = performance.now() - req[BODY_READ]
+  })
+  app.addHook('preHandler', async (req: Tracked, reply) => {
+    if (EXEMPT_FROM_SHEDDING.has(pathOf(req.url))) return
+    if (reply.elapsedTime - (req[BODY_READ] ?? 0) > maxWait) throw overloaded('requests wait too long')
+  })
+}
+
+interface RawProblem { status: number, headers: Record<string, string>, head: string, body: string }
+
+/** A problem written by hand, for answers given where Fastify has no request (its trace is new). */
+function rawProblem (code: ProblemCode, instance: string, detail?: string, headers: Record<string, string> = {}): RawProblem {
   const p = PROBLEMS[code]
-  const requestLine = Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1', 0, 512).split('\r\n', 1)[0] ?? '' : ''
-  const target = /^[A-Z]{3,10} (\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,200})/.exec(requestLine)?.[1] ?? '/'
   const problem: Problem = {
     type: `/problems/${problemSlug(code)}`,
     title: p.title,
     status: p.status,
-    detail: code === 'HEADERS_TOO_LARGE' ? 'The request line and headers together exceed 16 KiB.' : p.detail,
-    instance: target,
+    detail: detail ?? p.detail,
+    instance,
     code,
     trace_id: randomBytes(16).toString('hex'),
     request_id: randomUUID(),
   }
   const body = JSON.stringify(problem)
-  socket.end(
-    `HTTP/1.1 ${p.status} ${STATUS_CODES[p.status]}\r\n` +
-    `Content-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-    // The request could not be parsed, so its own traceparent is unknown: a new trace is started.
-    `Content-Language: en\r\nCache-Control: no-store\r\nX-Request-Id: ${problem.request_id}\r\n` +
-    `traceparent: 00-${problem.trace_id}-${randomBytes(8).toString('hex')}-01\r\nConnection: close\r\n\r\n${body}`,
-    () => socket.destroy()
-  )
+  const fields: Record<string, string> = {
+    'Content-Type': PROBLEM_MEDIA_TYPE,
+    'Content-Length': String(Buffer.byteLength(body)),
+    'Content-Language': 'en',
+    'Cache-Control': 'no-store',
+    'X-Request-Id': problem.request_id,
+    traceparent: `00-${problem.trace_id}-${randomBytes(8).toString('hex')}-01`,
+    ...headers,
+    Connection: 'close',
+  }
+  const head = `HTTP/1.1 ${p.status} ${STATUS_CODES[p.status]}\r\n${Object.entries(fields).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`
+  return { status: p.status, headers: fields, head, body }
+}
+
+/** The path of a request target, when it is a plain origin-form path; else `/`. */
+function instanceOf (target: string): string {
+  return /^(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,200})/.exec(target)?.[1] ?? '/'
+}
+
+/**
+ * Requests Node answers itself unless told otherwise: an `Expect` other than 100-continue (Node
+ * would send a bare 417) and CONNECT (Node would close the connection without a word). CONNECT
+ * goes through the app like any request, so it gets what every other method gets on that path
+ * (405 with Allow, 404), then the connection is closed: this service tunnels nothing.
+ */
+function handleNodeRequests (app: FastifyInstance): void {
+  app.server.on('checkExpectation', (req: IncomingMessage, res) => {
+    const p = rawProblem('EXPECTATION_FAILED', instanceOf(req.url ?? '/'), `Expect: ${String(req.headers.expect).slice(0, 100)} cannot be met; only 100-continue is supported.`)
+    res.writeHead(p.status, p.headers)
+    res.end(p.body)
+  })
+  app.server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    socket.on('error', () => { socket.destroy() })
+    const headers = { ...req.headers }
+    app.inject({ method: 'CONNECT' as never, url: instanceOf(req.url ?? '/'), headers, remoteAddress: req.socket.remoteAddress ?? '127.0.0.1' })
+      .then(res => {
+        const kept = Object.entries(res.headers).filter(([k]) => !['connection', 'transfer-encoding', 'content-length', 'keep-alive', 'date'].includes(k))
+        const lines = kept.flatMap(([k, v]) => [v].flat().map(x => `${k}: ${String(x)}\r\n`)).join('')
+        socket.write(`HTTP/1.1 ${res.statusCode} ${STATUS_CODES[res.statusCode] ?? ''}\r\n${lines}content-length: ${res.rawPayload.length}\r\nconnection: close\r\n\r\n`)
+        socket.end(res.rawPayload, () => socket.destroy())
+      }, () => { socket.destroy() })
+  })
+}
+
+/**
+ * Answers what Node's HTTP parser refuses before Fastify sees a request (headers over
+ * `maxHeaderSize`, a broken request line, headers or body not received in time) with a problem
+ * body instead of Fastify's plain JSON, then closes the connection.
+ * Never logs the error object: its `rawPacket` holds the request bytes, Authorization included.
+ */
+export function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string, rawPacket?: unknown }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  this.log.debug({ code: err.code }, 'client error')
+  // Nothing can be said once an answer has begun: a second one would corrupt the stream.
+  if (!socket.writable || socket.bytesWritten > 0) {
+    socket.destroy()
+    return
+  }
+  const code: ProblemCode = err.code === 'HPE_HEADER_OVERFLOW'
+    ? 'HEADERS_TOO_LARGE'
+    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'CLIENT_TIMEOUT' : 'BAD_REQUEST'
+  const requestLine = Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1', 0, 512).split('\r\n', 1)[0] ?? '' : ''
+  const target = /^[A-Z]{3,10} (\S{1,300})/.exec(requestLine)?.[1] ?? '/'
+  const detail = code === 'HEADERS_TOO_LARGE' ? 'The request line and headers together exceed 16 KiB.' : undefined
+  const p = rawProblem(code, instanceOf(target), detail)
+  socket.end(p.head + p.body, () => socket.destroy())
 }

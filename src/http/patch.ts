@@ -50,9 +50,9 @@ export function applyJsonPatch (document: Json, operations: readonly JsonPatchOp
 
 export const JsonPatchSchema = Type.Array(Type.Object({
   op: Type.Union(['add', 'remove', 'replace', 'move', 'copy', 'test'].map(o => Type.Literal(o))),
-  path: Type.String({ description: 'JSON Pointer (RFC 6901).' }),
+  path: Type.String({ maxLength: 1024, description: 'JSON Pointer (RFC 6901).' }),
   value: Type.Optional(Type.Unknown()),
-  from: Type.Optional(Type.String()),
+  from: Type.Optional(Type.String({ maxLength: 1024 })),
 }, { additionalProperties: true, description: 'Members other than op, path, value and from are ignored (RFC 6902 §4).' }), { $id: 'JsonPatch', maxItems: 100, description: 'RFC 6902 JSON Patch.' })
 
 export const MergePatchSchema = Type.Object({}, { $id: 'MergePatch', additionalProperties: true, description: 'RFC 7396 JSON Merge Patch: members to set; `null` removes (a removed status falls back to its default).' })

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { isStoreUnavailable } from '../store/errors.ts'
 import { AppError, fieldError, PROBLEMS, type FieldError, type ProblemCode, problemSlug } from '../errors.ts'
 import { PROBLEM_TRANSLATIONS, type ProblemLanguage, problemLanguage } from '../errors-i18n.ts'
+import { PROBLEM_LIMITS } from '../routes/shared/schemas.ts'
 import { toFieldErrors } from './validation.ts'
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json'
@@ -25,6 +26,17 @@ export function languageOf (req: FastifyRequest): ProblemLanguage {
   return problemLanguage(req.headers['accept-language'])
 }
 
+/** `text` cut to at most `max` characters (code points), marked with an ellipsis when cut. */
+function clamp (text: string, max: number): string {
+  if (text.length <= max) return text
+  const chars = [...text]
+  return chars.length <= max ? text : chars.slice(0, max - 1).join('') + '…'
+}
+
+/**
+ * Builds the problem body of `err` for `req`. Members that echo what the client sent (the path,
+ * a member's name) are cut to the bounds the OpenAPI document publishes (PROBLEM_LIMITS).
+ */
 export function buildProblem (req: FastifyRequest, err: AppError): Problem {
   const lang = languageOf(req)
   const text = lang === 'en' ? { title: PROBLEMS[err.code].title, detail: err.message } : PROBLEM_TRANSLATIONS[lang][err.code]
@@ -32,14 +44,17 @@ export function buildProblem (req: FastifyRequest, err: AppError): Problem {
     type: `/problems/${problemSlug(err.code)}`,
     title: text.title,
     status: err.status,
-    detail: text.detail,
+    detail: clamp(text.detail, PROBLEM_LIMITS.detail),
     // The path the client asked for (before a /v1/… alias was rewritten).
-    instance: (req.originalUrl ?? req.url).split('?')[0] ?? '/',
+    instance: clamp((req.originalUrl ?? req.url).split('?')[0] ?? '/', PROBLEM_LIMITS.instance),
     code: err.code,
     trace_id: req.traceId,
     request_id: req.id,
   }
-  if (err.errors !== undefined) problem.errors = err.errors
+  if (err.errors !== undefined) {
+    problem.errors = err.errors.slice(0, PROBLEM_LIMITS.errors)
+      .map(e => ({ field: clamp(e.field, PROBLEM_LIMITS.field), code: e.code, message: clamp(e.message, PROBLEM_LIMITS.message) }))
+  }
   return problem
 }
 

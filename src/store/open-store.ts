@@ -1,18 +1,19 @@
 import type { Config } from '../config.ts'
 import type { Store } from './store.ts'
 
-type StoreSettings = Pick<Config, 'databaseUrl' | 'pgPoolMax'> & Partial<Pick<Config, 'pgConnectTimeoutMs' | 'pgStatementTimeoutMs'>>
+type StoreSettings = Pick<Config, 'databaseUrl' | 'pgPoolMax'> & Partial<Pick<Config, 'pgConnectTimeoutMs' | 'pgStatementTimeoutMs' | 'sqliteSynchronous' | 'requestTimeoutMs'>>
 
 /** Opens the store DATABASE_URL names: `sqlite:<file>` or `postgres://…`. */
 export async function openStore (config: StoreSettings): Promise<Store> {
   if (config.databaseUrl.startsWith('sqlite:')) {
     const { openSqliteStore } = await import('./sqlite/sqlite-store.ts')
-    return openSqliteStore(config.databaseUrl.slice('sqlite:'.length))
+    return openSqliteStore(config.databaseUrl.slice('sqlite:'.length), config.sqliteSynchronous !== undefined ? { synchronous: config.sqliteSynchronous } : {})
   }
   const { openPostgresStore } = await import('./postgres/postgres-store.ts')
   return openPostgresStore(config.databaseUrl, {
     poolMax: config.pgPoolMax,
     ...(config.pgConnectTimeoutMs !== undefined ? { connectTimeoutMs: config.pgConnectTimeoutMs } : {}),
     ...(config.pgStatementTimeoutMs !== undefined ? { statementTimeoutMs: config.pgStatementTimeoutMs } : {}),
+    ...(config.requestTimeoutMs !== undefined ? { requestTimeoutMs: config.requestTimeoutMs } : {}),
   })
 }

@@ -280,6 +280,36 @@ describe('request size limits', () => {
     assertProblem(res, 413, 'PAYLOAD_TOO_LARGE')
   })
 
+  /** A valid post of exactly `bytes` bytes: the largest content allowed, padded with JSON white space. */
+  function bodyOf (bytes: number): string {
+    const doc = JSON.stringify({ title: 'edge', content: '\u00e9'.repeat(100_000) })
+    return doc.slice(0, -1) + ' '.repeat(bytes - Buffer.byteLength(doc)) + '}'
+  }
+
+  it('accepts a body of exactly 1 MiB and refuses one byte more, over a real socket too', async () => {
+    const auth = await t.auth('alice')
+    const headers = { ...auth, 'content-type': 'application/json' }
+    assert.equal(Buffer.byteLength(bodyOf(1024 * 1024)), 1024 * 1024)
+    const atLimit = await t.request({ method: 'POST', url: '/posts', headers, payload: bodyOf(1024 * 1024) })
+    assert.equal(atLimit.statusCode, 201, atLimit.body)
+    assert.equal(json(atLimit).content.length, 100_000)
+    assertProblem(await t.request({ method: 'POST', url: '/posts', headers, payload: bodyOf(1024 * 1024 + 1) }), 413, 'PAYLOAD_TOO_LARGE')
+    // Chunked, without Content-Length: the limit is counted as the bytes arrive.
+    await t.app.listen({ port: 0, host: '127.0.0.1' })
+    const port = (t.app.server.address() as net.AddressInfo).port
+    for (const [bytes, status] of [[1024 * 1024, 201], [1024 * 1024 + 1, 413]] as const) {
+      const body = Buffer.from(bodyOf(bytes))
+      const res = await fetch(`http://127.0.0.1:${port}/posts`, {
+        method: 'POST',
+        headers,
+        body: new ReadableStream({ start (c) { c.enqueue(body.subarray(0, 1000)); c.enqueue(body.subarray(1000)); c.close() } }),
+        duplex: 'half',
+      } as RequestInit)
+      assert.equal(res.status, status, `${bytes} bytes, chunked`)
+      await res.arrayBuffer()
+    }
+  })
+
   it('answers 414 URI_TOO_LONG to a path or query over 8 KiB, before routing or authentication', async () => {
     assertProblem(await t.app.inject({ method: 'GET', url: `/posts?q=${'a'.repeat(8200)}` }), 414, 'URI_TOO_LONG')
     assertProblem(await t.app.inject({ method: 'GET', url: `/${'p'.repeat(8200)}` }), 414, 'URI_TOO_LONG')
@@ -290,7 +320,7 @@ describe('request size limits', () => {
   describe('over a real socket', () => {
     let port: number
     before(async () => {
-      await t.app.listen({ port: 0, host: '127.0.0.1' })
+      if (!t.app.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' })
       port = (t.app.server.address() as net.AddressInfo).port
     })
 

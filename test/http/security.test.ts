@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { SignJWT } from 'jose'
 import { API_CSP, DOCS_CSP } from '../../src/http/security.ts'
-import { buildTestApp, JWT_SECRET, type TestApp } from '../helper.ts'
+import { buildTestApp, JWT_SECRET, skipOutsideCI, type TestApp } from '../helper.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find(p => fs.existsSync(p))
@@ -49,7 +49,7 @@ describe('security headers', () => {
     }
   })
 
-  it('renders /docs in a browser without a CSP violation', { skip: CHROMIUM === undefined ? 'no Chromium installed' : false }, async () => {
+  it('renders /docs in a browser without a CSP violation', { skip: skipOutsideCI(CHROMIUM === undefined ? 'no Chromium is installed (sh scripts/install-browser.sh)' : false) }, async () => {
     const { chromium } = await import('playwright-core')
     await t.app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = t.app.server.address() as net.AddressInfo

@@ -2,14 +2,14 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import { type Browser, chromium } from 'playwright-core'
-import { buildTestApp, type TestApp } from '../helper.ts'
+import { buildTestApp, type TestApp, underCI } from '../helper.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 
-/** Under CI=true a missing browser is a failure; elsewhere the suite is skipped with the reason. */
+/** Under CI a missing browser is a failure; elsewhere the suite is skipped with the reason. */
 function browserMissing (): string | false {
   if (fs.existsSync(CHROMIUM)) return false
-  if (process.env.CI === 'true') throw new Error(`CI=true but ${CHROMIUM} is missing: run sh scripts/install-browser.sh`)
+  if (underCI()) throw new Error(`CI=true but ${CHROMIUM} is missing: run sh scripts/install-browser.sh`)
   const reason = `${CHROMIUM} is missing: the /docs browser test is skipped (run sh scripts/install-browser.sh, or set CI=true to make this a failure)`
   process.stderr.write(`# ${reason}\n`)
   return reason

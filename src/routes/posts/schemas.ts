@@ -10,18 +10,23 @@ export type PostIdParams = Static<typeof PostIdParamsSchema>
 
 // An enum rather than a union of literals, so that a wrong value is reported once, listing the allowed ones.
 const StatusSchema = Type.Unsafe<typeof POST_STATUSES[number]>({ type: 'string', enum: [...POST_STATUSES], description: 'Only the author and admins see drafts and archived posts.' })
-const TimestampSchema = Type.String({ format: 'date-time', description: 'RFC 3339, UTC, millisecond precision.' })
+const TimestampSchema = Type.String({ format: 'date-time', maxLength: 30, description: 'RFC 3339, UTC, millisecond precision.' })
+/** Ids are assigned by the service and stay below 2^53. */
+const IdSchema = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
+/** A title as sent may carry white space around its 1–200 characters, up to this many in all. */
+export const TITLE_RAW_MAX = 1000
 
 const fields = {
-  title: Type.String({ description: `1–${TITLE_MAX} characters after trimming; stored trimmed.` }),
+  title: Type.String({ maxLength: TITLE_MAX, description: `1–${TITLE_MAX} characters after trimming; stored trimmed.` }),
   content: Type.String({ maxLength: CONTENT_MAX, description: `0–${CONTENT_MAX} characters.` }),
   status: StatusSchema,
   created_at: TimestampSchema,
   updated_at: TimestampSchema,
-  author: Type.String({ description: 'The `sub` of the credential that created the post.' }),
+  // A JWT's `sub` lies within a token of at most 8 192 characters.
+  author: Type.String({ maxLength: 8192, description: 'The `sub` of the credential that created the post.' }),
 }
 
-export const PostV1Schema = Type.Object({ id: Type.Integer({ minimum: 1 }), ...fields }, { $id: 'PostV1', additionalProperties: false })
+export const PostV1Schema = Type.Object({ id: IdSchema, ...fields }, { $id: 'PostV1', additionalProperties: false })
 export type PostV1 = Static<typeof PostV1Schema>
 
 const PostLinksSchema = Type.Object({
@@ -30,13 +35,13 @@ const PostLinksSchema = Type.Object({
   delete: Type.Ref(LinkSchema),
 }, { additionalProperties: false })
 
-export const PostV2Schema = Type.Object({ postId: Type.Integer({ minimum: 1 }), ...fields, _links: PostLinksSchema }, { $id: 'PostV2', additionalProperties: false })
+export const PostV2Schema = Type.Object({ postId: IdSchema, ...fields, _links: PostLinksSchema }, { $id: 'PostV2', additionalProperties: false })
 export type PostV2 = Static<typeof PostV2Schema>
 
 /** List items: `{id, title}` by default, exactly the `fields` asked for otherwise. */
-export const PostListItemV1Schema = Type.Partial(Type.Object({ id: Type.Integer({ minimum: 1 }), ...fields }), { $id: 'PostListItemV1', additionalProperties: false })
+export const PostListItemV1Schema = Type.Partial(Type.Object({ id: IdSchema, ...fields }), { $id: 'PostListItemV1', additionalProperties: false })
 export const PostListItemV2Schema = Type.Composite([
-  Type.Partial(Type.Object({ postId: Type.Integer({ minimum: 1 }), ...fields })),
+  Type.Partial(Type.Object({ postId: IdSchema, ...fields })),
   Type.Object({ _links: Type.Object({ self: Type.Ref(LinkSchema) }, { additionalProperties: false }) }),
 ], { $id: 'PostListItemV2', additionalProperties: false })
 
@@ -45,8 +50,8 @@ export const FIELD_NAMES = { 1: ['id', 'title', 'content', 'status', 'created_at
 function bodySchema (idName: 'id' | 'postId', $id: string) {
   const readOnly = { readOnly: true, description: 'Read-only: accepted and ignored, so a representation can be sent back as it was read.' }
   return Type.Object({
-    [idName]: Type.Optional(Type.Integer({ minimum: 1, ...readOnly, description: 'Read-only; on PUT it must equal the id in the path.' })),
-    title: Type.String({ trimmedLength: { minimum: 1, maximum: TITLE_MAX }, description: fields.title.description }),
+    [idName]: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, ...readOnly, description: 'Read-only; on PUT it must equal the id in the path.' })),
+    title: Type.String({ trimmedLength: { minimum: 1, maximum: TITLE_MAX }, maxLength: TITLE_RAW_MAX, description: `${fields.title.description} At most ${TITLE_RAW_MAX} characters as sent.` }),
     content: fields.content,
     status: Type.Optional({ ...StatusSchema, description: 'Default `published`.' }),
     // Whatever their value: they are ignored (contract §1), so a client never fails on them.

@@ -1,27 +1,31 @@
 import { type TObject, type TProperties, Type } from '@sinclair/typebox'
 import { FIELD_CODES, PROBLEMS } from '../../errors.ts'
+import { MAX_PAGE_SIZE } from '../../http/paging.ts'
+
+/** Bounds of a problem's members; `buildProblem` shortens what would exceed them. */
+export const PROBLEM_LIMITS = { detail: 16_384, instance: 8192, field: 1024, message: 2048, errors: 100 } as const
 
 export const LinkSchema = Type.Object({
-  href: Type.String({ description: 'A root-relative path.' }),
-  method: Type.Optional(Type.String({ description: 'The HTTP method; absent means GET.' })),
+  href: Type.String({ maxLength: 8192, description: 'A root-relative path.' }),
+  method: Type.Optional(Type.String({ maxLength: 16, description: 'The HTTP method; absent means GET.' })),
 }, { $id: 'Link', additionalProperties: false })
 
 export const FieldErrorSchema = Type.Object({
-  field: Type.String({ description: 'JSON Pointer-like path of the member (`items/0/quantity`), or the query parameter\'s name.' }),
+  field: Type.String({ maxLength: PROBLEM_LIMITS.field, description: 'JSON Pointer-like path of the member (`items/0/quantity`), or the query parameter\'s name.' }),
   code: Type.Union(Object.keys(FIELD_CODES).map(c => Type.Literal(c))),
-  message: Type.String(),
+  message: Type.String({ maxLength: PROBLEM_LIMITS.message }),
 }, { $id: 'FieldError', additionalProperties: false })
 
 export const ProblemSchema = Type.Object({
-  type: Type.String({ description: 'URI of a page describing the problem: `/problems/<code-in-kebab-case>`.' }),
-  title: Type.String(),
-  status: Type.Integer(),
-  detail: Type.String(),
-  instance: Type.String({ description: 'The path of the request.' }),
+  type: Type.String({ maxLength: 200, description: 'URI of a page describing the problem: `/problems/<code-in-kebab-case>`.' }),
+  title: Type.String({ maxLength: 200 }),
+  status: Type.Integer({ minimum: 400, maximum: 599, format: 'int32' }),
+  detail: Type.String({ maxLength: PROBLEM_LIMITS.detail }),
+  instance: Type.String({ maxLength: PROBLEM_LIMITS.instance, description: 'The path of the request.' }),
   code: Type.Union(Object.keys(PROBLEMS).map(c => Type.Literal(c)), { description: 'Stable code from the error catalogue.' }),
-  errors: Type.Optional(Type.Array(Type.Ref(FieldErrorSchema), { description: 'One entry per violated constraint (422 only).' })),
-  trace_id: Type.String({ description: 'W3C trace-id of the request.' }),
-  request_id: Type.String({ description: 'X-Request-Id of the request.' }),
+  errors: Type.Optional(Type.Array(Type.Ref(FieldErrorSchema), { maxItems: PROBLEM_LIMITS.errors, description: `One entry per violated constraint (422 only), at most ${PROBLEM_LIMITS.errors}.` })),
+  trace_id: Type.String({ maxLength: 32, description: 'W3C trace-id of the request.' }),
+  request_id: Type.String({ maxLength: 200, description: 'X-Request-Id of the request.' }),
 }, { $id: 'Problem', additionalProperties: false, description: 'RFC 9457 problem details with the service\'s extension members.' })
 
 const STATUS_TEXT: Record<number, string> = {
@@ -71,4 +75,85 @@ export function versionedSchemas (name: string, idV2: string, props: TProperties
     const all = Type.Object({ [idName]: id, ...props })
     return Type.Object((opts.partial ? Type.Partial(all) : all).properties, { $id: `${name}V${v}`, additionalProperties: false })
   }) as [TObject, TObject]
+}
+
+type Json = Record<string, unknown>
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+const RATE_LIMIT_HEADERS = {
+  RateLimit: {
+    description: 'Quota left in the current window and seconds until it resets (IETF httpapi-ratelimit-headers): `"default";r=<left>;t=<seconds>`. On every response under a limit; probes (`/healthz`, `/readyz`, `/metrics`) are never limited.',
+    schema: { type: 'string', maxLength: 100 },
+  },
+  'RateLimit-Policy': {
+    description: 'The policy: `"default";q=<RATE_LIMIT_MAX>;w=<RATE_LIMIT_WINDOW_S>`. Sent with `RateLimit`.',
+    schema: { type: 'string', maxLength: 100 },
+  },
+}
+const CORS_HEADERS = {
+  'Access-Control-Allow-Origin': {
+    description: 'Sent only when `CORS_ORIGINS` allows the request\'s `Origin`: that origin, or `*`. Absent otherwise: browsers on other origins cannot read the answer.',
+    schema: { type: 'string', maxLength: 2048 },
+  },
+}
+const RETRY_AFTER_HEADER = {
+  'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 86_400 } },
+}
+/** Text bodies (metrics, problem pages) are far smaller; the bound says that none is unbounded. */
+const TEXT_BODY_MAX = 16 * 1024 * 1024
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+
+/** Every integer the service reads or writes fits in int64 (ids stay below 2^53). */
+function annotateIntegers (node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) annotateIntegers(item)
+    return
+  }
+  if (!isObject(node)) return
+  if (node.type === 'integer' && node.format === undefined) node.format = 'int64'
+  for (const value of Object.values(node)) annotateIntegers(value)
+}
+
+/**
+ * The OpenAPI document's cross-cutting facts, stated once for every operation instead of per
+ * route (contract §4, §7): every response may carry the rate-limit and CORS headers, every
+ * operation can answer 429, and 429 and 503 carry Retry-After. Used as @fastify/swagger's `transformObject`.
+ */
+export function documentCrossCutting (documentObject: { openapiObject?: unknown, swaggerObject?: unknown }): Json {
+  const doc = (documentObject.openapiObject ?? documentObject.swaggerObject) as Json
+  for (const pathItem of Object.values(isObject(doc.paths) ? doc.paths : {})) {
+    if (!isObject(pathItem)) continue
+    for (const method of METHODS) {
+      const operation = pathItem[method]
+      if (!isObject(operation)) continue
+      const responses = (operation.responses ??= {}) as Json
+      if (responses['429'] === undefined) Object.assign(responses, problemResponses(429))
+      for (const [status, response] of Object.entries(responses)) {
+        if (!isObject(response)) continue
+        const headers = { ...(isObject(response.headers) ? response.headers : {}), ...CORS_HEADERS }
+        if (/^[24]/.test(status)) Object.assign(headers, RATE_LIMIT_HEADERS)
+        if (status === '429' || status === '503') Object.assign(headers, RETRY_AFTER_HEADER)
+        response.headers = headers
+        for (const [type, media] of Object.entries(isObject(response.content) ? response.content : {})) {
+          const schema = isObject(media) ? media.schema : undefined
+          if (!isObject(schema)) continue
+          if (!/json/.test(type) && schema.type === 'string' && schema.maxLength === undefined) schema.maxLength = TEXT_BODY_MAX
+          // A bare JSON array answer is one page of a collection.
+          if (/^2/.test(status) && schema.type === 'array' && schema.maxItems === undefined) schema.maxItems = MAX_PAGE_SIZE
+        }
+      }
+    }
+  }
+  annotateIntegers(doc)
+  return doc
+}
+
+/**
+ * @fastify/swagger's per-route `transform`: an operation that needs a scope says that it needs a
+ * bearer credential. The rest of the route's schema is documented as declared.
+ */
+export function documentRoute ({ schema, url, route }: { schema: object, url: string, route: { config?: unknown } }): { schema: object, url: string } {
+  const scope = isObject(route.config) ? route.config.requiredScope : undefined
+  if (typeof scope !== 'string' || 'security' in schema) return { schema, url }
+  return { schema: { ...schema, security: [{ bearer: [] }] }, url }
 }

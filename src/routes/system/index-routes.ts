@@ -10,11 +10,11 @@ export const IndexSchema = Type.Object({
 
 export const VersionsSchema = Type.Object({
   versions: Type.Array(Type.Object({
-    version: Type.Integer(),
-    introduced: Type.String({ format: 'date-time' }),
-    deprecated: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-    sunset: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  }, { additionalProperties: false })),
+    version: Type.Integer({ minimum: 1, maximum: 99 }),
+    introduced: Type.String({ format: 'date-time', maxLength: 30 }),
+    deprecated: Type.Union([Type.String({ format: 'date-time', maxLength: 30 }), Type.Null()]),
+    sunset: Type.Union([Type.String({ format: 'date-time', maxLength: 30 }), Type.Null()]),
+  }, { additionalProperties: false }), { maxItems: 99 }),
 }, { $id: 'Versions', additionalProperties: false })
 
 /** GET / (the API index, linking every resource's collection) and GET /versions, answered under every version prefix. */

@@ -21,25 +21,37 @@ export interface PostgresOptions {
   connectTimeoutMs?: number
   /** Statements running longer are cancelled by the server (PG_STATEMENT_TIMEOUT_MS). */
   statementTimeoutMs?: number
+  /**
+   * A request's whole budget (REQUEST_TIMEOUT_MS): no wait for the database outlasts it, so a
+   * connection lost in a network partition is given up by the deadline of the request using it.
+   */
+  requestTimeoutMs?: number
 }
 
 const APPLICATION_NAME = 'blog-post-service'
 
-function poolConfig (url: string, opts: { max: number, connectTimeoutMs: number, statementTimeoutMs: number }): pg.PoolConfig {
+/** Idle connections whose peer vanished are found by TCP keep-alive probes after this long. */
+const KEEPALIVE_DELAY_MS = 10_000
+
+function poolConfig (url: string, opts: { max: number, connectTimeoutMs: number, statementTimeoutMs: number, requestTimeoutMs?: number }): pg.PoolConfig {
+  const budget = opts.requestTimeoutMs ?? Infinity
+  // The server cancels at statement_timeout; this client-side bound also covers a server (or a
+  // network path) that has stopped answering, which no server-side timeout can. Each statement
+  // gets at most the request's whole budget: a partition must not hold a connection for longer.
+  const readTimeout = opts.statementTimeoutMs === 0 ? 0 : Math.min(opts.statementTimeoutMs + opts.connectTimeoutMs, budget)
   return {
     connectionString: url,
     max: opts.max,
-    connectionTimeoutMillis: opts.connectTimeoutMs,
+    connectionTimeoutMillis: Math.min(opts.connectTimeoutMs, budget),
     idleTimeoutMillis: 30_000,
     keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
     application_name: APPLICATION_NAME,
     // 0 means no limit, for PostgreSQL and for pg alike.
     statement_timeout: opts.statementTimeoutMs,
     // A transaction left open by a stuck request must not hold its locks and connection for ever.
     idle_in_transaction_session_timeout: opts.statementTimeoutMs === 0 ? 0 : Math.max(opts.statementTimeoutMs, 10_000),
-    // The server cancels at statement_timeout; this client-side bound also covers a server (or a
-    // network path) that has stopped answering, which no server-side timeout can.
-    query_timeout: opts.statementTimeoutMs === 0 ? 0 : opts.statementTimeoutMs + opts.connectTimeoutMs,
+    query_timeout: readTimeout,
     types: {
       getTypeParser: ((oid: number, format?: string) =>
         oid === pg.types.builtins.INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
@@ -124,7 +136,12 @@ class PostgresMigrator extends Migrator {
  */
 export function openPostgresStore (url: string, opts: PostgresOptions): KyselyStore {
   const connectTimeoutMs = opts.connectTimeoutMs ?? 5_000
-  const pool = newPool(poolConfig(url, { max: opts.poolMax, connectTimeoutMs, statementTimeoutMs: opts.statementTimeoutMs ?? 15_000 }))
+  const pool = newPool(poolConfig(url, {
+    max: opts.poolMax,
+    connectTimeoutMs,
+    statementTimeoutMs: opts.statementTimeoutMs ?? 15_000,
+    ...(opts.requestTimeoutMs !== undefined ? { requestTimeoutMs: opts.requestTimeoutMs } : {}),
+  }))
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool) }) })
   const parts: DialectParts = {
     kind: 'postgres',

@@ -88,17 +88,26 @@ function withStatementCache (database: SQLite.Database): SqliteDatabase {
   }
 }
 
+export interface SqliteOptions {
+  /**
+   * In WAL mode, FULL syncs the log at every commit: an acknowledged write survives a power cut.
+   * NORMAL syncs only at checkpoints: a power cut may lose the last commits (never corrupt the
+   * file); a crash of the process alone loses nothing either way.
+   */
+  synchronous?: 'FULL' | 'NORMAL'
+}
+
 /**
  * Opens the embedded store: one SQLite file in WAL mode.
  *
  * @example
- * const store = openSqliteStore('./data/blog.db')
+ * const store = openSqliteStore('./data/blog.db', { synchronous: 'FULL' })
  */
-export function openSqliteStore (file: string): KyselyStore {
+export function openSqliteStore (file: string, opts: SqliteOptions = {}): KyselyStore {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
   const database = new SQLite(file)
   database.pragma('journal_mode = WAL')
-  database.pragma('synchronous = NORMAL')
+  database.pragma(`synchronous = ${opts.synchronous === 'NORMAL' ? 'NORMAL' : 'FULL'}`)
   database.pragma('busy_timeout = 5000')
   database.pragma('foreign_keys = ON')
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) })

@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict'
+import { type ChildProcess, spawn } from 'node:child_process'
+import path from 'node:path'
+import { after, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import { SignJWT } from 'jose'
+import type { Viewer } from '../../src/domain/principal.ts'
+import { loadConfig } from '../../src/config.ts'
+import { openStore } from '../../src/store/open-store.ts'
+import { freePort, freshDatabase, JWT_SECRET, storeKinds } from '../helper.ts'
+import { recordResult } from '../reliability-record.ts'
+
+/**
+ * Crash durability: bursts of concurrent writes to a real server process, SIGKILL at a random
+ * moment, restart; every acknowledged create must be there, every acknowledged delete gone.
+ * `CRASH_ROUNDS` kill points per store (`npm run crash` runs the long form).
+ */
+const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 2)
+const WORKERS = Number(process.env.CRASH_WORKERS ?? 12)
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+
+async function startServer (env: Record<string, string>): Promise<{ child: ChildProcess, origin: string }> {
+  const port = await freePort()
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  let stderr = ''
+  child.stderr!.on('data', c => { stderr += String(c) })
+  const origin = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the server exited (${child.exitCode}): ${stderr}`)
+    try {
+      if ((await fetch(`${origin}/healthz`)).status === 200) return { child, origin }
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) throw new Error(`the server did not start: ${stderr}`)
+    await sleep(50)
+  }
+}
+
+async function kill (child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise(resolve => child.once('exit', resolve))
+  child.kill('SIGKILL')
+  await exited
+}
+
+/** What the server acknowledged, and the deletes it was sent but did not acknowledge (they may have happened). */
+interface Ledger { created: Map<number, string>, deleted: Set<number>, deleting: Set<number> }
+
+/** One worker: create, sometimes delete what it created, until told to stop; records only what was acknowledged. */
+async function writer (origin: string, authorization: string, worker: number, ledger: Ledger, stop: AbortSignal): Promise<void> {
+  const mine: number[] = []
+  for (let i = 0; !stop.aborted; i++) {
+    try {
+      if (mine.length > 0 && i % 3 === 2) {
+        const id = mine.splice(Math.floor(Math.random() * mine.length), 1)[0]!
+        ledger.deleting.add(id)
+        const res = await fetch(`${origin}/posts/${id}`, { method: 'DELETE', headers: { authorization } })
+        if (res.status === 204) ledger.deleted.add(id)
+        else ledger.deleting.delete(id)
+        await res.arrayBuffer()
+      } else {
+        const title = `w${worker}-${i}-${Math.random().toString(36).slice(2, 8)}`
+        const res = await fetch(`${origin}/posts`, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify({ title, content: 'x'.repeat(200) }) })
+        if (res.status === 201) {
+          const id = ((await res.json()) as { id: number }).id
+          ledger.created.set(id, title)
+          mine.push(id)
+        } else {
+          await res.arrayBuffer()
+        }
+      }
+    } catch {
+      // The server was killed: this write was never acknowledged, so it may or may not be there.
+      return
+    }
+  }
+}
+
+for (const kind of await storeKinds()) {
+  describe(`crash durability: SIGKILL during bursts of writes [${kind}]`, () => {
+    let drop: (() => Promise<void>) | undefined
+    after(async () => { await drop?.() })
+
+    it(`loses no acknowledged write and resurrects no acknowledged delete over ${ROUNDS} kill points`, async () => {
+      const db = await freshDatabase(kind)
+      drop = db.drop
+      const env = {
+        DATABASE_URL: db.url,
+        DATA_DIR: db.dataDir,
+        AUTH_JWT_SECRET: JWT_SECRET,
+        BOOTSTRAP_ADMIN_KEY: 'false',
+        LOG_LEVEL: 'silent',
+        RATE_LIMIT_MAX: '0',
+        OVERLOAD_MAX_WAIT_MS: '0',
+        OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+      }
+      const authorization = `Bearer ${await new SignJWT({ scope: 'posts:write' }).setProtectedHeader({ alg: 'HS256' }).setSubject('writer').setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(JWT_SECRET))}`
+      const ledger: Ledger = { created: new Map(), deleted: new Set(), deleting: new Set() }
+      const admin: Viewer = { subject: 'checker', scopes: new Set(['admin']), kind: 'jwt' }
+      let killedWithWritesInFlight = 0
+      for (let round = 0; round < ROUNDS; round++) {
+        const { child, origin } = await startServer(env)
+        try {
+          const stop = new AbortController()
+          const before = ledger.created.size
+          const workers = Array.from({ length: WORKERS }, async (_, w) => { await writer(origin, authorization, w, ledger, stop.signal) })
+          // A random point in the burst, once writes are flowing.
+          await sleep(100 + Math.random() * 400)
+          await kill(child)
+          stop.abort()
+          await Promise.all(workers)
+          if (ledger.created.size > before) killedWithWritesInFlight++
+        } finally {
+          await kill(child)
+        }
+        // Checked on the store itself, as the next start will find it.
+        const store = await openStore(loadConfig(env))
+        try {
+          for (const [id, title] of ledger.created) {
+            const post = await store.posts.findById(id, admin)
+            if (ledger.deleted.has(id)) assert.equal(post, null, `round ${round}: post ${id} was deleted (204) but is back`)
+            // A delete cut short by the kill may or may not have committed; either is correct.
+            else if (post === null && ledger.deleting.has(id)) continue
+            else {
+              ledger.deleting.delete(id)
+              assert.equal(post?.title, title, `round ${round}: post ${id} was created (201) but is ${post === null ? 'missing' : `"${post.title}"`}`)
+            }
+          }
+        } finally {
+          await store.close()
+        }
+      }
+      assert.ok(killedWithWritesInFlight >= Math.ceil(ROUNDS / 2), `writes were flowing at ${killedWithWritesInFlight} of ${ROUNDS} kill points`)
+      recordResult(`crash-${kind}`, {
+        test: `SIGKILL during concurrent writes, restart [${kind}]`,
+        injected: `SIGKILL at a random point of a burst from ${WORKERS} concurrent writers (creates and deletes)`,
+        count: ROUNDS,
+        result: `${ledger.created.size} acknowledged creates and ${ledger.deleted.size} acknowledged deletes: 0 lost, 0 resurrected (${ledger.deleting.size} deletes cut short by the kill: either outcome is correct)`,
+      })
+    })
+  })
+}

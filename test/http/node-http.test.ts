@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict'
+import type net from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import { buildTestApp, type TestApp } from '../helper.ts'
+import { type RawResponse, rawRequest } from '../raw-http.ts'
+import { recordResult } from '../reliability-record.ts'
+
+function assertRawProblem (res: RawResponse, status: number, code: string): Record<string, unknown> {
+  assert.equal(res.status, status, JSON.stringify(res))
+  assert.match(res.headers['content-type'] ?? '', /^application\/problem\+json/)
+  const problem = JSON.parse(res.body) as Record<string, unknown>
+  assert.equal(problem.code, code)
+  assert.equal(problem.status, status)
+  assert.equal(Buffer.byteLength(res.body), Number(res.headers['content-length']))
+  return problem
+}
+
+async function listen (t: TestApp): Promise<number> {
+  await t.app.listen({ port: 0, host: '127.0.0.1' })
+  return (t.app.server.address() as net.AddressInfo).port
+}
+
+describe('answers that Node would give itself', () => {
+  let t: TestApp
+  let port: number
+  before(async () => {
+    t = await buildTestApp('sqlite')
+    port = await listen(t)
+  })
+  after(async () => { await t.close() })
+
+  it('answers an Expect it cannot meet with 417 EXPECTATION_FAILED as a problem', async () => {
+    const res = await rawRequest(port, 'GET /posts HTTP/1.1\r\nHost: x\r\nExpect: bogus\r\n\r\n')
+    const problem = assertRawProblem(res, 417, 'EXPECTATION_FAILED')
+    assert.equal(problem.instance, '/posts')
+    assert.equal(res.headers.connection, 'close')
+  })
+
+  it('still honours Expect: 100-continue', async () => {
+    const body = JSON.stringify({ title: 'x', content: '' })
+    const res = await rawRequest(port, `POST /posts HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n${body}`)
+    // 100 Continue, then the answer: 401, because no credential was sent.
+    assert.equal(res.status, 100)
+  })
+
+  it('answers an HTTP/1.1 request without Host with 400 BAD_REQUEST as a problem', async () => {
+    const res = await rawRequest(port, 'GET /posts HTTP/1.1\r\nConnection: close\r\n\r\n')
+    const problem = assertRawProblem(res, 400, 'BAD_REQUEST')
+    assert.match(String(problem.detail), /Host/)
+    // HTTP/1.0 has no Host requirement.
+    assert.equal((await rawRequest(port, 'GET /healthz HTTP/1.0\r\n\r\n')).status, 200)
+  })
+
+  it('answers CONNECT on a known path with 405 and Allow, on an unknown one with 404, then closes', async () => {
+    // A tunnel to elsewhere (authority form) is a CONNECT to this service's root: 405 as well.
+    const res = await rawRequest(port, 'CONNECT /posts HTTP/1.1\r\nHost: x\r\n\r\n')
+    assertRawProblem(res, 405, 'METHOD_NOT_ALLOWED')
+    assert.equal(res.headers.allow, 'GET, HEAD, OPTIONS, POST')
+    assert.equal(res.headers.connection, 'close')
+    assertRawProblem(await rawRequest(port, 'CONNECT /nowhere HTTP/1.1\r\nHost: x\r\n\r\n'), 404, 'NOT_FOUND')
+    assertRawProblem(await rawRequest(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'), 405, 'METHOD_NOT_ALLOWED')
+  })
+
+  it('ignores the body of a DELETE whatever its Content-Type, even a malformed one (found by fuzzing)', async () => {
+    const auth = await t.auth('alice')
+    for (const type of ['', 'a;;;', 'garbage']) {
+      const res = await t.request({ method: 'DELETE', url: '/posts/12345', headers: { ...auth, 'content-type': type }, payload: '{"a":1}' })
+      assert.equal(res.statusCode, 404, `Content-Type ${JSON.stringify(type)}: ${res.body}`)
+    }
+  })
+
+  it('answers every malformed request with a 400 problem before closing', async () => {
+    const malformed = [
+      'GET /posts HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      'GET /posts HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
+      'GET /posts HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n',
+      'GET /po sts HTTP/1.1\r\nHost: x\r\n\r\n',
+      'GET /posts HTTP/9.9\r\nHost: x\r\n\r\n',
+      'POST /posts HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+      '\x00\x01\x02\r\n\r\n',
+      'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n',
+    ]
+    for (const request of malformed) {
+      const res = await rawRequest(port, request)
+      assert.ok(res.status === 400, `${JSON.stringify(request)} → ${res.status}`)
+      assertRawProblem(res, 400, 'BAD_REQUEST')
+    }
+    recordResult('node-http', { test: 'Requests Node answers itself, over a raw socket', injected: 'Expect: bogus, no Host, CONNECT (3 forms), 8 malformed framings', count: 13, result: 'every one a problem+json body (417, 400, 405/404, 400) before the connection closes' })
+  })
+})
+
+describe('slow clients', () => {
+  let t: TestApp
+  let port: number
+  before(async () => {
+    t = await buildTestApp('sqlite', { REQUEST_TIMEOUT_MS: '800', HEADERS_TIMEOUT_MS: '600' })
+    port = await listen(t)
+  })
+  after(async () => { await t.close() })
+
+  it('answers 503 REQUEST_TIMEOUT to a trickling upload and closes the connection', async () => {
+    const auth = await t.auth('alice')
+    const head = `POST /posts HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth.authorization}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`
+    // One byte every 50 ms, for far longer than the deadline, unless the server closes.
+    const res = await rawRequest(port, [head, ...Array.from({ length: 200 }, () => ' ')], { gapMs: 50, timeoutMs: 5000 })
+    assertRawProblem(res, 503, 'REQUEST_TIMEOUT')
+    assert.equal(res.headers.connection, 'close')
+    assert.ok(Number(res.headers['retry-after']) > 0)
+    assert.ok(res.closedAfterMs < 2500, `closed after ${Math.round(res.closedAfterMs)} ms`)
+    recordResult('slow-upload', { test: 'Trickling upload (REQUEST_TIMEOUT_MS=800)', injected: 'a 100 000-byte body sent 1 byte per 50 ms', count: 1, result: `503 REQUEST_TIMEOUT with Connection: close, connection closed after ${Math.round(res.closedAfterMs)} ms` })
+  })
+
+  it('closes with 408 CLIENT_TIMEOUT a client that does not finish its headers in HEADERS_TIMEOUT_MS', async () => {
+    const res = await rawRequest(port, ['GET /posts HTTP/1.1\r\n', ...Array.from({ length: 100 }, (_, i) => `X-Slow-${i}: 1\r\n`)], { gapMs: 50, timeoutMs: 5000 })
+    assertRawProblem(res, 408, 'CLIENT_TIMEOUT')
+    assert.ok(res.closedAfterMs < 2500, `closed after ${Math.round(res.closedAfterMs)} ms`)
+    recordResult('slow-headers', { test: 'Trickling headers (HEADERS_TIMEOUT_MS=600)', injected: 'one header line per 50 ms, never finished', count: 1, result: `408 CLIENT_TIMEOUT problem, connection closed after ${Math.round(res.closedAfterMs)} ms` })
+  })
+
+  it('keeps serving clients that send in time', async () => {
+    const res = await rawRequest(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+    assert.equal(res.status, 200)
+  })
+})

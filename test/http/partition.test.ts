@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { LightMyRequestResponse } from 'fastify'
+import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
+import { recordResult } from '../reliability-record.ts'
+import { TcpProxy } from '../tcp-proxy.ts'
+
+const DEADLINE_MS = 1500
+/** Scheduling noise on a busy 2-core machine; far below the seconds a stacked timeout would add. */
+const SLACK_MS = 1000
+
+function assertUnavailable (res: LightMyRequestResponse, what: string): void {
+  assert.equal(res.statusCode, 503, `${what}: ${res.body}`)
+  assert.match(String(res.headers['content-type']), /^application\/problem\+json/)
+  assert.ok(['SERVICE_UNAVAILABLE', 'REQUEST_TIMEOUT'].includes(json(res).code), what)
+  assert.ok(Number(res.headers['retry-after']) > 0, `${what}: Retry-After`)
+}
+
+if ((await storeKinds()).includes('postgres')) {
+  describe('a PostgreSQL network partition (bytes stop flowing) [postgres]', () => {
+    let proxy: TcpProxy
+    let t: TestApp
+    let auth: { authorization: string }
+    let id: number
+    before(async () => {
+      proxy = await TcpProxy.start({ host: '127.0.0.1', port: 5432 })
+      // The settings whose sum used to outlast the deadline: a connect timeout and a statement timeout.
+      t = await buildTestApp('postgres', { REQUEST_TIMEOUT_MS: String(DEADLINE_MS), PG_CONNECT_TIMEOUT_MS: '5000', PG_STATEMENT_TIMEOUT_MS: '15000' }, { url: u => proxy.via(u) })
+      auth = await t.auth('alice')
+      const res = await t.app.inject({ method: 'POST', url: '/posts', headers: auth, payload: { title: 'before', content: '' } })
+      assert.equal(res.statusCode, 201)
+      id = json(res).id
+    })
+    after(async () => {
+      proxy.heal()
+      await t.close()
+      await proxy.close()
+    })
+
+    it('ends every request by its deadline with 503 and Retry-After', async () => {
+      proxy.hold()
+      const started = performance.now()
+      const requests = [
+        ...Array.from({ length: 12 }, () => ({ method: 'GET' as const, url: '/posts' })),
+        ...Array.from({ length: 6 }, () => ({ method: 'GET' as const, url: `/posts/${id}` })),
+        ...Array.from({ length: 6 }, (_, i) => ({ method: 'POST' as const, url: '/posts', headers: auth, payload: { title: `during ${i}`, content: '' } })),
+        { method: 'PUT' as const, url: `/posts/${id}`, headers: auth, payload: { title: 'during', content: '' } },
+        { method: 'DELETE' as const, url: `/posts/${id}`, headers: auth },
+      ]
+      const answers = await Promise.all(requests.map(async r => {
+        const res = await t.app.inject(r)
+        return { res, ms: performance.now() - started, what: `${r.method} ${r.url}` }
+      }))
+      for (const a of answers) {
+        assertUnavailable(a.res, a.what)
+        assert.ok(a.ms < DEADLINE_MS + SLACK_MS, `${a.what} answered after ${Math.round(a.ms)} ms`)
+      }
+      recordResult('partition-deadline', {
+        test: 'PostgreSQL network partition: bytes stop flowing (REQUEST_TIMEOUT_MS=1500, connect 5 s, statement 15 s)',
+        injected: 'a TCP proxy that stops forwarding in both directions; concurrent reads and writes',
+        count: answers.length,
+        result: `all 503 with Retry-After, slowest after ${Math.round(Math.max(...answers.map(a => a.ms)))} ms; no write answered 503 was kept`,
+      })
+      const ready = performance.now()
+      assertUnavailable(await t.app.inject({ method: 'GET', url: '/readyz' }), 'GET /readyz')
+      assert.ok(performance.now() - ready < DEADLINE_MS + SLACK_MS)
+      assert.equal((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200, 'alive, though not ready')
+    })
+
+    it('keeps ending requests by their deadline while the partition lasts', async () => {
+      await sleep(500)
+      const started = performance.now()
+      const res = await t.app.inject({ method: 'GET', url: '/posts' })
+      assertUnavailable(res, 'GET /posts')
+      assert.ok(performance.now() - started < DEADLINE_MS + SLACK_MS, `answered after ${Math.round(performance.now() - started)} ms`)
+    })
+
+    it('serves again once the network heals, without a restart, and kept no write it answered 503 to', async () => {
+      proxy.cut()
+      proxy.heal()
+      let res = await t.app.inject({ method: 'GET', url: `/posts/${id}` })
+      for (let i = 0; i < 50 && res.statusCode !== 200; i++) {
+        await sleep(200)
+        res = await t.app.inject({ method: 'GET', url: `/posts/${id}` })
+      }
+      assert.equal(res.statusCode, 200, res.body)
+      assert.equal(json(res).title, 'before', 'the PUT answered 503 changed nothing')
+      const list = await t.app.inject({ method: 'GET', url: '/posts?limit=100' })
+      assert.deepEqual(json(list).map((p: { title: string }) => p.title), ['before'])
+    })
+  })
+
+  describe('connections lost in a partition [postgres]', () => {
+    it('are given up by the deadline of the request that used them, so the pool recovers when the network does', async () => {
+      const proxy = await TcpProxy.start({ host: '127.0.0.1', port: 5432 })
+      const t = await buildTestApp('postgres', { REQUEST_TIMEOUT_MS: String(DEADLINE_MS), PG_POOL_MAX: '2' }, { url: u => proxy.via(u) })
+      try {
+        assert.equal((await t.app.inject({ method: 'GET', url: '/posts' })).statusCode, 200)
+        proxy.hold()
+        const during = await Promise.all(Array.from({ length: 4 }, async () => await t.app.inject({ method: 'GET', url: '/posts' })))
+        for (const res of during) assertUnavailable(res, 'GET /posts during the partition')
+        // The route is back, but the flows of the pool's two connections are lost for good.
+        proxy.healForNewConnections()
+        const healed = performance.now()
+        let res = await t.app.inject({ method: 'GET', url: '/posts' })
+        while (res.statusCode !== 200 && performance.now() - healed < 10_000) {
+          await sleep(100)
+          res = await t.app.inject({ method: 'GET', url: '/posts' })
+        }
+        const recovery = performance.now() - healed
+        assert.equal(res.statusCode, 200, res.body)
+        assert.ok(recovery < DEADLINE_MS + SLACK_MS, `served again ${Math.round(recovery)} ms after the network healed`)
+        recordResult('partition-recovery', {
+          test: 'Pool connections lost for good in a partition (PG_POOL_MAX=2)',
+          injected: 'the partition ends for new connections only; the old flows stay silent',
+          count: 1,
+          result: `served again ${Math.round(recovery)} ms after the network healed (before: up to connect + statement timeout, 20 s)`,
+        })
+      } finally {
+        await t.close()
+        await proxy.close()
+      }
+    })
+  })
+}

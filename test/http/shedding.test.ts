@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict'
+import type net from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { buildTestApp, json, type TestApp } from '../helper.ts'
+import { rawBurst, rawRequest } from '../raw-http.ts'
+import { recordResult } from '../reliability-record.ts'
+
+function busyWait (ms: number): void {
+  const end = performance.now() + ms
+  while (performance.now() < end) { /* the handler's cost: the event loop is the bottleneck */ }
+}
+
+describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
+  const WAIT_MS = 200
+  const WORK_MS = 40
+  let t: TestApp
+  let port: number
+  before(async () => {
+    t = await buildTestApp('sqlite', { OVERLOAD_MAX_WAIT_MS: String(WAIT_MS), OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', RATE_LIMIT_MAX: '0' }, {
+      extend: app => {
+        app.get('/test/busy', { schema: { hide: true } }, async () => {
+          busyWait(WORK_MS)
+          return { ok: true }
+        })
+      },
+    })
+    await t.app.listen({ port: 0, host: '127.0.0.1' })
+    port = (t.app.server.address() as net.AddressInfo).port
+  })
+  after(async () => { await t.close() })
+
+  it('answers a burst beyond capacity with fast 503s, and keeps the answered ones fast', async () => {
+    // 40 requests of 40 ms each at once: served in turn, the last would wait 1.6 s.
+    const results = await rawBurst(port, 40, 'GET /test/busy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+    assert.deepEqual(results.filter(r => r.timedOut), [], 'nobody timed out')
+    const served = results.filter(r => r.status === 200)
+    const shed = results.filter(r => r.status === 503)
+    assert.equal(served.length + shed.length, results.length, `only 200 and 503: ${results.map(r => r.status).join(',')}`)
+    assert.ok(shed.length > 0, 'some requests were shed')
+    assert.ok(served.length > 0, 'some requests were served')
+    for (const r of shed) {
+      assert.match(r.headers['content-type'] ?? '', /^application\/problem\+json/)
+      assert.equal(JSON.parse(r.body).code, 'SERVICE_UNAVAILABLE')
+      assert.ok(Number(r.headers['retry-after']) > 0)
+    }
+    // Served requests waited at most WAIT_MS, then worked WORK_MS; the rest is the noisy machine's.
+    const slowest = Math.max(...served.map(r => r.closedAfterMs))
+    assert.ok(slowest < WAIT_MS + 10 * WORK_MS, `slowest answered request took ${Math.round(slowest)} ms`)
+    const slowestShed = Math.max(...shed.map(r => r.closedAfterMs))
+    recordResult('overload-wait', {
+      test: 'Burst beyond capacity on new connections (OVERLOAD_MAX_WAIT_MS=200)',
+      injected: `40 requests of ${WORK_MS} ms of CPU at once (1.6 s of work), from another process`,
+      count: results.length,
+      result: `${served.length} served (slowest ${Math.round(slowest)} ms), ${shed.length} shed with 503 + Retry-After (slowest ${Math.round(slowestShed)} ms), 0 timed out; without shedding the last would wait ~1.6 s`,
+    })
+  })
+
+  it('serves normally once the burst is over', async () => {
+    // Over once the loop has had nothing to do for a moment.
+    await sleep(WAIT_MS * 2)
+    for (let i = 0; i < 5; i++) {
+      assert.equal((await rawRequest(port, 'GET /test/busy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).status, 200)
+    }
+  })
+})
+
+describe('shedding by requests in flight (OVERLOAD_MAX_IN_FLIGHT)', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp('sqlite', { OVERLOAD_MAX_IN_FLIGHT: '3', RATE_LIMIT_MAX: '0' }, {
+      extend: app => {
+        app.get('/test/wait', { schema: { hide: true } }, async () => {
+          await sleep(300)
+          return { ok: true }
+        })
+      },
+    })
+  })
+  after(async () => { await t.close() })
+
+  it('answers the request beyond the bound at once with 503, and not health checks', async () => {
+    const started = performance.now()
+    const pending = Array.from({ length: 10 }, async () => {
+      const res = await t.app.inject({ method: 'GET', url: '/test/wait' })
+      return { status: res.statusCode, ms: performance.now() - started, res }
+    })
+    await sleep(50)
+    assert.equal((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200)
+    const results = await Promise.all(pending)
+    assert.deepEqual(results.map(r => r.status).sort(), [200, 200, 200, 503, 503, 503, 503, 503, 503, 503])
+    for (const r of results.filter(r => r.status === 503)) {
+      assert.ok(r.ms < 250, `shed after ${Math.round(r.ms)} ms, before the served ones finished`)
+      assert.equal(json(r.res).code, 'SERVICE_UNAVAILABLE')
+      assert.ok(Number(r.res.headers['retry-after']) > 0)
+    }
+    recordResult('overload-in-flight', {
+      test: 'Requests beyond OVERLOAD_MAX_IN_FLIGHT=3',
+      injected: '10 concurrent requests that each wait 300 ms on I/O',
+      count: results.length,
+      result: `3 served, 7 shed with 503 + Retry-After, slowest shed after ${Math.round(Math.max(...results.filter(r => r.status === 503).map(r => r.ms)))} ms`,
+    })
+    // Finished requests leave the count: the next three are served again.
+    const again = await Promise.all(Array.from({ length: 3 }, async () => (await t.app.inject({ method: 'GET', url: '/test/wait' })).statusCode))
+    assert.deepEqual(again, [200, 200, 200])
+  })
+})

@@ -1,0 +1,109 @@
+import net from 'node:net'
+
+export interface RawResponse {
+  status: number
+  headers: Record<string, string>
+  body: string
+  /** Milliseconds from the first byte written to the connection's close. */
+  closedAfterMs: number
+}
+
+/** Splits the first HTTP/1.1 response out of raw bytes (Content-Length framing only). */
+export function parseRawResponse (text: string): Omit<RawResponse, 'closedAfterMs'> {
+  const end = text.indexOf('\r\n\r\n')
+  const head = end === -1 ? text : text.slice(0, end)
+  const [statusLine = '', ...lines] = head.split('\r\n')
+  const headers = Object.fromEntries(lines.map(l => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]))
+  const rest = end === -1 ? '' : text.slice(end + 4)
+  const length = headers['content-length'] === undefined ? rest.length : Number(headers['content-length'])
+  return { status: Number(statusLine.split(' ')[1]), headers, body: rest.slice(0, length) }
+}
+
+/**
+ * Writes raw bytes (each string of `parts` after the one before, `gapMs` apart, for as long as the
+ * connection is open) and reads until the server closes the connection, or rejects after `timeoutMs`.
+ */
+/** Whether `bytes` hold a whole final response (not 1xx), framed by Content-Length. */
+function completeResponse (bytes: Buffer, head: boolean): boolean {
+  let text = bytes.toString('latin1')
+  while (/^HTTP\/1\.[01] 1\d\d /.test(text) && text.includes('\r\n\r\n')) text = text.slice(text.indexOf('\r\n\r\n') + 4)
+  const end = text.indexOf('\r\n\r\n')
+  if (end === -1 || !text.startsWith('HTTP/')) return false
+  const length = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, end + 2))?.[1]
+  if (length === undefined) return /\r\ntransfer-encoding: *chunked/i.test(text.slice(0, end)) ? text.endsWith('0\r\n\r\n') : false
+  return head || text.length - end - 4 >= Number(length)
+}
+
+export async function rawRequest (port: number, parts: string | Buffer | (string | Buffer)[], opts: { gapMs?: number, timeoutMs?: number, untilAnswer?: boolean } = {}): Promise<RawResponse> {
+  const chunks = [parts].flat()
+  const started = performance.now()
+  const text = await new Promise<string>((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1')
+    const received: Buffer[] = []
+    let timer: NodeJS.Timeout | undefined
+    socket.setTimeout(opts.timeoutMs ?? 5000, () => {
+      socket.destroy()
+      reject(new Error(`the server neither closed the connection nor stopped within ${opts.timeoutMs ?? 5000} ms; got ${JSON.stringify(Buffer.concat(received).toString('latin1').slice(0, 300))}`))
+    })
+    const head = String(chunks[0] ?? '').startsWith('HEAD ')
+    socket.on('data', c => {
+      received.push(c)
+      // A kept-alive connection would stay open: the answer is all that is wanted.
+      if (opts.untilAnswer === true && completeResponse(Buffer.concat(received), head)) socket.destroy()
+    })
+    socket.on('close', () => {
+      clearTimeout(timer)
+      resolve(Buffer.concat(received).toString('utf8'))
+    })
+    socket.on('error', () => {})
+    let i = 0
+    const next = () => {
+      if (socket.destroyed || i >= chunks.length) return
+      socket.write(chunks[i++]!)
+      timer = setTimeout(next, opts.gapMs ?? 0)
+    }
+    socket.once('connect', next)
+  })
+  return { ...parseRawResponse(text), closedAfterMs: performance.now() - started }
+}
+
+const BURST_SCRIPT = `
+const net = require('node:net')
+const [port, n, request, timeoutMs] = [Number(process.argv[1]), Number(process.argv[2]), process.argv[3], Number(process.argv[4])]
+const results = []
+let left = n
+for (let i = 0; i < n; i++) {
+  const started = performance.now()
+  const socket = net.connect(port, '127.0.0.1')
+  const chunks = []
+  let done = false
+  const finish = (timedOut) => {
+    if (done) return
+    done = true
+    const text = Buffer.concat(chunks).toString('utf8')
+    results.push({ text, ms: performance.now() - started, timedOut })
+    if (--left === 0) process.stdout.write(JSON.stringify(results))
+  }
+  socket.setTimeout(timeoutMs, () => { socket.destroy(); finish(true) })
+  socket.on('data', c => chunks.push(c))
+  socket.on('close', () => finish(false))
+  socket.on('error', () => {})
+  socket.on('connect', () => socket.write(request))
+}
+`
+
+/**
+ * Sends `n` copies of a raw request at once, each on its own connection, from another process
+ * (so that the clients do not share the server's event loop), and returns every answer with the
+ * time it took, or `timedOut` when none came within `timeoutMs`.
+ */
+export async function rawBurst (port: number, n: number, request: string, timeoutMs = 10_000): Promise<(RawResponse & { timedOut: boolean })[]> {
+  const { execFile } = await import('node:child_process')
+  const out = await new Promise<string>((resolve, reject) => {
+    execFile(process.execPath, ['-e', BURST_SCRIPT, String(port), String(n), request, String(timeoutMs)], { maxBuffer: 64 * 1024 * 1024 }, (err, stdout) => {
+      if (err) reject(err)
+      else resolve(stdout)
+    })
+  })
+  return (JSON.parse(out) as { text: string, ms: number, timedOut: boolean }[]).map(r => ({ ...parseRawResponse(r.text), closedAfterMs: r.ms, timedOut: r.timedOut }))
+}
