@@ -17,6 +17,7 @@ import { rateLimitPlugin } from './http/rate-limit.ts'
 import { requestLogPlugin } from './http/request-log.ts'
 import { routingPlugin } from './http/routing.ts'
 import { securityPlugin } from './http/security.ts'
+import { lazySerializers } from './http/serialization.ts'
 import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
 import { API_VERSIONS, apiVersionConstraint, rewriteUnversionedAlias, versioningPlugin } from './http/versioning.ts'
@@ -62,6 +63,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
     },
     clientErrorHandler,
     rewriteUrl: rewriteUnversionedAlias,
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers() } },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
