@@ -1,4 +1,3 @@
-import compress from '@fastify/compress'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
@@ -7,6 +6,7 @@ import type { Config } from './config.ts'
 import { PostService } from './domain/post-service.ts'
 import { Authenticator, authorizationPlugin, authPlugin } from './http/auth.ts'
 import { cachingPlugin } from './http/caching.ts'
+import { compressionPlugin } from './http/compression.ts'
 import { contentTypePlugin } from './http/content-type.ts'
 import { metricsPlugin } from './http/metrics.ts'
 import { clientErrorHandler, overloadPlugin } from './http/overload.ts'
@@ -97,7 +97,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   })
   await app.register(metricsPlugin)
   await app.register(requestLogPlugin)
-  await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
+  await app.register(compressionPlugin)
 
   const posts = new PostService(store.posts)
   const cursors = new CursorCodec(await store.serverSecret())

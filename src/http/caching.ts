@@ -27,7 +27,7 @@ export function appendVary (reply: FastifyReply, ...fields: string[]): void {
 /** Every versioned response's body depends on Accept (version, media type), Accept-Encoding and Authorization (visibility). */
 export const cachingPlugin = fp(async function caching (app: FastifyInstance) {
   app.addHook('onSend', async (req, reply, payload) => {
-    // Lower case 'accept-encoding': @fastify/compress adds it again unless it finds it spelled so.
+    // Compression (src/http/compression.ts) appends accept-encoding too; appendVary keeps one.
     if (req.routeOptions.config.apiVersion !== undefined) appendVary(reply, 'Accept', 'accept-encoding', 'Authorization')
     if (reply.statusCode >= 400) appendVary(reply, 'Accept-Language')
     return payload
