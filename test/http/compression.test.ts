@@ -42,7 +42,8 @@ describe('compression (Accept-Encoding, Content-Encoding)', () => {
   })
 
   it('sends a large body as it is without Accept-Encoding, or when only identity is acceptable', async () => {
-    for (const headers of [{}, { 'accept-encoding': 'identity' }, { 'accept-encoding': 'br;q=0, gzip;q=0' }]) {
+    const variants: Record<string, string>[] = [{}, { 'accept-encoding': 'identity' }, { 'accept-encoding': 'br;q=0, gzip;q=0' }]
+    for (const headers of variants) {
       const res = await get(`/posts/${large}`, headers)
       assert.equal(res.headers['content-encoding'], undefined, JSON.stringify(headers))
       assert.equal(json(res).id, large)
