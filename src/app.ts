@@ -15,6 +15,7 @@ import { JsonPatchSchema, MergePatchSchema } from './http/patch.ts'
 import { problemsPlugin, sendProblem, toAppError } from './http/problems.ts'
 import { rateLimitPlugin } from './http/rate-limit.ts'
 import { requestLogPlugin } from './http/request-log.ts'
+import { routePlugin } from './http/route.ts'
 import { routingPlugin } from './http/routing.ts'
 import { securityPlugin } from './http/security.ts'
 import { lazySerializers } from './http/serialization.ts'
@@ -70,6 +71,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   const validator = createValidatorCompiler(SHARED_SCHEMAS)
   app.setValidatorCompiler(validator)
 
+  await app.register(routePlugin)
   await app.register(tracingPlugin)
   await app.register(problemsPlugin)
   await app.register(securityPlugin, { config })

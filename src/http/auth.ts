@@ -6,6 +6,7 @@ import type { Config } from '../config.ts'
 import { hasScope, type Principal, type Viewer } from '../domain/principal.ts'
 import { AppError } from '../errors.ts'
 import type { ApiKeyStore } from '../store/store.ts'
+import { routeOf } from './route.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -164,25 +165,35 @@ type WithCredentialError = FastifyRequest & { [CREDENTIAL_ERROR]?: AppError }
  */
 export const authPlugin = fp(async function auth (app: FastifyInstance, opts: { authenticator: Authenticator }) {
   app.decorateRequest('principal', null)
-  app.addHook('onRequest', async (req: FastifyRequest) => {
+  app.addHook('onRequest', (req: FastifyRequest, _reply, done) => {
     const header = req.headers.authorization
-    if (header === undefined || req.routeOptions.config.ignoresCredentials === true) return
-    try {
-      req.principal = await opts.authenticator.authenticate(header)
-    } catch (err) {
-      if (!(err instanceof AppError) || err.status !== 401) throw err
-      ;(req as WithCredentialError)[CREDENTIAL_ERROR] = err
+    // Most reads carry no credential: nothing to verify, and no promise to wait for.
+    if (header === undefined || routeOf(req).config.ignoresCredentials === true) {
+      done()
+      return
     }
+    opts.authenticator.authenticate(header).then(principal => {
+      req.principal = principal
+      done()
+    }, (err: unknown) => {
+      if (!(err instanceof AppError) || err.status !== 401) {
+        done(err as Error)
+        return
+      }
+      ;(req as WithCredentialError)[CREDENTIAL_ERROR] = err
+      done()
+    })
   })
 }, { name: 'auth' })
 
 export const authorizationPlugin = fp(async function authorization (app: FastifyInstance) {
-  app.addHook('onRequest', async (req: FastifyRequest) => {
+  app.addHook('onRequest', (req: FastifyRequest, _reply, done) => {
     const bad = (req as WithCredentialError)[CREDENTIAL_ERROR]
-    if (bad !== undefined) throw bad
-    const scope = req.routeOptions.config.requiredScope
-    if (scope === undefined) return
-    if (req.principal === null) throw unauthenticated()
-    if (!hasScope(req.principal, scope)) throw insufficientScope(scope)
+    const scope = routeOf(req).config.requiredScope
+    if (bad !== undefined) done(bad)
+    else if (scope === undefined) done()
+    else if (req.principal === null) done(unauthenticated())
+    else if (!hasScope(req.principal, scope)) done(insufficientScope(scope))
+    else done()
   })
 }, { name: 'authorization', dependencies: ['auth'] })

@@ -5,6 +5,7 @@ import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import type { Config } from '../config.ts'
 import { AppError } from '../errors.ts'
+import { routeOf } from './route.ts'
 
 type Incr = FastifyRateLimitStore['incr']
 type StoreImpl = { incr: Incr }
@@ -133,7 +134,7 @@ export const rateLimitPlugin = fp(async function rateLimits (app: FastifyInstanc
   const policy = policyHeader(max, windowS)
 
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
-    if (EXEMPT_ROUTES.has(req.routeOptions.url ?? '')) return
+    if (EXEMPT_ROUTES.has(routeOf(req).url ?? '')) return
     const r = await limit(req)
     if (r.isAllowed) return
     const resetS = r.ttlInSeconds > 0 ? r.ttlInSeconds : windowS
