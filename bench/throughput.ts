@@ -1,111 +1,397 @@
 /**
- * Throughput benchmark (`npm run bench:throughput`): starts the real service as its own process
- * (SQLite by default, `BENCH_STORE=postgres` for PostgreSQL), pinned to one core when `taskset`
- * exists, seeds posts, and drives it with autocannon from this process over real sockets.
- * Prints requests/s, latency percentiles and the server's resident memory per scenario.
+ * Throughput benchmark (`npm run bench`). In one run, side by side:
+ *   - the service as users start it (package.json's `start`: compiled JavaScript, default
+ *     settings; only RATE_LIMIT_MAX is set, to a limit the load does not reach, and a JWT secret
+ *     so that writes verify a token),
+ *   - the ceiling: bare node:http + better-sqlite3 with the same data and SQL (bench/reference-server.ts),
+ *   - bare Fastify with the same (bench/bare-fastify-server.ts);
+ * each on a copy of the same 10 000 posts of ~2 KB, pinned to core 0, driven in turn by wrk pinned
+ * to core 1 (64 connections), the scenarios interleaved over BENCH_ROUNDS rounds. Then read one
+ * and a deep cursor page at 1 000 000 posts (seeded with SQL), and the service on PostgreSQL when
+ * one answers. Prints req/s, p50/p99, errors, the server's CPU use and peak RSS, each ratio to
+ * the ceiling, and whether each target is met.
  *
- *   npm run bench:throughput                          # 10 s per scenario, 50 connections
- *   BENCH_SECONDS=30 BENCH_CONNECTIONS=100 npm run bench:throughput
+ *   npm run bench                                   # 10 s per run, 2 rounds (about 20 minutes)
+ *   BENCH_SECONDS=3 BENCH_ROUNDS=1 BENCH_BIG_POSTS=0 BENCH_PG=0 npm run bench   # a quick look
+ *
+ * Needs wrk (Debian: `apt-get install -y wrk`) and, to pin, taskset (util-linux) and 2 cores.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import autocannon from 'autocannon'
+import { setTimeout as sleep } from 'node:timers/promises'
+import Database from 'better-sqlite3'
 import { SignJWT } from 'jose'
 import pg from 'pg'
+import { CursorCodec } from '../src/http/paging.ts'
 
+const ROOT = path.resolve(import.meta.dirname, '..')
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
-const KIND = process.env.BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite'
-const PORT = Number(process.env.BENCH_PORT ?? 3901)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
+const POSTS = 10_000
+const BIG_POSTS = Number(process.env.BENCH_BIG_POSTS ?? 1_000_000)
+const PG_ADMIN = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+const PG_POOL_MAX = process.env.PG_POOL_MAX ?? '10'
 const SECRET = 'bench-throughput-secret-bench-throughput!!'
-const BASE = `http://127.0.0.1:${PORT}`
+const SCRIPT = path.join(ROOT, 'bench/wrk/scenario.lua')
+// ~2 KB of content per post, the same in the seed, the wrk script's writes and every server.
+const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(36)
 
-async function databaseUrl (dir: string): Promise<string> {
-  if (KIND === 'sqlite') return `sqlite:${path.join(dir, 'blog.db')}`
-  const admin = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' })
-  await admin.connect()
+type ServerKind = 'ceiling' | 'fastify' | 'service'
+const LABEL: Record<ServerKind, string> = { ceiling: 'bare node:http (ceiling)', fastify: 'bare Fastify', service: 'this service' }
+
+interface Server { kind: ServerKind, child: ChildProcess, port: number, startupMs: number }
+/** One wrk run. `cpu`: the share of a core the server used; `cpuSeconds`: the CPU time it used. */
+interface Run { requests: number, seconds: number, p50: number, p99: number, errors: number, cpu: number, cpuSeconds: number }
+interface Scenario { name: string, args: (s: Server) => string[] }
+
+const pinned = spawnSync('sh', ['-c', 'command -v taskset']).status === 0 && os.cpus().length > 1
+
+function pin (core: number, cmd: string, args: string[]): [string, string[]] {
+  return pinned ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args]
+}
+
+function requireWrk (): void {
+  if (spawnSync('sh', ['-c', 'command -v wrk']).status === 0) return
+  process.stderr.write('npm run bench needs wrk, the HTTP load generator. On Debian or Ubuntu: apt-get install -y wrk\n')
+  process.exit(2)
+}
+
+/** Posts as the service stores them: all published, by `bench`, a second apart, ~2 KB each. */
+function seedSqlite (file: string, count: number): void {
+  execFileSync(process.execPath, [path.join(ROOT, 'dist/cli/main.js'), 'migrate'], { env: { ...process.env, DATABASE_URL: `sqlite:${file}` } })
+  const db = new Database(file)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = OFF')
+  // Full-text indexing of 2 GB would take most of the run; search is not benchmarked.
+  const trigger = count > POSTS ? (db.prepare("select sql from sqlite_master where name = 'posts_fts_ai'").get() as { sql: string }).sql : null
+  if (trigger !== null) db.exec('drop trigger posts_fts_ai')
+  db.prepare(`
+    WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
+    INSERT INTO posts (title, content, status, author, created_at, updated_at, revision)
+    SELECT 'Post ' || i || ' ' || lower(hex(randomblob(4))), 'Post number ' || i || '. ' || ?, 'published', 'bench',
+           strftime('%Y-%m-%dT%H:%M:%fZ', 1577836800 + i, 'unixepoch'), strftime('%Y-%m-%dT%H:%M:%fZ', 1577836800 + i, 'unixepoch'), 1
+    FROM seq`).run(count, FILLER)
+  if (trigger !== null) db.exec(trigger)
+  db.pragma('wal_checkpoint(TRUNCATE)')
+  db.close()
+}
+
+async function seedPostgres (url: string): Promise<void> {
+  execFileSync(process.execPath, [path.join(ROOT, 'dist/cli/main.js'), 'migrate'], { env: { ...process.env, DATABASE_URL: url } })
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query(`
+    INSERT INTO posts (title, content, status, author, created_at, updated_at, revision)
+    SELECT 'Post ' || i || ' ' || substr(md5(random()::text), 1, 8), 'Post number ' || i || '. ' || $2, 'published', 'bench',
+           to_timestamp(1577836800 + i), to_timestamp(1577836800 + i), 1
+    FROM generate_series(1, $1::int) AS i`, [POSTS, FILLER])
+  await client.query('VACUUM ANALYZE posts')
+  await client.end()
+}
+
+function rssPeakMiB (pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8')
+  return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024
+}
+
+/** CPU seconds (user + system) the process has used. */
+function cpuSeconds (pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  // utime and stime, in clock ticks: 100 per second on Linux (sysconf(_SC_CLK_TCK)).
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
+
+let nextPort = 3911
+
+async function startServer (kind: ServerKind, env: Record<string, string>): Promise<Server> {
+  const port = nextPort++
+  let cmd: string
+  let args: string[]
+  if (kind === 'service') {
+    // Exactly what `npm start` runs, without npm's own process in between.
+    const start = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
+    ;[cmd, args] = pin(0, 'sh', ['-c', `exec ${start}`])
+  } else {
+    [cmd, args] = pin(0, process.execPath, ['--import', 'tsx', path.join(ROOT, `bench/${kind === 'ceiling' ? 'reference-server' : 'bare-fastify-server'}.ts`)])
+  }
+  const started = performance.now()
+  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] })
+  for (let i = 0; i < 3000; i++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return { kind, child, port, startupMs: performance.now() - started }
+    } catch {}
+    await sleep(5)
+  }
+  child.kill()
+  throw new Error(`${kind} did not start`)
+}
+
+async function stop (s: Server): Promise<void> {
+  if (s.child.exitCode !== null) return
+  s.child.kill('SIGTERM')
+  await new Promise(resolve => s.child.once('exit', resolve))
+}
+
+function wrk (s: Server, args: string[], seconds: number): Run {
+  const pid = s.child.pid!
+  const cpu0 = cpuSeconds(pid)
+  const t0 = performance.now()
+  const [cmd, cmdArgs] = pin(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--timeout', '10s', '-s', SCRIPT, `http://127.0.0.1:${s.port}`, '--', ...args])
+  const out = execFileSync(cmd, cmdArgs, { encoding: 'utf8' })
+  const wall = (performance.now() - t0) / 1000
+  const used = cpuSeconds(pid) - cpu0
+  const cpu = used / wall
+  const line = out.trim().split('\n').findLast(l => l.startsWith('{'))
+  if (line === undefined) throw new Error(`wrk printed no summary:\n${out}`)
+  const r = JSON.parse(line) as { requests: number, duration_us: number, p50_us: number, p99_us: number, connect: number, read: number, write: number, status: number, timeout: number }
+  return { requests: r.requests, seconds: r.duration_us / 1e6, p50: r.p50_us / 1000, p99: r.p99_us / 1000, errors: r.connect + r.read + r.write + r.status + r.timeout, cpu, cpuSeconds: used }
+}
+
+/** Rounds of one scenario on one server, combined: total rate, median p50, worst p99, all errors. */
+function combine (runs: Run[]): Run {
+  const p50s = runs.map(r => r.p50).sort((a, b) => a - b)
+  return {
+    requests: runs.reduce((a, r) => a + r.requests, 0),
+    seconds: runs.reduce((a, r) => a + r.seconds, 0),
+    p50: p50s[Math.floor(p50s.length / 2)]!,
+    p99: Math.max(...runs.map(r => r.p99)),
+    errors: runs.reduce((a, r) => a + r.errors, 0),
+    cpu: runs.reduce((a, r) => a + r.cpu, 0) / runs.length,
+    cpuSeconds: runs.reduce((a, r) => a + r.cpuSeconds, 0),
+  }
+}
+
+const rps = (r: Run): number => r.requests / r.seconds
+/** Server CPU time per request: less disturbed than req/s by other work on a shared machine. */
+const cpuPerRequest = (r: Run): number => 1e6 * r.cpuSeconds / r.requests
+
+async function jwt (): Promise<string> {
+  return await new SignJWT({ scope: 'posts:write' }).setProtectedHeader({ alg: 'HS256' }).setSubject('bench')
+    .setExpirationTime('4h').sign(new TextEncoder().encode(SECRET))
+}
+
+/**
+ * The service's cursor for the page after the post at `depth` (0–1) of the newest-first order,
+ * made with its own secret and the signature of the plain `?limit=20` query: a cursor it issued.
+ */
+async function deepCursor (port: number, secret: Buffer, values: [string, number]): Promise<string> {
+  const link = (await fetch(`http://127.0.0.1:${port}/posts?limit=20`)).headers.get('link') ?? ''
+  const next = /<[^>]*[?&]cursor=([^&>]+)[^>]*>;\s*rel="next"/.exec(link)?.[1]
+  if (next === undefined) throw new Error(`no next link on page 1: ${link}`)
+  const payload = JSON.parse(Buffer.from(decodeURIComponent(next).split('.')[0]!, 'base64url').toString('utf8')) as { s: string }
+  return encodeURIComponent(new CursorCodec(secret).encode('after', values, payload.s))
+}
+
+function sqliteSecret (file: string): Buffer {
+  const db = new Database(file, { readonly: true, fileMustExist: true })
+  const row = db.prepare("select value from meta where key = 'server_secret'").get() as { value: string }
+  db.close()
+  return Buffer.from(row.value, 'base64')
+}
+
+/** (created_at, id) of the post at `depth` of the newest-first order of `count` posts. */
+function positionAt (count: number, depth: number): [string, number] {
+  const id = Math.max(1, Math.round(count * (1 - depth)))
+  return [new Date((1577836800 + id) * 1000).toISOString(), id]
+}
+
+function scenarios (count: number, token: string, deep: Map<ServerKind, string>): Scenario[] {
+  const list = (s: Server) => s.kind === 'service' ? '/posts?limit=20' : '/posts'
+  return [
+    { name: 'read one', args: () => ['read', String(count)] },
+    { name: 'list 20', args: s => ['path', list(s)] },
+    { name: 'mixed 90% GET / 10% PUT', args: () => ['mixed', String(count), token] },
+    { name: 'create', args: () => ['create', token] },
+    { name: 'cursor list, 90% deep', args: s => ['path', deep.get(s.kind)!] },
+  ]
+}
+
+/** Warms each server up on each scenario, then runs the scenarios interleaved over the rounds. */
+function drive (servers: Server[], list: Scenario[]): Map<string, Run> {
+  const warm = Math.min(2, SECONDS)
+  for (const sc of list) for (const s of servers) wrk(s, sc.args(s), warm)
+  const runs = new Map<string, Run[]>()
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const sc of list) {
+      for (const s of servers) {
+        const r = wrk(s, sc.args(s), SECONDS)
+        process.stderr.write(`  round ${round} ${sc.name} ${s.kind}: ${rps(r).toFixed(0)} req/s, p99 ${r.p99.toFixed(1)} ms, ${r.errors} errors, cpu ${(100 * r.cpu).toFixed(0)}%\n`)
+        const key = `${sc.name}|${s.kind}`
+        runs.set(key, [...(runs.get(key) ?? []), r])
+      }
+    }
+  }
+  return new Map([...runs].map(([k, v]) => [k, combine(v)]))
+}
+
+function row (label: string, r: Run, ceiling: Run | undefined, rss?: number): string {
+  const ratio = ceiling === undefined ? '' : (rps(r) / rps(ceiling)).toFixed(2)
+  const cpuRatio = ceiling === undefined ? '' : (cpuPerRequest(ceiling) / cpuPerRequest(r)).toFixed(2)
+  return `| ${label} | ${rps(r).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.errors} | ${(100 * r.cpu).toFixed(0)}% | ` +
+    `${cpuPerRequest(r).toFixed(0)} | ${rss === undefined ? '' : rss.toFixed(0)} | ${ratio} | ${cpuRatio} |`
+}
+
+const HEADER = '| server | req/s | p50 ms | p99 ms | errors | server CPU | CPU µs/req | peak RSS MiB | × ceiling (req/s) | × ceiling (CPU/req) |\n' +
+  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+
+async function main (): Promise<void> {
+  requireWrk()
+  if (!fs.existsSync(path.join(ROOT, 'dist/cli/main.js'))) throw new Error('dist/ is missing: run npm run build first')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-bench-'))
+  const token = await jwt()
+  const out: string[] = []
+  const targets: { what: string, met: boolean, value: string }[] = []
+  const target = (what: string, met: boolean, value: string) => { targets.push({ what, met, value }) }
+  const say = (s: string) => { out.push(s); process.stderr.write(`${s}\n`) }
+  const servers: Server[] = []
+  try {
+    say(`# npm run bench — ${new Date().toISOString()}`)
+    say(`${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; ` +
+      `servers ${pinned ? 'pinned to core 0, wrk to core 1' : 'NOT pinned (no taskset or 1 core)'}; wrk -t1 -c${CONNECTIONS}, ` +
+      `${SECONDS} s per run, ${ROUNDS} round(s), interleaved; load average at start ${os.loadavg().map(l => l.toFixed(1)).join(' ')}`)
+
+    // 10 000 posts: one seeded file, a copy per server (writes change it).
+    const template = path.join(dir, 'template.db')
+    seedSqlite(template, POSTS)
+    const common = { AUTH_JWT_SECRET: SECRET, RATE_LIMIT_MAX: '1000000000', BOOTSTRAP_ADMIN_KEY: 'false' }
+    for (const kind of ['ceiling', 'fastify', 'service'] as const) {
+      const file = path.join(dir, `${kind}.db`)
+      fs.copyFileSync(template, file)
+      servers.push(await startServer(kind, { ...common, BENCH_DB: file, DATABASE_URL: `sqlite:${file}`, DATA_DIR: dir }))
+    }
+    const service = servers.find(s => s.kind === 'service')!
+    const position = positionAt(POSTS, 0.9)
+    const deep = new Map<ServerKind, string>([
+      ['ceiling', `/posts?after=${position.join(',')}`],
+      ['fastify', `/posts?after=${position.join(',')}`],
+      ['service', `/posts?limit=20&cursor=${await deepCursor(service.port, sqliteSecret(path.join(dir, 'service.db')), position)}`],
+    ])
+    const list = scenarios(POSTS, token, deep)
+    const results = drive(servers, list)
+    const rss = new Map(servers.map(s => [s.kind, rssPeakMiB(s.child.pid!)]))
+    for (const s of servers) await stop(s)
+    servers.length = 0
+
+    say(`\n## SQLite, ${POSTS.toLocaleString('en')} posts of ~2 KB\n`)
+    for (const sc of list) {
+      say(`### ${sc.name}\n\n${HEADER}`)
+      const ceiling = results.get(`${sc.name}|ceiling`)!
+      for (const kind of ['ceiling', 'fastify', 'service'] as const) say(row(LABEL[kind], results.get(`${sc.name}|${kind}`)!, ceiling, rss.get(kind)))
+      say('')
+    }
+    say(`Peak RSS (VmHWM, start-up and load) — ceiling ${rss.get('ceiling')!.toFixed(0)} MiB, bare Fastify ${rss.get('fastify')!.toFixed(0)} MiB, ` +
+      `this service ${rss.get('service')!.toFixed(0)} MiB. Start-up to ready (spawn → first 200 from /healthz) — this service ${service.startupMs.toFixed(0)} ms.`)
+
+    const svc = (name: string) => results.get(`${name}|service`)!
+    const ratio = (name: string) => rps(svc(name)) / rps(results.get(`${name}|ceiling`)!)
+    for (const [name, min] of [['read one', 0.6], ['list 20', 0.6], ['mixed 90% GET / 10% PUT', 0.6], ['create', 0.4]] as const) {
+      const byCpu = cpuPerRequest(results.get(`${name}|ceiling`)!) / cpuPerRequest(svc(name))
+      target(`${name} ≥ ${min}× the ceiling`, ratio(name) >= min, `${ratio(name).toFixed(2)}× (by CPU per request ${byCpu.toFixed(2)}×)`)
+    }
+    const p99 = svc('read one').p99 / results.get('read one|ceiling')!.p99
+    target('p99 of read one ≤ 2× the ceiling\'s', p99 <= 2, `${svc('read one').p99.toFixed(1)} ms vs ${results.get('read one|ceiling')!.p99.toFixed(1)} ms (${p99.toFixed(2)}×)`)
+    const errors = list.reduce((a, sc) => a + svc(sc.name).errors, 0)
+    target('0 errors (this service, every scenario; wrk counts 4xx/5xx and socket errors)', errors === 0, String(errors))
+    target('peak RSS ≤ 160 MB at 10 000 posts', rss.get('service')! * 1.048576 <= 160, `${(rss.get('service')! * 1.048576).toFixed(0)} MB`)
+    target('start-up to ready ≤ 1 s', service.startupMs <= 1000, `${service.startupMs.toFixed(0)} ms`)
+
+    if (BIG_POSTS > 0) {
+      const big = await bigTemplate()
+      const bigServers = [
+        await startServer('ceiling', { BENCH_DB: big }),
+        await startServer('service', { ...common, DATABASE_URL: `sqlite:${big}`, DATA_DIR: dir }),
+      ]
+      servers.push(...bigServers)
+      const bigPosition = positionAt(BIG_POSTS, 0.9)
+      const bigDeep = new Map<ServerKind, string>([
+        ['ceiling', `/posts?after=${bigPosition.join(',')}`],
+        ['service', `/posts?limit=20&cursor=${await deepCursor(bigServers[1]!.port, sqliteSecret(big), bigPosition)}`],
+      ])
+      const bigList = scenarios(BIG_POSTS, token, bigDeep).filter(sc => sc.name === 'read one' || sc.name.startsWith('cursor'))
+      const bigResults = drive(bigServers, bigList)
+      for (const s of bigServers) await stop(s)
+      servers.length = 0
+      say(`\n## SQLite, ${BIG_POSTS.toLocaleString('en')} posts of ~2 KB (read-only scenarios; one file for both servers)\n`)
+      for (const sc of bigList) {
+        say(`### ${sc.name}\n\n| server | req/s | p50 ms | p99 ms | errors | server CPU | CPU µs/req | peak RSS MiB | × own at ${POSTS.toLocaleString('en')} (req/s) | (CPU/req) |\n` +
+          '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+        for (const kind of ['ceiling', 'service'] as const) say(row(LABEL[kind], bigResults.get(`${sc.name}|${kind}`)!, results.get(`${sc.name}|${kind}`)!))
+        say('')
+        const own = rps(bigResults.get(`${sc.name}|service`)!) / rps(svc(sc.name))
+        const ownCpu = cpuPerRequest(svc(sc.name)) / cpuPerRequest(bigResults.get(`${sc.name}|service`)!)
+        target(`${sc.name} at ${BIG_POSTS.toLocaleString('en')} ≥ 0.75× its figure at ${POSTS.toLocaleString('en')}`, own >= 0.75,
+          `${own.toFixed(2)}× (by CPU per request ${ownCpu.toFixed(2)}×)`)
+      }
+    }
+
+    if (process.env.BENCH_PG !== '0') await postgres(common, token, say)
+
+    say('\n## Targets\n\n| target | value | met |\n|---|---|---|')
+    for (const t of targets) say(`| ${t.what} | ${t.value} | ${t.met ? 'yes' : '**no**'} |`)
+    say(`\n${targets.filter(t => t.met).length} of ${targets.length} targets met.`)
+    process.stdout.write(`${out.join('\n')}\n`)
+  } finally {
+    for (const s of servers) await stop(s)
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The 1 000 000-post file, kept between runs in the temporary directory while the migrations are unchanged. */
+async function bigTemplate (): Promise<string> {
+  const migrations = path.join(ROOT, 'src/store/sqlite/migrations')
+  const hash = createHash('sha256')
+  for (const f of fs.readdirSync(migrations).sort()) hash.update(fs.readFileSync(path.join(migrations, f)))
+  const cache = path.join(os.tmpdir(), 'blog-bench')
+  fs.mkdirSync(cache, { recursive: true })
+  const file = path.join(cache, `throughput-${BIG_POSTS}-${hash.digest('hex').slice(0, 12)}.db`)
+  if (!fs.existsSync(file)) {
+    const t0 = performance.now()
+    process.stderr.write(`seeding ${BIG_POSTS.toLocaleString('en')} posts (kept in ${cache} for later runs)… `)
+    seedSqlite(`${file}.tmp`, BIG_POSTS)
+    fs.renameSync(`${file}.tmp`, file)
+    for (const suffix of ['-wal', '-shm']) fs.rmSync(`${file}.tmp${suffix}`, { force: true })
+    process.stderr.write(`${((performance.now() - t0) / 1000).toFixed(0)} s\n`)
+  }
+  return file
+}
+
+/** The service alone on PostgreSQL (no ceiling there, no target): the same scenarios, PG_POOL_MAX connections. */
+async function postgres (common: Record<string, string>, token: string, say: (s: string) => void): Promise<void> {
+  const admin = new pg.Client({ connectionString: PG_ADMIN, connectionTimeoutMillis: 2000 })
+  try {
+    await admin.connect()
+  } catch (err) {
+    say(`\n## PostgreSQL\n\nNot measured: nothing answers at ${PG_ADMIN} (${String(err)}).`)
+    return
+  }
   await admin.query('DROP DATABASE IF EXISTS blog_bench_throughput WITH (FORCE)')
   await admin.query('CREATE DATABASE blog_bench_throughput')
   await admin.end()
-  return 'postgres://postgres@127.0.0.1:5432/blog_bench_throughput'
-}
-
-function rssMiB (pid: number): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8')
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024
-}
-
-async function start (env: Record<string, string>): Promise<ChildProcess> {
-  const pinned = spawnSync('sh', ['-c', 'command -v taskset']).status === 0 && os.cpus().length > 1
-  const cmd = pinned ? 'taskset' : process.execPath
-  const args = pinned ? ['-c', '0', process.execPath, 'bin/blog.js', 'serve'] : ['bin/blog.js', 'serve']
-  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] })
-  for (let i = 0; i < 100; i++) {
-    try {
-      if ((await fetch(`${BASE}/healthz`)).ok) return child
-    } catch {}
-    await new Promise(resolve => setTimeout(resolve, 100))
-  }
-  child.kill()
-  throw new Error('the service did not start')
-}
-
-interface Row { name: string, rps: number, p50: number, p99: number, errors: number, non2xx: number, rss: number }
-
-async function scenario (server: ChildProcess, name: string, opts: autocannon.Options): Promise<Row> {
-  const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...opts, url: `${BASE}${opts.url ?? ''}` })
-  return {
-    name,
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.timeouts,
-    non2xx: result.non2xx,
-    rss: rssMiB(server.pid!),
-  }
-}
-
-async function main (): Promise<void> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-throughput-'))
-  const env = {
-    DATABASE_URL: await databaseUrl(dir),
-    DATA_DIR: dir,
-    PORT: String(PORT),
-    AUTH_JWT_SECRET: SECRET,
-    RATE_LIMIT_MAX: '0',
-    LOG_LEVEL: 'warn',
-    BOOTSTRAP_ADMIN_KEY: 'false',
-  }
-  const server = await start(env)
+  const url = new URL(PG_ADMIN)
+  url.pathname = '/blog_bench_throughput'
+  await seedPostgres(url.toString())
+  const server = await startServer('service', { ...common, DATABASE_URL: url.toString(), PG_POOL_MAX })
   try {
-    const token = await new SignJWT({ scope: 'posts:write' }).setProtectedHeader({ alg: 'HS256' }).setSubject('bench').setExpirationTime('1h').sign(new TextEncoder().encode(SECRET))
-    const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-    for (let i = 0; i < 1000; i++) {
-      const res = await fetch(`${BASE}/posts`, { method: 'POST', headers: auth, body: JSON.stringify({ title: `Post ${i}`, content: `Body of post ${i} `.repeat(20) }) })
-      if (res.status !== 201) throw new Error(`seeding: ${res.status}`)
+    const client = new pg.Client({ connectionString: url.toString() })
+    await client.connect()
+    const secret = Buffer.from((await client.query<{ value: string }>("select value from meta where key = 'server_secret'")).rows[0]!.value, 'base64')
+    await client.end()
+    const deep = new Map<ServerKind, string>([['service', `/posts?limit=20&cursor=${await deepCursor(server.port, secret, positionAt(POSTS, 0.9))}`]])
+    const list = scenarios(POSTS, token, deep)
+    const results = drive([server], list)
+    say(`\n## PostgreSQL, ${POSTS.toLocaleString('en')} posts, this service only (PG_POOL_MAX=${PG_POOL_MAX}; PostgreSQL itself is not pinned and shares both cores)\n`)
+    say('| scenario | req/s | p50 ms | p99 ms | errors | server CPU | CPU µs/req | peak RSS MiB |\n|---|---:|---:|---:|---:|---:|---:|---:|')
+    const rss = rssPeakMiB(server.child.pid!)
+    for (const sc of list) {
+      const r = results.get(`${sc.name}|service`)!
+      say(`| ${sc.name} | ${rps(r).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.errors} | ${(100 * r.cpu).toFixed(0)}% | ${cpuPerRequest(r).toFixed(0)} | ${rss.toFixed(0)} |`)
     }
-    const etag = (await fetch(`${BASE}/posts/500`)).headers.get('etag') ?? ''
-    const idle = rssMiB(server.pid!)
-    const rows: Row[] = [
-      await scenario(server, 'GET /posts/{id}', { url: '/posts/500' }),
-      await scenario(server, 'GET /posts/{id} If-None-Match → 304', { url: '/posts/500', headers: { 'if-none-match': etag } }),
-      await scenario(server, 'GET /posts?limit=20 (cursor page 1)', { url: '/posts?limit=20' }),
-      await scenario(server, 'GET /posts?limit=100&fields=…', { url: '/posts?limit=100&fields=id,title,status,created_at' }),
-      await scenario(server, 'GET /posts/{id} gzip', { url: '/posts/500', headers: { 'accept-encoding': 'gzip' } }),
-      await scenario(server, 'POST /posts (JWT)', { url: '/posts', method: 'POST', headers: auth, body: JSON.stringify({ title: 'Bench', content: 'x'.repeat(500) }) }),
-    ]
-    process.stdout.write(`\n${KIND}, ${CONNECTIONS} connections, ${SECONDS} s per scenario, server ${spawnSync('sh', ['-c', 'command -v taskset']).status === 0 ? 'pinned to core 0' : 'unpinned'}; idle RSS ${idle.toFixed(0)} MiB\n\n`)
-    process.stdout.write('| scenario | req/s | p50 ms | p99 ms | errors | non-2xx | RSS MiB |\n|---|---:|---:|---:|---:|---:|---:|\n')
-    for (const r of rows) {
-      process.stdout.write(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rss.toFixed(0)} |\n`)
-    }
-    if (rows.some(r => r.errors > 0)) process.exitCode = 1
   } finally {
-    server.kill('SIGTERM')
-    await new Promise(resolve => server.once('exit', resolve))
-    fs.rmSync(dir, { recursive: true, force: true })
+    await stop(server)
   }
 }
 

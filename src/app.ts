@@ -1,4 +1,3 @@
-import compress from '@fastify/compress'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
@@ -6,6 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController
 import type { Config } from './config.ts'
 import { Authenticator, authorizationPlugin, authPlugin } from './http/auth.ts'
 import { cachingPlugin } from './http/caching.ts'
+import { compressionPlugin } from './http/compression.ts'
 import { contentTypePlugin } from './http/content-type.ts'
 import { metricsPlugin } from './http/metrics.ts'
 import { clientErrorHandler, overloadPlugin, serverOptions } from './http/overload.ts'
@@ -14,10 +14,12 @@ import { JsonPatchSchema, MergePatchSchema } from './http/patch.ts'
 import { problemsPlugin, sendProblem, toAppError } from './http/problems.ts'
 import { rateLimitPlugin } from './http/rate-limit.ts'
 import { requestLogPlugin } from './http/request-log.ts'
+import { routePlugin } from './http/route.ts'
 import { routingPlugin } from './http/routing.ts'
 import { securityPlugin } from './http/security.ts'
 import { documentIdempotencyKey, idempotencyPlugin } from './http/idempotency.ts'
 import { registerResources } from './http/resources.ts'
+import { lazySerializers } from './http/serialization.ts'
 import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
 import { apiVersionConstraint, rewriteUnversionedAlias, versioningPlugin } from './http/versioning.ts'
@@ -72,12 +74,14 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
     http: serverOptions(config),
     requestTimeout: config.requestTimeoutMs,
     rewriteUrl: rewriteUnversionedAlias,
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers() } },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
   const validator = createValidatorCompiler(SHARED_SCHEMAS)
   app.setValidatorCompiler(validator)
 
+  await app.register(routePlugin)
   await app.register(tracingPlugin)
   await app.register(problemsPlugin)
   await app.register(securityPlugin, { config })
@@ -112,7 +116,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   })
   await app.register(metricsPlugin)
   await app.register(requestLogPlugin)
-  await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
+  await app.register(compressionPlugin)
 
   await registerResources(app, {
     resources: RESOURCES,

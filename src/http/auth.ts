@@ -6,6 +6,7 @@ import type { Config } from '../config.ts'
 import { hasScope, type Principal, type Viewer } from '../domain/principal.ts'
 import { AppError } from '../errors.ts'
 import type { ApiKeyStore } from '../store/store.ts'
+import { routeOf } from './route.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -27,6 +28,9 @@ const API_KEY = /^blog_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
 /** No real token is this long; refusing early bounds the work a forged one can cause. */
 const MAX_TOKEN_LENGTH = 8192
+/** How long, and how many, verified JWTs are remembered (see Authenticator.verified). */
+const VERIFIED_TTL_MS = 60_000
+const VERIFIED_MAX = 1000
 /** The scopes a credential can carry (contract §5); `admin` alone permits everything. */
 export const KNOWN_SCOPES = ['posts:write', 'orders:write', 'admin'] as const
 
@@ -111,7 +115,30 @@ export class Authenticator {
     return { subject: record.name, scopes: new Set(record.scopes), kind: 'api-key' }
   }
 
+  /**
+   * JWTs that verified, until they expire (at most a minute): a client sends the same token with
+   * every request, and verifying it (base64, JSON, an HMAC or signature through WebCrypto, claims)
+   * was a large share of a write's cost. Its verdict cannot change before `exp`; only successes
+   * are kept, so every refusal is decided anew.
+   */
+  private readonly verified = new Map<string, { principal: Principal, until: number }>()
+
   private async jwt (token: string): Promise<Principal> {
+    const hit = this.verified.get(token)
+    if (hit !== undefined) {
+      if (Date.now() < hit.until) return hit.principal
+      this.verified.delete(token)
+    }
+    return await this.verifyJwt(token)
+  }
+
+  private remember (token: string, principal: Principal, exp: number): void {
+    const until = Math.min(exp * 1000, Date.now() + VERIFIED_TTL_MS)
+    if (this.verified.size >= VERIFIED_MAX) this.verified.delete(this.verified.keys().next().value!)
+    this.verified.set(token, { principal, until })
+  }
+
+  private async verifyJwt (token: string): Promise<Principal> {
     let alg: string | undefined
     try {
       alg = decodeProtectedHeader(token).alg
@@ -141,7 +168,9 @@ export class Authenticator {
       // The subject becomes a post's author: text every store can hold (PostgreSQL refuses NUL).
       if (payload.sub.includes('\u0000') || !payload.sub.isWellFormed()) throw invalidToken('The token\'s subject is not valid text.')
       const scope = typeof payload.scope === 'string' ? payload.scope : ''
-      return { subject: payload.sub, scopes: new Set(scope.split(' ').filter(Boolean)), kind: 'jwt' }
+      const principal: Principal = { subject: payload.sub, scopes: new Set(scope.split(' ').filter(Boolean)), kind: 'jwt' }
+      if (typeof payload.exp === 'number') this.remember(token, principal, payload.exp)
+      return principal
     } catch (err) {
       if (err instanceof AppError) throw err
       if (err instanceof joseErrors.JWTExpired) throw invalidToken('The token has expired.')
@@ -166,25 +195,35 @@ type WithCredentialError = FastifyRequest & { [CREDENTIAL_ERROR]?: AppError }
  */
 export const authPlugin = fp(async function auth (app: FastifyInstance, opts: { authenticator: Authenticator }) {
   app.decorateRequest('principal', null)
-  app.addHook('onRequest', async (req: FastifyRequest) => {
+  app.addHook('onRequest', (req: FastifyRequest, _reply, done) => {
     const header = req.headers.authorization
-    if (header === undefined || req.routeOptions.config.ignoresCredentials === true) return
-    try {
-      req.principal = await opts.authenticator.authenticate(header)
-    } catch (err) {
-      if (!(err instanceof AppError) || err.status !== 401) throw err
-      ;(req as WithCredentialError)[CREDENTIAL_ERROR] = err
+    // Most reads carry no credential: nothing to verify, and no promise to wait for.
+    if (header === undefined || routeOf(req).config.ignoresCredentials === true) {
+      done()
+      return
     }
+    opts.authenticator.authenticate(header).then(principal => {
+      req.principal = principal
+      done()
+    }, (err: unknown) => {
+      if (!(err instanceof AppError) || err.status !== 401) {
+        done(err as Error)
+        return
+      }
+      ;(req as WithCredentialError)[CREDENTIAL_ERROR] = err
+      done()
+    })
   })
 }, { name: 'auth' })
 
 export const authorizationPlugin = fp(async function authorization (app: FastifyInstance) {
-  app.addHook('onRequest', async (req: FastifyRequest) => {
+  app.addHook('onRequest', (req: FastifyRequest, _reply, done) => {
     const bad = (req as WithCredentialError)[CREDENTIAL_ERROR]
-    if (bad !== undefined) throw bad
-    const scope = req.routeOptions.config.requiredScope
-    if (scope === undefined) return
-    if (req.principal === null) throw unauthenticated()
-    if (!hasScope(req.principal, scope)) throw insufficientScope(scope)
+    const scope = routeOf(req).config.requiredScope
+    if (bad !== undefined) done(bad)
+    else if (scope === undefined) done()
+    else if (req.principal === null) done(unauthenticated())
+    else if (!hasScope(req.principal, scope)) done(insufficientScope(scope))
+    else done()
   })
 }, { name: 'authorization', dependencies: ['auth'] })

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { routeOf } from './route.ts'
 
 /** Who may cache a representation: anyone (published content), or only nobody but the client. */
 export type Audience = 'public' | 'private'
@@ -26,10 +27,10 @@ export function appendVary (reply: FastifyReply, ...fields: string[]): void {
 
 /** Every versioned response's body depends on Accept (version, media type), Accept-Encoding and Authorization (visibility). */
 export const cachingPlugin = fp(async function caching (app: FastifyInstance) {
-  app.addHook('onSend', async (req, reply, payload) => {
-    // Lower case 'accept-encoding': @fastify/compress adds it again unless it finds it spelled so.
-    if (req.routeOptions.config.apiVersion !== undefined) appendVary(reply, 'Accept', 'accept-encoding', 'Authorization')
+  app.addHook('onSend', (req, reply, payload, done) => {
+    // Compression (src/http/compression.ts) appends accept-encoding too; appendVary keeps one.
+    if (routeOf(req).config.apiVersion !== undefined) appendVary(reply, 'Accept', 'accept-encoding', 'Authorization')
     if (reply.statusCode >= 400) appendVary(reply, 'Accept-Language')
-    return payload
+    done(null, payload)
   })
 }, { name: 'caching' })

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError, fieldError, validationFailed } from '../errors.ts'
+import { routeOf } from './route.ts'
 import { API_VERSIONS, vendorMediaType, vendorVersion } from './versioning.ts'
 
 /** Request bodies: JSON, or the vendor type of a version. */
@@ -114,7 +115,7 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
     try {
       const value = parseJsonBody(body as Buffer)
       // A JSON Content-Type with nothing after it: a mistake where a body is expected, harmless elsewhere.
-      if (value === undefined && req.routeOptions.schema?.body !== undefined) {
+      if (value === undefined && routeOf(req).schema?.body !== undefined) {
         throw new AppError('MALFORMED_JSON', 'The request body is empty; send a JSON document.')
       }
       done(null, value)
@@ -134,17 +135,17 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
 
   app.addHook('preParsing', async (req, _reply, payload) => {
     // Unknown routes go on to 404/405; routes that take no body (GET, DELETE) ignore body headers.
-    if (req.routeOptions.url === undefined || req.routeOptions.schema?.body === undefined) return payload
+    if (routeOf(req).url === undefined || routeOf(req).schema?.body === undefined) return payload
     const header = req.headers['content-type']
     const length = req.headers['content-length']
     const hasBody = header !== undefined || (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined
-    const allowed = req.routeOptions.config.bodyTypes ?? JSON_BODY_TYPES
+    const allowed = routeOf(req).config.bodyTypes ?? JSON_BODY_TYPES
     const isPatch = allowed.some(t => (PATCH_TYPES as readonly string[]).includes(t))
     // A patch must say which format it is in, even when empty.
     if (!hasBody && !isPatch) return payload
     const { type, charset } = essence(header ?? '')
     const version = vendorVersion(type)
-    const routeVersion = req.routeOptions.config.apiVersion
+    const routeVersion = routeOf(req).config.apiVersion
     const acceptPatch: Record<string, string> = isPatch ? { 'accept-patch': allowed.join(', ') } : {}
     if (version !== null && routeVersion !== undefined && version !== routeVersion) {
       throw new AppError('UNSUPPORTED_MEDIA_TYPE', `The body is declared as version ${version}, but version ${routeVersion} serves this request. Send application/json or application/vnd.blog.v${routeVersion}+json, or ask for version ${version} by path or Accept.`, { headers: acceptPatch })

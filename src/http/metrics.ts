@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
 import { problemResponses } from '../routes/shared/schemas.ts'
 import { SYSTEM_ERRORS } from '../routes/system/health-routes.ts'
+import { routeOf } from './route.ts'
 
 /**
  * Prometheus metrics: request counts and latency by route (the pattern, never the raw path,
@@ -21,10 +22,21 @@ export const metricsPlugin = fp(async function metrics (app: FastifyInstance) {
     registers: [registry],
   })
 
-  app.addHook('onResponse', async (req, reply) => {
-    const labels = { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }
-    requests.inc(labels)
-    duration.observe(labels, reply.elapsedTime / 1000)
+  // prom-client hashes the label object on every inc/observe; the series are few (method x
+  // route x status), so each one's children are looked up once and kept.
+  const series = new Map<string, { count: { inc: () => void }, time: { observe: (v: number) => void } }>()
+  app.addHook('onResponse', (req, reply, done) => {
+    const route = routeOf(req).url ?? 'unmatched'
+    const key = `${req.method} ${reply.statusCode} ${route}`
+    let s = series.get(key)
+    if (s === undefined) {
+      const labels = { method: req.method, route, status: String(reply.statusCode) }
+      s = { count: requests.labels(labels), time: duration.labels(labels) }
+      series.set(key, s)
+    }
+    s.count.inc()
+    s.time.observe(reply.elapsedTime / 1000)
+    done()
   })
 
   app.get('/metrics', {

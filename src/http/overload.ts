@@ -7,6 +7,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { AppError, PROBLEMS, type ProblemCode, problemSlug } from '../errors.ts'
 import { buildProblem, PROBLEM_MEDIA_TYPE, type Problem, problemHeaders, SUCCESS_ONLY_HEADERS } from './problems.ts'
+import { routeOf } from './route.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -15,6 +16,10 @@ declare module 'fastify' {
      * and a 503 has been sent) or the client went away. Long work should observe it and stop.
      */
     abandoned: AbortSignal
+    /** Internal to this plugin: made on the first read of `abandoned` (most requests never read it). */
+    abandonController: AbortController | null
+    /** Internal to this plugin: why the request was abandoned, once it was. */
+    abandonReason: Error | null
   }
   interface FastifyInstance {
     /** Answers every request still in flight with 503 and aborts its work (the end of a graceful shutdown). */
@@ -51,7 +56,13 @@ function unavailable (code: 'SERVICE_UNAVAILABLE' | 'REQUEST_TIMEOUT', detail?: 
   return new AppError(code, detail, { headers: { 'retry-after': String(RETRY_AFTER_S) } })
 }
 
-interface Deadline { timer: NodeJS.Timeout, controller: AbortController, reply: FastifyReply }
+interface Deadline { timer: NodeJS.Timeout, reply: FastifyReply }
+
+/** Marks a request abandoned: its `abandoned` signal aborts now, or aborted when first read. */
+function abandon (req: FastifyRequest, reason: Error): void {
+  req.abandonReason = reason
+  req.abandonController?.abort(reason)
+}
 
 /**
  * Contract §7: an over-long URL is refused before any work (414); under event-loop pressure,
@@ -64,16 +75,31 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
   // A Map, not a WeakMap: shutdown must reach every request still in flight. Entries leave on answer.
   const deadlines = new Map<FastifyRequest, Deadline>()
 
-  app.decorateRequest('abandoned', null as unknown as AbortSignal)
+  app.decorateRequest('abandonController', null)
+  app.decorateRequest('abandonReason', null)
+  // An AbortController per request was a measurable share of a read's cost, for a signal that
+  // only writes look at: it is made when first read, already aborted if the request was.
+  app.decorateRequest('abandoned', {
+    getter (this: FastifyRequest): AbortSignal {
+      if (this.abandonController === null) {
+        this.abandonController = new AbortController()
+        if (this.abandonReason !== null) this.abandonController.abort(this.abandonReason)
+      }
+      return this.abandonController.signal
+    },
+  })
 
-  app.addHook('onRequest', async (req) => {
+  app.addHook('onRequest', (req, _reply, done) => {
     if ((req.raw.url ?? '').length > MAX_URL_LENGTH) {
-      throw new AppError('URI_TOO_LONG', `The request target is longer than ${MAX_URL_LENGTH} characters.`)
+      done(new AppError('URI_TOO_LONG', `The request target is longer than ${MAX_URL_LENGTH} characters.`))
+      return
     }
     // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
     if (req.raw.httpVersion === '1.1' && req.headers.host === undefined) {
-      throw new AppError('BAD_REQUEST', 'An HTTP/1.1 request must carry a Host header.')
+      done(new AppError('BAD_REQUEST', 'An HTTP/1.1 request must carry a Host header.'))
+      return
     }
+    done()
   })
 
   shedByWait(app, opts.config)
@@ -102,7 +128,7 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
     deadlines.delete(req)
   }
 
-  function expire (req: FastifyRequest, reply: FastifyReply, controller: AbortController, err = unavailable('REQUEST_TIMEOUT')): void {
+  function expire (req: FastifyRequest, reply: FastifyReply, err = unavailable('REQUEST_TIMEOUT')): void {
     clearTimeout(deadlines.get(req)?.timer)
     deadlines.delete(req)
     if (reply.sent || reply.raw.headersSent) return
@@ -119,34 +145,44 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
     const close: Record<string, string> = req.raw.complete ? {} : { connection: 'close' }
     reply.raw.writeHead(err.status, { ...kept, ...problemHeaders(req, err), ...close, 'content-length': Buffer.byteLength(body) })
     reply.raw.end(body)
-    req.log.warn({ timeout_ms: timeoutMs, route: req.routeOptions.url, code: err.code }, 'request abandoned')
-    controller.abort(err)
+    req.log.warn({ timeout_ms: timeoutMs, route: routeOf(req).url, code: err.code }, 'request abandoned')
+    abandon(req, err)
   }
 
   // Shutdown's last step: whatever is still running gets 503 now and commits nothing.
   app.decorate('abandonInFlight', () => {
     for (const [req, d] of [...deadlines]) {
-      expire(req, d.reply, d.controller, unavailable('SERVICE_UNAVAILABLE', 'The instance is shutting down and could not finish this request in time; nothing was changed. Retry.'))
+      expire(req, d.reply, unavailable('SERVICE_UNAVAILABLE', 'The instance is shutting down and could not finish this request in time; nothing was changed. Retry.'))
     }
   })
 
-  app.addHook('onRequest', async (req, reply) => {
-    const controller = new AbortController()
+  // Hooks with a callback, not async: each async hook costs a promise and a microtask per request.
+  app.addHook('onRequest', (req, reply, done) => {
     // Not req.signal: Node closes the request stream once its body is read, long before the answer.
     // A client that goes away is caught by onRequestAbort below.
-    req.abandoned = controller.signal
-    const timer = setTimeout(expire, timeoutMs, req, reply, controller)
-    deadlines.set(req, { timer, controller, reply })
+    deadlines.set(req, { timer: setTimeout(expire, timeoutMs, req, reply), reply })
+    done()
   })
   // Once an answer is on its way (serialising or in onSend), the deadline no longer applies:
   // a second answer racing the first would write the headers twice.
-  app.addHook('preSerialization', async (req) => { settle(req) })
-  app.addHook('onSend', async (req) => { settle(req) })
-  app.addHook('onResponse', async (req) => { settle(req) })
-  app.addHook('onRequestAbort', async (req) => {
-    const d = deadlines.get(req)
+  app.addHook('preSerialization', (req, _reply, payload, done) => {
     settle(req)
-    d?.controller.abort(new Error('the client closed the connection'))
+    done(null, payload)
+  })
+  app.addHook('onSend', (req, _reply, payload, done) => {
+    settle(req)
+    done(null, payload)
+  })
+  app.addHook('onResponse', (req, _reply, done) => {
+    settle(req)
+    done()
+  })
+  app.addHook('onRequestAbort', (req, done) => {
+    if (deadlines.has(req)) {
+      settle(req)
+      abandon(req, new Error('the client closed the connection'))
+    }
+    done()
   })
 }, { name: 'overload', dependencies: ['problems'] })
 

@@ -5,6 +5,7 @@ import { AppError, fieldError, PROBLEMS, type FieldError, type ProblemCode, prob
 import { PROBLEM_TRANSLATIONS, type ProblemLanguage, problemLanguage } from '../errors-i18n.ts'
 import { PROBLEM_LIMITS } from '../routes/shared/schemas.ts'
 import { toFieldErrors } from './validation.ts'
+import { routeOf } from './route.ts'
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json'
 
@@ -145,7 +146,7 @@ export const problemsPlugin = fp(async function problems (app: FastifyInstance) 
   app.setErrorHandler(function errorHandler (error, req, reply) {
     const appError = toAppError(error, req)
     if (appError.status >= 500) {
-      if (appError.code === 'INTERNAL_ERROR') req.log.error({ err: error, route: req.routeOptions.url }, 'request failed')
+      if (appError.code === 'INTERNAL_ERROR') req.log.error({ err: error, route: routeOf(req).url }, 'request failed')
       else req.log.warn({ err: error, code: appError.code }, 'service unavailable')
       if (!('retry-after' in appError.headers) && appError.status === 503) reply.header('retry-after', '5')
     }

@@ -1,6 +1,7 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import cors, { type FastifyCorsOptions } from '@fastify/cors'
-import helmet from '@fastify/helmet'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import helmet, { type HelmetOptions } from 'helmet'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 
@@ -25,6 +26,21 @@ function isDocsPath (url: string): boolean {
   return url === '/docs' || url.startsWith('/docs/') || url.startsWith('/docs?')
 }
 
+/**
+ * The headers helmet sets with these options. None of them depends on the request (no CSP
+ * nonces), so helmet runs once, at start-up, against a response that only records them;
+ * @fastify/helmet built a new helmet middleware and a reply decorator on every request.
+ */
+export function helmetHeaders (options: HelmetOptions): Record<string, string> {
+  const headers: Record<string, string> = {}
+  const recorder = {
+    setHeader (name: string, value: string | number | readonly string[]) { headers[name.toLowerCase()] = String(value) },
+    removeHeader (name: string) { delete headers[name.toLowerCase()] },
+  }
+  helmet(options)({} as IncomingMessage, recorder as unknown as ServerResponse, () => {})
+  return headers
+}
+
 /** A CORS preflight: OPTIONS with Origin and Access-Control-Request-Method (Fetch standard §3.2.2). */
 function isPreflight (req: FastifyRequest): boolean {
   return req.method === 'OPTIONS' && typeof req.headers.origin === 'string' && typeof req.headers['access-control-request-method'] === 'string'
@@ -40,16 +56,18 @@ function isPreflight (req: FastifyRequest): boolean {
  */
 export const securityPlugin = fp(async function security (app: FastifyInstance, opts: { config: Config }) {
   const origins = opts.config.corsOrigins
-  await app.register(helmet, {
-    global: true,
+  const fixed = helmetHeaders({
     contentSecurityPolicy: false,
     // Cross-origin readers need the response; CORS, not CORP, decides who may read it.
     crossOriginResourcePolicy: { policy: origins.length > 0 ? 'cross-origin' : 'same-origin' },
     referrerPolicy: { policy: 'no-referrer' },
     xFrameOptions: { action: 'deny' },
   })
-  app.addHook('onRequest', async (req, reply) => {
-    reply.header('content-security-policy', isDocsPath(req.url) ? DOCS_CSP : API_CSP)
+  const api = { ...fixed, 'content-security-policy': API_CSP }
+  const docs = { ...fixed, 'content-security-policy': DOCS_CSP }
+  app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    reply.headers(isDocsPath(req.url) ? docs : api)
+    done()
   })
 
   if (origins.length === 0) return

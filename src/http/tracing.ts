@@ -67,5 +67,8 @@ export const tracingPlugin = fp(async function tracing (app: FastifyInstance) {
   app.decorateRequest('traceId', '')
   app.decorateRequest('spanId', '')
   app.decorateRequest('traceFlags', '')
-  app.addHook('onRequest', async (req, reply) => { startTrace(req, reply) })
+  app.addHook('onRequest', (req, reply, done) => {
+    startTrace(req, reply)
+    done()
+  })
 }, { name: 'tracing' })

@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { AppError } from '../errors.ts'
 import { appendLink } from './links.ts'
+import { routeOf } from './route.ts'
 
 export const API_VERSIONS = [1, 2] as const
 export type ApiVersion = typeof API_VERSIONS[number]
@@ -180,18 +181,23 @@ export const versioningPlugin = fp(async function versioning (app: FastifyInstan
   }
   app.decorate('versionHeaders', versionHeaders)
 
-  app.addHook('onRequest', async (req: FastifyRequest, reply) => {
-    const version = req.routeOptions.config.apiVersion
-    if (version === undefined) return
+  app.addHook('onRequest', (req: FastifyRequest, reply, done) => {
+    const version = routeOf(req).config.apiVersion
+    if (version === undefined) {
+      done()
+      return
+    }
     const n = negotiationOf(req.raw)
     req.apiVersion = version
     req.responseMediaType = n.ok ? n.mediaType : JSON_MEDIA_TYPE
     versionHeaders(reply, version)
     const sunset = opts.config.versions[version].sunsetAt
     // The index and /versions stay up after a sunset: they are where clients learn what to use instead.
-    if (sunset && sunset.getTime() <= Date.now() && req.routeOptions.config.describesVersions !== true) {
-      throw new AppError('VERSION_SUNSET', `Version ${version} of the API was retired on ${sunset.toISOString()}.`)
+    if (sunset && sunset.getTime() <= Date.now() && routeOf(req).config.describesVersions !== true) {
+      done(new AppError('VERSION_SUNSET', `Version ${version} of the API was retired on ${sunset.toISOString()}.`))
+      return
     }
+    done()
   })
 }, { name: 'versioning' })
 

@@ -1,0 +1,24 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+
+type RouteOptions = FastifyRequest['routeOptions']
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Internal: `routeOptions`, read once per request (see routeOf). */
+    routeOptionsOnce: RouteOptions | null
+  }
+}
+
+/**
+ * The request's `routeOptions` (url, config, schema). Fastify builds that object anew on every
+ * read; the hooks read it about ten times per request, so it is built once and kept.
+ */
+export function routeOf (req: FastifyRequest): RouteOptions {
+  return (req.routeOptionsOnce ??= req.routeOptions)
+}
+
+/** Gives every request the slot routeOf fills, so requests keep one shape. */
+export const routePlugin = fp(async function route (app: FastifyInstance) {
+  app.decorateRequest('routeOptionsOnce', null)
+}, { name: 'route' })
