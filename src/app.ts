@@ -1,3 +1,4 @@
+import compress from '@fastify/compress'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
@@ -5,7 +6,6 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController
 import type { Config } from './config.ts'
 import { Authenticator, authorizationPlugin, authPlugin } from './http/auth.ts'
 import { cachingPlugin } from './http/caching.ts'
-import { compressionPlugin } from './http/compression.ts'
 import { contentTypePlugin } from './http/content-type.ts'
 import { metricsPlugin } from './http/metrics.ts'
 import { clientErrorHandler, overloadPlugin, serverOptions } from './http/overload.ts'
@@ -116,7 +116,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   })
   await app.register(metricsPlugin)
   await app.register(requestLogPlugin)
-  await app.register(compressionPlugin)
+  await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
 
   await registerResources(app, {
     resources: RESOURCES,

@@ -28,7 +28,7 @@ export function appendVary (reply: FastifyReply, ...fields: string[]): void {
 /** Every versioned response's body depends on Accept (version, media type), Accept-Encoding and Authorization (visibility). */
 export const cachingPlugin = fp(async function caching (app: FastifyInstance) {
   app.addHook('onSend', (req, reply, payload, done) => {
-    // Compression (src/http/compression.ts) appends accept-encoding too; appendVary keeps one.
+    // Lower case 'accept-encoding': @fastify/compress adds it again unless it finds it spelled so.
     if (routeOf(req).config.apiVersion !== undefined) appendVary(reply, 'Accept', 'accept-encoding', 'Authorization')
     if (reply.statusCode >= 400) appendVary(reply, 'Accept-Language')
     done(null, payload)
