@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
-type RouteOptions = FastifyRequest['routeOptions']
+type RequestRouteView = FastifyRequest['routeOptions']
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Internal: `routeOptions`, read once per request (see routeOf). */
-    routeOptionsOnce: RouteOptions | null
+    routeOptionsOnce: RequestRouteView | null
   }
 }
 
@@ -14,7 +14,7 @@ declare module 'fastify' {
  * The request's `routeOptions` (url, config, schema). Fastify builds that object anew on every
  * read; the hooks read it about ten times per request, so it is built once and kept.
  */
-export function routeOf (req: FastifyRequest): RouteOptions {
+export function routeOf (req: FastifyRequest): RequestRouteView {
   return (req.routeOptionsOnce ??= req.routeOptions)
 }
 

@@ -58,7 +58,7 @@ describe('memory under hostile load', () => {
                 ? { method: 'GET', url: `/nowhere/${'z'.repeat(500)}`, remoteAddress: `10.0.0.${i % 200}` }
                 : kind === 4
                   ? { method: 'PATCH', url: '/posts/1', headers: { authorization, 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify({ title: 'y'.repeat(300) }) }
-                  : { method: 'GET', url: '/test/stuck' },
+                  : { method: 'GET', url: '/test/stuck' }
       ))
       if (pending.length >= 50) await Promise.all(pending.splice(0))
     }
