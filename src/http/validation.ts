@@ -70,6 +70,9 @@ export function createValidatorCompiler (shared: readonly object[]): FastifySche
 }
 
 function codeFor (e: ErrorObject, context: string): FieldCode {
+  // A schema may name the one code its value's rules report (an order's sku: INVALID_FORMAT).
+  const declared = (e.parentSchema as { 'x-error-code'?: FieldCode } | undefined)?.['x-error-code']
+  if (declared !== undefined && e.keyword !== 'type') return declared
   switch (e.keyword) {
     case 'required': return 'REQUIRED'
     case 'additionalProperties': return context === 'body' ? 'UNKNOWN_FIELD' : 'UNKNOWN_PARAMETER'

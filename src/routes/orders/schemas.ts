@@ -8,7 +8,7 @@ export type OrderIdParams = Static<typeof OrderIdParamsSchema>
 
 const StatusSchema = Type.Unsafe<typeof ORDER_STATUSES[number]>({ type: 'string', enum: [...ORDER_STATUSES], description: 'PROCESSING → CANCELLED by the cancel action.' })
 export const OrderItemSchema = Type.Object({
-  sku: Type.String({ pattern: '^[^\\u0000]{1,64}$', description: '1–64 characters.' }),
+  sku: Type.String({ minLength: 1, maxLength: 64, 'x-error-code': 'INVALID_FORMAT', description: '1–64 characters (else INVALID_FORMAT).' }),
   quantity: Type.Integer({ minimum: 1, maximum: 1_000_000, format: 'int32' }),
 }, { $id: 'OrderItem', additionalProperties: false })
 
@@ -17,7 +17,7 @@ const fields = {
   status: StatusSchema,
   customer_email: Type.String({ format: 'email', maxLength: 254 }),
   items: ItemsSchema,
-  created_at: Type.String({ format: 'date-time', description: 'RFC 3339, UTC, millisecond precision.' }),
+  created_at: Type.String({ format: 'date-time', maxLength: 30, description: 'RFC 3339, UTC, millisecond precision.' }),
 }
 const OrderLinksSchema = Type.Object({ self: Type.Ref(LinkSchema), items: Type.Ref(LinkSchema), cancel: Type.Optional(Type.Ref(LinkSchema)) }, { additionalProperties: false })
 

@@ -70,7 +70,7 @@ export const NoContentSchema = Type.Null({ description: 'No content.' })
  * `<name>Id`; the rest is alike. `partial` makes every member optional (list items with `fields`).
  */
 export function versionedSchemas (name: string, idV2: string, props: TProperties, opts: { partial?: boolean } = {}): [TObject, TObject] {
-  const id = Type.Integer({ minimum: 1, format: 'int64' })
+  const id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, format: 'int64' })
   return ([['id', 1], [idV2, 2]] as const).map(([idName, v]) => {
     const all = Type.Object({ [idName]: id, ...props })
     return Type.Object((opts.partial ? Type.Partial(all) : all).properties, { $id: `${name}V${v}`, additionalProperties: false })
