@@ -30,7 +30,7 @@ export function indexRoutes (resources: readonly Resource[]) {
           tags: ['index'],
           summary: 'API index',
           description: 'Links to every collection, the OpenAPI document and the API reference.',
-          response: { 200: Type.Ref(IndexSchema), ...problemResponses(...COMMON_ERRORS) },
+          response: { 200: Type.Ref(IndexSchema), ...problemResponses(...COMMON_ERRORS, 422) },
         },
       }),
     }, async (req, reply) => {
@@ -52,7 +52,7 @@ export function indexRoutes (resources: readonly Resource[]) {
       schema: {
         tags: ['index'],
         summary: 'API versions and their lifecycle',
-        response: { 200: Type.Ref(VersionsSchema), ...problemResponses(...COMMON_ERRORS) },
+        response: { 200: Type.Ref(VersionsSchema), ...problemResponses(...COMMON_ERRORS, 422) },
       },
     }), async (req, reply) => {
       reply.header('cache-control', 'public, max-age=300').header('content-type', req.responseMediaType)
