@@ -116,10 +116,12 @@ export class Authenticator {
   }
 
   /**
-   * JWTs that verified, until they expire (at most a minute): a client sends the same token with
-   * every request, and verifying it (base64, JSON, an HMAC or signature through WebCrypto, claims)
-   * was a large share of a write's cost. Its verdict cannot change before `exp`; only successes
-   * are kept, so every refusal is decided anew.
+   * JWTs that verified with a configured key (AUTH_JWT_SECRET, AUTH_JWT_PUBLIC_KEY), until they
+   * expire (at most a minute): a client sends the same token with every request, and verifying it
+   * (base64, JSON, an HMAC or signature through WebCrypto, claims) was a large share of a write's
+   * cost. With a fixed key the verdict cannot change before `exp`; only successes are kept, so
+   * every refusal is decided anew. Tokens checked against a JWKS are not kept: a rotation may
+   * retire their key at any time.
    */
   private readonly verified = new Map<string, { principal: Principal, until: number }>()
 
@@ -151,6 +153,8 @@ export class Authenticator {
       ...(this.config.issuer !== null ? { issuer: this.config.issuer } : {}),
       ...(this.config.audience !== null ? { audience: this.config.audience } : {}),
     }
+    // A key set can drop a key (rotation) or become unreachable: its tokens are verified every time.
+    let viaKeySet = false
     try {
       let payload
       if (alg === 'HS256' && this.hsKey) {
@@ -160,6 +164,7 @@ export class Authenticator {
         payload = (await jwtVerify(token, this.publicKey, { ...options, algorithms: allowed })).payload
       } else if ((alg === 'RS256' || alg === 'ES256') && this.jwks) {
         payload = (await jwtVerify(token, this.jwks, { ...options, algorithms: ['RS256', 'ES256'] })).payload
+        viaKeySet = true
       } else {
         // `none`, and any algorithm no configured key is meant for: no algorithm confusion.
         throw invalidToken(`Tokens signed with ${alg ?? 'no algorithm'} are not accepted.`)
@@ -169,7 +174,7 @@ export class Authenticator {
       if (payload.sub.includes('\u0000') || !payload.sub.isWellFormed()) throw invalidToken('The token\'s subject is not valid text.')
       const scope = typeof payload.scope === 'string' ? payload.scope : ''
       const principal: Principal = { subject: payload.sub, scopes: new Set(scope.split(' ').filter(Boolean)), kind: 'jwt' }
-      if (typeof payload.exp === 'number') this.remember(token, principal, payload.exp)
+      if (typeof payload.exp === 'number' && !viaKeySet) this.remember(token, principal, payload.exp)
       return principal
     } catch (err) {
       if (err instanceof AppError) throw err
