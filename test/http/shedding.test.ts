@@ -76,7 +76,7 @@ describe('shedding by requests in flight (OVERLOAD_MAX_IN_FLIGHT)', () => {
     t = await buildTestApp('sqlite', { OVERLOAD_MAX_IN_FLIGHT: '3', RATE_LIMIT_MAX: '0' }, {
       extend: app => {
         app.get('/test/wait', { schema: { hide: true } }, async () => {
-          await sleep(300)
+          await sleep(1000)
           return { ok: true }
         })
       },
@@ -95,13 +95,13 @@ describe('shedding by requests in flight (OVERLOAD_MAX_IN_FLIGHT)', () => {
     const results = await Promise.all(pending)
     assert.deepEqual(results.map(r => r.status).sort(), [200, 200, 200, 503, 503, 503, 503, 503, 503, 503])
     for (const r of results.filter(r => r.status === 503)) {
-      assert.ok(r.ms < 250, `shed after ${Math.round(r.ms)} ms, before the served ones finished`)
+      assert.ok(r.ms < 800, `shed after ${Math.round(r.ms)} ms, before the served ones finished`)
       assert.equal(json(r.res).code, 'SERVICE_UNAVAILABLE')
       assert.ok(Number(r.res.headers['retry-after']) > 0)
     }
     recordResult('overload-in-flight', {
       test: 'Requests beyond OVERLOAD_MAX_IN_FLIGHT=3',
-      injected: '10 concurrent requests that each wait 300 ms on I/O',
+      injected: '10 concurrent requests that each wait 1 s on I/O',
       count: results.length,
       result: `3 served, 7 shed with 503 + Retry-After, slowest shed after ${Math.round(Math.max(...results.filter(r => r.status === 503).map(r => r.ms)))} ms`,
     })
