@@ -52,6 +52,7 @@ function main (): void {
     FUZZ_RUNS: process.env.FUZZ_RUNS ?? '5000',
     FUZZ_RAW_RUNS: process.env.FUZZ_RAW_RUNS ?? '1000',
     CRASH_ROUNDS: process.env.CRASH_ROUNDS ?? '30',
+    MEMORY_REQUESTS: process.env.MEMORY_REQUESTS ?? '600',
   }
   const run = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...RELIABILITY_TESTS], { cwd: ROOT, env, stdio: 'inherit' })
   if (run.status !== 0) {
@@ -59,7 +60,7 @@ function main (): void {
     process.exit(run.status ?? 1)
   }
   const rows = fs.readFileSync(record, 'utf8').trim().split('\n').map(l => JSON.parse(l) as Row)
-  const when = `${new Date().toISOString().slice(0, 10)} on ${os.cpus().length} CPU cores, Node ${process.version}, with FUZZ_RUNS=${env.FUZZ_RUNS}, FUZZ_RAW_RUNS=${env.FUZZ_RAW_RUNS}, CRASH_ROUNDS=${env.CRASH_ROUNDS}`
+  const when = `${new Date().toISOString().slice(0, 10)} on ${os.cpus().length} CPU cores, Node ${process.version}, with FUZZ_RUNS=${env.FUZZ_RUNS}, FUZZ_RAW_RUNS=${env.FUZZ_RAW_RUNS}, CRASH_ROUNDS=${env.CRASH_ROUNDS}, MEMORY_REQUESTS=${env.MEMORY_REQUESTS}`
   const doc = fs.readFileSync(RELIABILITY_DOC, 'utf8')
   const start = doc.indexOf(TABLE_START)
   const end = doc.indexOf(TABLE_END)

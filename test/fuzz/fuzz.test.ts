@@ -14,7 +14,7 @@ import { recordResult } from '../reliability-record.ts'
  * Property-based fuzzing driven by the service's own OpenAPI document. `FUZZ_RUNS` sets the
  * number of requests per store (`npm run fuzz` runs a long form); `FUZZ_SEED` replays a run.
  */
-const RUNS = Number(process.env.FUZZ_RUNS ?? 150)
+const RUNS = Number(process.env.FUZZ_RUNS ?? 120)
 const RAW_RUNS = Number(process.env.FUZZ_RAW_RUNS ?? Math.max(20, Math.round(RUNS / 5)))
 const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED)
 
