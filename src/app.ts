@@ -98,6 +98,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
         { name: 'index', description: 'Entry points' },
         { name: 'operations', description: 'Health, metrics and documentation' },
       ],
+      webhooks: Object.assign({}, ...RESOURCES.map(r => r.webhooks ?? {})),
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A JWT or an API key (`blog_…`).' } } },
     },
     transform: ({ schema, url, route }) => ({ schema: documentIdempotencyKey(route.method, schema as Record<string, unknown>) as never, url }),

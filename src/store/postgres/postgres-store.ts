@@ -4,8 +4,9 @@ import { isStoreUnavailable } from '../errors.ts'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
 import * as m0001 from './migrations/0001-initial.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
+import * as m0004 from './migrations/0004-exports.ts'
 
-const migrations = { '0001-initial': m0001, '0002-idempotency-keys': m0002 }
+const migrations = { '0001-initial': m0001, '0002-idempotency-keys': m0002, '0004-exports': m0004 }
 
 export interface PostgresOptions {
   /** Connections this instance may hold at most (PG_POOL_MAX). */
@@ -125,6 +126,7 @@ export function openPostgresStore (url: string, opts: PostgresOptions): KyselySt
     textSearch: (eb, q) => sql<boolean>`${eb.ref('posts.search_vector' as never)} @@ plainto_tsquery('simple', ${q.replaceAll('\u0000', ' ')})`,
     timestamp: d => d,
     begin: 'BEGIN ISOLATION LEVEL READ COMMITTED',
+    skipLocked: true,
     migrator: kdb => new PostgresMigrator(url, connectTimeoutMs, kdb),
   }
   return new KyselyStore(db, parts)

@@ -6,8 +6,9 @@ import { Kysely, Migrator, type MigrationResultSet, type SqliteDatabase, SqliteD
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
 import * as m0001 from './migrations/0001-initial.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
+import * as m0004 from './migrations/0004-exports.ts'
 
-const migrations = { '0001-initial': m0001, '0002-idempotency-keys': m0002 }
+const migrations = { '0001-initial': m0001, '0002-idempotency-keys': m0002, '0004-exports': m0004 }
 
 /** FTS5 query syntax is not for end users: every word becomes a quoted term, all must match. */
 export function ftsQuery (q: string): string {
@@ -103,6 +104,7 @@ export function openSqliteStore (file: string): KyselyStore {
     },
     timestamp: d => d.toISOString(),
     begin: 'BEGIN IMMEDIATE',
+    skipLocked: false,
     migrator: kdb => new SqliteMigrator(database, kdb),
   }
   return new KyselyStore(db, parts)
