@@ -16,6 +16,17 @@ export interface RangedFile {
   read (from: number, to: number): AsyncIterable<Uint8Array>
 }
 
+/** RFC 9110 §14.1.2 byte-range-specs; a spec whose last position comes before its first makes the header invalid. */
+const BYTE_RANGES = /^bytes=((\d+-\d*|-\d+)(\s*,\s*|$))+$/
+
+function wellFormed (header: string): boolean {
+  if (!BYTE_RANGES.test(header)) return false
+  return header.slice(6).split(',').every(spec => {
+    const [first, last] = spec.trim().split('-')
+    return first === '' || last === '' || Number(first) <= Number(last)
+  })
+}
+
 /**
  * RFC 9110 §13.1.5: a Range is honoured only when If-Range (if any) names the current file:
  * its strong ETag, or exactly its Last-Modified date. Anything else sends the whole file.
@@ -48,14 +59,15 @@ export function sendRanged (req: FastifyRequest, reply: FastifyReply, file: Rang
   let to = file.size - 1
   let status = 200
   const header = req.headers.range
-  if (header !== undefined && ifRangeHolds(req, file)) {
+  // A malformed Range (or another unit) is ignored, as RFC 9110 §14.2 allows: the whole file.
+  if (header !== undefined && wellFormed(header) && ifRangeHolds(req, file)) {
     const ranges = rangeParser(file.size, header, { combine: true })
     if (ranges === -1) {
       throw new AppError('RANGE_NOT_SATISFIABLE', `The file has ${file.size} bytes; no range asked for lies within it.`, {
         headers: { 'content-range': `bytes */${file.size}`, 'accept-ranges': 'bytes' },
       })
     }
-    if (ranges !== -2 && ranges.type === 'bytes' && ranges.length === 1) {
+    if (ranges !== -2 && ranges.length === 1) {
       from = ranges[0]!.start
       to = ranges[0]!.end
       status = 206

@@ -41,11 +41,11 @@ async function findOwn (store: Store, id: number, principal: Principal): Promise
 async function exportRequest (body: CreateExportBody, ctx: ResourceContext): Promise<ExportRequest> {
   const callbackUrl = body.callback_url ?? null
   if (callbackUrl !== null) {
+    const check = await checkCallbackUrl(callbackUrl, ctx.config.webhookAllowLoopback)
+    if (!check.ok) throw validationFailed([fieldError('callback_url', 'INVALID_VALUE', check.reason)])
     if (ctx.config.webhookSecret === null) {
       throw validationFailed([fieldError('callback_url', 'INVALID_VALUE', 'This service has no WEBHOOK_SECRET, so it cannot sign webhooks; leave callback_url out and poll the export instead.')])
     }
-    const check = await checkCallbackUrl(callbackUrl, ctx.config.webhookAllowLoopback)
-    if (!check.ok) throw validationFailed([fieldError('callback_url', 'INVALID_VALUE', check.reason)])
   }
   return { format: body.format, filter: body.filter?.status === undefined ? {} : { status: body.filter.status }, callbackUrl }
 }
