@@ -1,9 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify'
 
+const MAX_BACKOFF_MS = 30_000
+
 /**
  * Background work that polls: `tick` runs until it reports nothing left to do, then the loop
  * sleeps `pollMs` (or until `wake()`). A failing tick (the store unreachable) is logged and tried
- * again after the poll interval; it never ends the loop or the process.
+ * again, after a wait that doubles with each failure in a row (at most 30 s); it never ends the
+ * loop or the process.
  */
 export class PollLoop {
   private stopped = true
@@ -11,6 +14,7 @@ export class PollLoop {
   private timer: NodeJS.Timeout | null = null
   private resume: (() => void) | null = null
   private woken = false
+  private failures = 0
   readonly controller = new AbortController()
 
   constructor (
@@ -41,13 +45,14 @@ export class PollLoop {
   }
 
   private async sleep (): Promise<void> {
-    if (this.woken) {
+    if (this.woken && this.failures === 0) {
       this.woken = false
       return
     }
+    const ms = Math.min(MAX_BACKOFF_MS, this.pollMs * 2 ** this.failures)
     await new Promise<void>(resolve => {
       this.resume = resolve
-      this.timer = setTimeout(resolve, this.pollMs)
+      this.timer = setTimeout(resolve, ms)
     })
     if (this.timer) clearTimeout(this.timer)
     this.resume = null
@@ -59,8 +64,10 @@ export class PollLoop {
       let more = false
       try {
         more = await this.tick(this.controller.signal)
+        this.failures = 0
       } catch (err) {
-        if (!this.stopped) this.log.warn({ err, loop: this.name }, 'background work failed; trying again at the next poll')
+        if (!this.stopped) this.log.warn({ err, loop: this.name }, 'background work failed; trying again later')
+        this.failures = Math.min(this.failures + 1, 16)
       }
       if (!more && !this.stopped) await this.sleep()
     }
