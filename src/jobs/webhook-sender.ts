@@ -65,25 +65,25 @@ export class WebhookSender {
 
   constructor (private readonly opts: WebhookSenderOptions) {
     this.signer = opts.secret === null ? null : new Webhook(opts.secret)
-    this.loop = new PollLoop('webhooks', opts.pollMs, opts.log, async () => await this.tick())
+    this.loop = new PollLoop('webhooks', opts.pollMs, opts.log, async signal => await this.tick(signal))
   }
 
   start (): void { this.loop.start() }
   wake (): void { this.loop.wake() }
   async stop (): Promise<void> { await this.loop.stop() }
 
-  private async tick (): Promise<boolean> {
+  private async tick (signal: AbortSignal): Promise<boolean> {
     // Held a little longer than one attempt may take, so no other sender takes it meanwhile.
     const due = await this.opts.store.webhooks.claimDue(new Date(), this.opts.timeoutMs + 5_000, BATCH)
-    await Promise.all(due.map(async d => { await this.attempt(d) }))
+    await Promise.all(due.map(async d => { await this.attempt(d, signal) }))
     return due.length === BATCH
   }
 
-  private async attempt (d: WebhookDelivery): Promise<void> {
+  private async attempt (d: WebhookDelivery, stopping: AbortSignal): Promise<void> {
     const log = this.opts.log.child({ webhook_id: d.id, export_id: d.exportId, attempt: d.attempts })
     let error: string
     try {
-      const status = await this.post(d)
+      const status = await this.post(d, stopping)
       if (status >= 200 && status < 300) {
         await this.opts.store.webhooks.delivered(d.id, new Date())
         this.opts.attempts.inc({ outcome: 'delivered' })
@@ -92,7 +92,9 @@ export class WebhookSender {
       }
       error = `the receiver answered ${status}`
     } catch (err) {
-      error = ['TimeoutError', 'AbortError'].includes((err as Error).name) ? `no answer within ${this.opts.timeoutMs} ms` : String((err as Error).message ?? err)
+      error = stopping.aborted
+        ? 'the service stopped during the attempt'
+        : ['TimeoutError', 'AbortError'].includes((err as Error).name) ? `no answer within ${this.opts.timeoutMs} ms` : String((err as Error).message ?? err)
     }
     const again = d.attempts < this.opts.maxAttempts
     const at = again ? new Date(Date.now() + retryDelay(d.attempts, this.opts.retryBaseMs)) : null
@@ -103,7 +105,7 @@ export class WebhookSender {
   }
 
   /** One signed POST; resolves with the receiver's status. */
-  private async post (d: WebhookDelivery): Promise<number> {
+  private async post (d: WebhookDelivery, stopping: AbortSignal): Promise<number> {
     if (this.signer === null) throw new Error('WEBHOOK_SECRET is not set, so the webhook cannot be signed')
     const url = new URL(d.url)
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
@@ -127,7 +129,8 @@ export class WebhookSender {
         method: 'POST',
         headers,
         lookup: guardedLookup(this.opts.allowLoopback) as never,
-        signal: AbortSignal.timeout(this.opts.timeoutMs),
+        // A shutdown does not wait for a slow receiver: the attempt is retried, from any instance.
+        signal: AbortSignal.any([AbortSignal.timeout(this.opts.timeoutMs), stopping]),
       }, res => {
         // Only the status matters; the body is read and dropped so the socket is freed.
         res.resume()

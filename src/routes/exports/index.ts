@@ -93,7 +93,21 @@ async function exportRoutes (app: FastifyInstance, ctx: ResourceContext): Promis
     return sendRepresentation(req, reply, renderExport(job, version, base), { etag: exportEtag(job, version, base), audience: 'private' })
   })
 
-  const file = { description: 'The NDJSON file: one post per line, in id order, as the version that started the export represents a post.', content: { [NDJSON]: { schema: { type: 'string' } } } }
+  const fileHeaders = {
+    'accept-ranges': { type: 'string', description: '`bytes`' },
+    etag: { type: 'string', description: 'Strong: the file\'s SHA-256. Send it in `If-Range` when resuming.' },
+    'content-length': { type: 'integer' },
+  }
+  const file = {
+    description: 'The NDJSON file: one post per line, in id order, as the version that started the export represents a post.',
+    headers: fileHeaders,
+    content: { [NDJSON]: { schema: { type: 'string' } } },
+  }
+  const part = {
+    ...file,
+    description: 'The requested bytes.',
+    headers: { ...fileHeaders, 'content-range': { type: 'string', description: '`bytes <first>-<last>/<length>`' } },
+  }
   app.get<{ Params: ExportIdParams }>('/exports/:export_id/file', {
     // A range is of the stored bytes: never content-coded.
     compress: false,
@@ -107,7 +121,7 @@ async function exportRoutes (app: FastifyInstance, ctx: ResourceContext): Promis
         produces: [NDJSON],
         response: {
           200: file,
-          206: { ...file, description: 'The requested bytes; `Content-Range` says which.' },
+          206: part,
           304: NotModifiedSchema,
           ...problemResponses(...COMMON_ERRORS, 403, 404, 416, 422),
         },
