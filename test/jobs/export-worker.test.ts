@@ -13,7 +13,7 @@ const request = { format: 'ndjson' as const, filter: {}, callbackUrl: 'https://e
 const v1 = { apiVersion: 1, linkBase: '' }
 
 async function until<T> (read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 15_000
+  const deadline = Date.now() + 60_000
   for (;;) {
     const v = await read()
     if (done(v)) return v

@@ -44,7 +44,7 @@ describe('WebhookSender', () => {
   }
 
   async function until (cond: () => Promise<boolean>, what: string): Promise<void> {
-    const deadline = Date.now() + 15_000
+    const deadline = Date.now() + 60_000
     while (!await cond()) {
       assert.ok(Date.now() < deadline, `timed out waiting for ${what}`)
       await sleep(20)

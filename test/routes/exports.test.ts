@@ -13,7 +13,7 @@ type Headers = Record<string, string>
 
 /** Polls the job until it has finished, checking Retry-After on every unfinished answer. */
 async function finished (t: TestApp, url: string, headers: Headers): Promise<any> {
-  const deadline = Date.now() + 20_000
+  const deadline = Date.now() + 60_000
   for (;;) {
     const res = await t.request({ method: 'GET', url, headers })
     assert.equal(res.statusCode, 200, res.body)
@@ -50,7 +50,7 @@ async function receiver (statuses: number[] = []): Promise<{ url: string, got: {
 }
 
 async function until (cond: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000
+  const deadline = Date.now() + 60_000
   while (!cond()) {
     assert.ok(Date.now() < deadline, `timed out waiting for ${what}`)
     await sleep(20)
@@ -162,6 +162,9 @@ for (const kind of await storeKinds()) {
       assert.equal(second.headers.location, first.headers.location)
       const next = await create({ format: 'ndjson' })
       assert.equal(json(next).id, json(first).id + 1)
+      // Let both finish, so that the tests below see only their own runs.
+      await finished(t, first.headers.location!, admin)
+      await finished(t, next.headers.location!, admin)
     })
 
     it('refuses bad bodies with 422 naming the field', async () => {
@@ -183,7 +186,7 @@ for (const kind of await storeKinds()) {
 
     it('takes up a run whose worker died once its lease expires, starts afresh and writes the whole file once', async () => {
       // A worker of a process that then died: it claimed the job, wrote part of the file, and stopped.
-      const leaseMs = 600
+      const leaseMs = 3000
       const lease = await t.store.transaction(async uow => {
         await uow.exports.create('root', { format: 'ndjson', filter: {}, callbackUrl: null }, { apiVersion: 1, linkBase: '' }, new Date())
         return await uow.exports.claim(new Date(), leaseMs, 3)
@@ -408,6 +411,20 @@ describe('exports: callback URLs (no server-side request forgery)', () => {
       assert.match(p.errors[0].message, /address/)
     })
   }
+
+  it('is described in the OpenAPI document: the three operations with their answers, and the webhook', async () => {
+    const doc = json(await t.request({ method: 'GET', url: '/openapi.json' }))
+    assert.ok(doc.paths['/exports'].post.responses['202'])
+    assert.ok(doc.paths['/exports/{export_id}'].get.responses['200'])
+    const file = doc.paths['/exports/{export_id}/file'].get.responses
+    for (const status of ['200', '206', '304', '404', '416']) assert.ok(file[status], status)
+    assert.ok(file['206'].headers['content-range'])
+    assert.ok(file['200'].content['application/x-ndjson'])
+    const hook = doc.webhooks.exportFinished.post
+    assert.deepEqual(hook.requestBody.content['application/json'].schema.oneOf.map((s: { $ref: string }) => s.$ref), ['#/components/schemas/ExportEventV1', '#/components/schemas/ExportEventV2'])
+    assert.ok(doc.components.schemas.ExportEventV1)
+    assert.ok(doc.paths['/v2/exports'].post.responses['202'])
+  })
 
   it('refuses a public callback_url when no WEBHOOK_SECRET is set, since the webhook could not be signed', async () => {
     const res = await create('https://93.184.215.14/hooks')
