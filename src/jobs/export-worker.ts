@@ -107,14 +107,15 @@ export class ExportWorker {
         this.opts.runs.inc({ outcome: 'interrupted' })
         return
       }
-      const reason = `The export failed: ${String((err as Error).message ?? err)}`
+      // The client sees a reason, never the internal error (it may quote SQL): that goes to the log.
       log.error({ err }, 'export run failed')
       if (lease.job.attempts < this.opts.maxAttempts) {
-        await store.exports.release(lease, reason, true, new Date())
+        await store.exports.release(lease, `Run ${lease.job.attempts} failed on the service's side; the export will be tried again.`, true, new Date())
         this.opts.runs.inc({ outcome: 'retried' })
       } else {
         await store.transaction(async uow => {
-          const job = await uow.exports.finish(lease, { status: 'failed', error: reason }, new Date())
+          const error = `The export failed on the service's side ${lease.job.attempts} times and was given up; the logs have the details (export_id ${lease.job.id}).`
+          const job = await uow.exports.finish(lease, { status: 'failed', error }, new Date())
           if (job) await this.announce(uow, job)
         })
         this.opts.runs.inc({ outcome: 'failed' })
