@@ -105,6 +105,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
         { name: 'index', description: 'Entry points' },
         { name: 'operations', description: 'Health, metrics and documentation' },
       ],
+      webhooks: Object.assign({}, ...RESOURCES.map(r => r.webhooks ?? {})),
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A JWT or an API key (`blog_…`).' } } },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },

@@ -35,6 +35,22 @@ export interface Config {
   readonly pgStatementTimeoutMs: number
   readonly webhookSecret: string | null
   readonly webhookAllowLoopback: boolean
+  /** A webhook attempt that has not been answered in this time counts as failed. */
+  readonly webhookTimeoutMs: number
+  /** Attempts per webhook before it is given up. */
+  readonly webhookMaxAttempts: number
+  /** First retry delay; each further one doubles, with full jitter. */
+  readonly webhookRetryBaseMs: number
+  readonly exports: {
+    /** Finished exports and their files are deleted this many days after they finished. */
+    readonly retentionDays: number
+    /** How long a worker's claim on a job lasts without being renewed. */
+    readonly leaseMs: number
+    /** Runs a job may start (a restart or a failure ends one) before it is failed. */
+    readonly maxAttempts: number
+    /** How often an idle worker looks for jobs and due webhooks. */
+    readonly pollMs: number
+  }
   readonly auth: {
     readonly jwtSecret: string | null
     readonly jwtPublicKey: string | null
@@ -227,6 +243,15 @@ export function loadConfig (env: Env = process.env): Config {
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 15_000, 0, 3_600_000),
     webhookSecret,
     webhookAllowLoopback: bool(env, 'WEBHOOK_ALLOW_LOOPBACK', false),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+    webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 8, 1, 50),
+    webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 2_000, 10, 3_600_000),
+    exports: Object.freeze({
+      retentionDays: int(env, 'EXPORT_RETENTION_DAYS', 7, 1, 3650),
+      leaseMs: int(env, 'EXPORT_LEASE_MS', 30_000, 100, 3_600_000),
+      maxAttempts: int(env, 'EXPORT_MAX_ATTEMPTS', 3, 1, 100),
+      pollMs: int(env, 'EXPORT_POLL_MS', 500, 10, 60_000),
+    }),
     auth: Object.freeze({
       jwtSecret,
       jwtPublicKey,

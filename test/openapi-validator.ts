@@ -65,7 +65,8 @@ export function validateResponse (app: FastifyInstance, opts: InjectOptions, res
   const response = operation.responses?.[status]
   assert.ok(response, `${method.toUpperCase()} ${route.path} answered ${status}, which the OpenAPI document does not list`)
   const contentType = String(res.headers['content-type'] ?? '')
-  if (res.body === '' || !/json/.test(contentType)) return
+  // JSON and +json types; not application/x-ndjson, a file of JSON lines.
+  if (res.body === '' || !/^application\/(?:[\w.-]+\+)?json\b/.test(contentType)) return
   const key = `${method} ${route.path} ${status}`
   let validate = c.cache.get(key)
   if (validate === undefined) {

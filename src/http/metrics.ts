@@ -5,6 +5,13 @@ import { problemResponses } from '../routes/shared/schemas.ts'
 import { SYSTEM_ERRORS } from '../routes/system/health-routes.ts'
 import { routeOf } from './route.ts'
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The app's Prometheus registry: background work (jobs, webhooks) adds its counters here. */
+    metrics: Registry
+  }
+}
+
 /**
  * Prometheus metrics: request counts and latency by route (the pattern, never the raw path,
  * so cardinality stays bounded), method and status. One registry per app instance.
@@ -12,6 +19,7 @@ import { routeOf } from './route.ts'
 export const metricsPlugin = fp(async function metrics (app: FastifyInstance) {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
+  app.decorate('metrics', registry)
   const labelNames = ['method', 'route', 'status'] as const
   const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered', labelNames, registers: [registry] })
   const duration = new Histogram({

@@ -37,8 +37,17 @@ export interface Resource {
   readonly description: string
   /** The collection's path, linked from the API index. */
   readonly path: string
+  /** False when the path answers no GET (exports are created and read one by one): the index leaves it out. */
+  readonly indexed?: boolean
+  /** OpenAPI 3.1 `webhooks` entries: the requests the service sends for this resource. */
+  readonly webhooks?: Readonly<Record<string, unknown>>
   readonly schemas: readonly TSchema[]
   routes (app: FastifyInstance, ctx: ResourceContext): Promise<void>
+  /**
+   * Work the resource does outside requests (a job worker), set up once per app on the root
+   * instance: start it in an `onReady` hook and stop it in an `onClose` hook.
+   */
+  services? (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void>
 }
 
 export interface ResourcesOptions {
@@ -55,6 +64,7 @@ const NO_QUERY = Type.Object({}, { additionalProperties: false })
 
 /** Registers every resource once per API version, unprefixed (negotiated by Accept) and under `/vN`. */
 export async function registerResources (app: FastifyInstance, opts: ResourcesOptions): Promise<void> {
+  for (const resource of opts.resources) await resource.services?.(app, { config: opts.config, store: opts.store })
   for (const version of API_VERSIONS) {
     for (const prefix of ['', `/v${version}`]) {
       const documented = prefix === '' ? version === 1 : version !== 1

@@ -79,7 +79,8 @@ export function negotiate (url: string, accept: string | undefined): Negotiation
       const v = Number(vendor[1])
       if (API_VERSIONS.includes(v as ApiVersion)) candidates.push({ version: v as ApiVersion, vendor: true, q, order })
       else unknownVendor = true
-    } else if (mt === 'application/json' || mt === 'application/*' || mt === '*/*') {
+    } else if (mt === 'application/json' || mt === 'application/*' || mt === '*/*' || mt === 'application/x-ndjson') {
+      // application/x-ndjson: what an export's file is; the version then comes from the path or is 1.
       candidates.push({ version: null, vendor: false, q, order })
     }
   })

@@ -1,4 +1,5 @@
 import type { Resource } from '../http/resources.ts'
+import { exportsResource } from './exports/index.ts'
 import { ordersResource } from './orders/index.ts'
 import { postsResource } from './posts/index.ts'
 
@@ -6,4 +7,5 @@ import { postsResource } from './posts/index.ts'
 export const RESOURCES: readonly Resource[] = [
   postsResource,
   ordersResource,
+  exportsResource,
 ]

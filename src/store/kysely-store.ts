@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import { type Kysely, sql } from 'kysely'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
+import { ExportsRepository } from './repositories/exports-repository.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
 import { OrdersRepository } from './repositories/orders-repository.ts'
 import { PostsRepository } from './repositories/posts-repository.ts'
-import type { ApiKeyStore, IdempotencyStore, OrderStore, PostStore, Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
+import { WebhooksRepository } from './repositories/webhooks-repository.ts'
+import type { ApiKeyStore, ExportStore, IdempotencyStore, OrderStore, PostStore, Repositories, Store, TransactionOptions, UnitOfWork, WebhookStore } from './store.ts'
 import type { Database, DialectParts } from './tables.ts'
 
 export type { Database, DialectParts } from './tables.ts'
@@ -15,6 +17,8 @@ function repositories (db: Kysely<Database>, dialect: DialectParts): Repositorie
     orders: new OrdersRepository(db, dialect),
     apiKeys: new ApiKeysRepository(db, dialect),
     idempotency: new IdempotencyRepository(db, dialect),
+    exports: new ExportsRepository(db, dialect),
+    webhooks: new WebhooksRepository(db, dialect),
   }
 }
 
@@ -25,6 +29,8 @@ export class KyselyStore implements Store {
   readonly orders: OrderStore
   readonly apiKeys: ApiKeyStore
   readonly idempotency: IdempotencyStore
+  readonly exports: ExportStore
+  readonly webhooks: WebhookStore
   private secret: Buffer | null = null
 
   constructor (readonly db: Kysely<Database>, readonly dialect: DialectParts) {
@@ -34,6 +40,8 @@ export class KyselyStore implements Store {
     this.orders = repos.orders
     this.apiKeys = repos.apiKeys
     this.idempotency = repos.idempotency
+    this.exports = repos.exports
+    this.webhooks = repos.webhooks
   }
 
   async transaction<T> (fn: (uow: UnitOfWork) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {

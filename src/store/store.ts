@@ -1,3 +1,4 @@
+import type { ExportJob, ExportLease, ExportRequest } from '../domain/export.ts'
 import type { Post, PostInput, PostSortKey, PostStatus } from '../domain/post.ts'
 import type { Order, OrderInput, OrderSortKey, OrderStatus } from '../domain/order.ts'
 import type { Viewer } from '../domain/principal.ts'
@@ -128,12 +129,75 @@ export interface IdempotencyStore {
   sweep (now: Date): Promise<number>
 }
 
+/** A stretch of an export's file: `data` holds its bytes from `start` on. */
+export interface FileChunk {
+  readonly start: number
+  readonly data: Uint8Array
+}
+
+/** How a run ended: the file is complete, or the job gives up with a reason. */
+export type ExportOutcome =
+  | { readonly status: 'succeeded', readonly size: number, readonly sha256: string }
+  | { readonly status: 'failed', readonly error: string }
+
+/**
+ * Export jobs, a durable queue with leases, and their files in byte ranges. The worker's methods take
+ * the lease it holds and do nothing (false, null) once that lease was lost to another worker.
+ */
+export interface ExportStore {
+  create (owner: string, request: ExportRequest, version: { apiVersion: number, linkBase: string }, now: Date): Promise<ExportJob>
+  /** The job if it exists and belongs to `owner`. */
+  findById (id: number, owner: string): Promise<ExportJob | null>
+  /**
+   * Takes the oldest job that is pending, or running under a lease that has expired (its worker died),
+   * with fewer than `maxAttempts` runs: it becomes `running` under a new lease until `now + leaseMs`,
+   * and any file a previous run left is deleted. Run it in a unit of work; of several claimants one wins.
+   */
+  claim (now: Date, leaseMs: number, maxAttempts: number): Promise<ExportLease | null>
+  /** Jobs whose lease expired after their last allowed run: failed, with a reason. Run it in a unit of work. */
+  expire (now: Date, maxAttempts: number): Promise<ExportJob[]>
+  /** Sets how many posts the run will export, and extends the lease. */
+  begin (lease: ExportLease, total: number, leaseUntil: Date, now: Date): Promise<boolean>
+  /** Appends a stretch of the file (when given), records progress and extends the lease, together. */
+  append (lease: ExportLease, chunk: { seq: number, start: number, data: Uint8Array } | null, exported: number, leaseUntil: Date, now: Date): Promise<boolean>
+  /** Ends the run: the final state, and the lease cleared. Null when the lease was lost. */
+  finish (lease: ExportLease, outcome: ExportOutcome, now: Date): Promise<ExportJob | null>
+  /** Gives the job back to the queue (a shutdown, or a run that failed and may be retried). */
+  release (lease: ExportLease, error: string | null, countAttempt: boolean, now: Date): Promise<boolean>
+  /** Up to `limit` stretches of a file that overlap bytes `from`–`to` (inclusive), in order. */
+  readChunks (id: number, from: number, to: number, limit: number): Promise<FileChunk[]>
+  /** Deletes jobs (and their files) that finished before `cutoff`; returns how many. */
+  deleteFinishedBefore (cutoff: Date): Promise<number>
+}
+
+/** One webhook to send, and how often it was tried. */
+export interface WebhookDelivery {
+  readonly id: string
+  readonly exportId: number | null
+  readonly url: string
+  readonly payload: string
+  readonly attempts: number
+  readonly createdAt: string
+}
+
+/** The webhook outbox: written with the state it announces, sent after commit, retried until delivered or given up. */
+export interface WebhookStore {
+  enqueue (delivery: { id: string, exportId: number | null, url: string, payload: string }, now: Date): Promise<void>
+  /** Takes up to `limit` due deliveries for `leaseMs` (attempts + 1); another sender skips them meanwhile. */
+  claimDue (now: Date, leaseMs: number, limit: number): Promise<WebhookDelivery[]>
+  delivered (id: string, now: Date): Promise<void>
+  /** Tries again at `at` (when given), or gives up. */
+  failedAttempt (id: string, error: string, at: Date | null, now: Date): Promise<void>
+}
+
 /** Every table's repository; outside a unit of work each statement commits alone. */
 export interface Repositories {
   readonly posts: PostStore
   readonly orders: OrderStore
   readonly apiKeys: ApiKeyStore
   readonly idempotency: IdempotencyStore
+  readonly exports: ExportStore
+  readonly webhooks: WebhookStore
 }
 
 /** The repositories of one transaction, and a place for what must happen only once it has committed. */

@@ -64,6 +64,52 @@ export interface OrderItemsTable {
   quantity: number
 }
 
+export interface ExportsTable {
+  id: Generated<number>
+  owner: string
+  format: 'ndjson'
+  filter_status: PostStatus | null
+  api_version: number
+  link_base: string
+  callback_url: string | null
+  status: 'pending' | 'running' | 'succeeded' | 'failed'
+  exported: Generated<number>
+  total: number | null
+  attempts: Generated<number>
+  lease_token: string | null
+  lease_until: Timestamp | null
+  error: string | null
+  size: number | null
+  sha256: string | null
+  created_at: Timestamp
+  updated_at: Timestamp
+  finished_at: Timestamp | null
+}
+
+export interface ExportChunksTable {
+  export_id: number
+  seq: number
+  start: number
+  size: number
+  data: Uint8Array
+}
+
+export interface WebhookDeliveriesTable {
+  /** The Webhook-Id: the same on every attempt, so a receiver can drop duplicates. */
+  id: string
+  export_id: number | null
+  url: string
+  /** The body exactly as first written, so every attempt sends the same bytes. */
+  payload: string
+  state: 'pending' | 'delivered' | 'failed'
+  attempts: Generated<number>
+  next_attempt_at: Timestamp
+  lease_until: Timestamp | null
+  last_error: string | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
 export interface Database {
   posts: PostsTable
   orders: OrdersTable
@@ -71,6 +117,9 @@ export interface Database {
   api_keys: ApiKeysTable
   meta: MetaTable
   idempotency_keys: IdempotencyKeysTable
+  exports: ExportsTable
+  export_chunks: ExportChunksTable
+  webhook_deliveries: WebhookDeliveriesTable
 }
 
 /** What differs between the databases, supplied by each adapter folder. */
@@ -88,6 +137,12 @@ export interface DialectParts {
    * PostgreSQL: READ COMMITTED; writes are compare-and-set on a revision, so they need no more.
    */
   readonly begin: string
+  /**
+   * Whether a claim can lock its row and skip rows others hold (`FOR UPDATE SKIP LOCKED`, PostgreSQL),
+   * so several workers claim different jobs at once. SQLite has one writer: a claim inside the unit of
+   * work's BEGIN IMMEDIATE is already exclusive.
+   */
+  readonly skipLocked: boolean
 }
 
 const ISO_UTC_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/

@@ -41,6 +41,7 @@ const STATUS_TEXT: Record<number, string> = {
   413: 'Body over 1 MiB',
   414: 'Path and query over 8 KiB',
   415: 'Unsupported media type',
+  416: 'Range not satisfiable (RANGE_NOT_SATISFIABLE); `Content-Range: bytes */<length>` gives the length',
   422: 'Invalid values (VALIDATION_FAILED with errors[])',
   429: 'Rate limited; see Retry-After',
   500: 'Internal error',

@@ -39,7 +39,7 @@ export function indexRoutes (resources: readonly Resource[]) {
       return {
         _links: {
           self: { href: base === '' ? '/' : base },
-          ...Object.fromEntries(resources.map(r => [r.name, { href: `${base}${r.path}` }])),
+          ...Object.fromEntries(resources.filter(r => r.indexed !== false).map(r => [r.name, { href: `${base}${r.path}` }])),
           versions: { href: `${base}/versions` },
           openapi: { href: '/openapi.json' },
           docs: { href: '/docs' },

@@ -1,0 +1,60 @@
+import type { PostStatus } from './post.ts'
+
+export const EXPORT_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const
+export type ExportStatus = typeof EXPORT_STATUSES[number]
+
+export const EXPORT_FORMATS = ['ndjson'] as const
+export type ExportFormat = typeof EXPORT_FORMATS[number]
+
+/** What a client asks for: `POST /exports`. */
+export interface ExportRequest {
+  readonly format: ExportFormat
+  readonly filter: { readonly status?: PostStatus }
+  readonly callbackUrl: string | null
+}
+
+/** An export job as the store keeps it. Only its owner sees it (contract §5: admins create them). */
+export interface ExportJob {
+  readonly id: number
+  readonly owner: string
+  readonly format: ExportFormat
+  readonly filter: { readonly status?: PostStatus }
+  /** The API version (and its link prefix) of the request that made the job: the file's lines are that version's posts. */
+  readonly apiVersion: number
+  readonly linkBase: string
+  readonly callbackUrl: string | null
+  readonly status: ExportStatus
+  /** Posts written so far, and how many matched when the run began (null before). */
+  readonly exported: number
+  readonly total: number | null
+  readonly attempts: number
+  readonly error: string | null
+  /** The file's length in bytes and SHA-256 (base64url), once succeeded. */
+  readonly size: number | null
+  readonly sha256: string | null
+  readonly createdAt: string
+  readonly updatedAt: string
+  readonly finishedAt: string | null
+}
+
+/** A worker's hold on a job: every write it makes names the token, and fails once the lease was lost. */
+export interface ExportLease {
+  readonly job: ExportJob
+  readonly token: string
+}
+
+export function isFinished (status: ExportStatus): boolean {
+  return status === 'succeeded' || status === 'failed'
+}
+
+/** 0–100: done jobs are 100, others the share of matching posts written so far (never 100 before the end). */
+export function progressOf (job: Pick<ExportJob, 'status' | 'exported' | 'total'>): number {
+  if (job.status === 'succeeded') return 100
+  if (job.total === null || job.total === 0) return 0
+  return Math.min(99, Math.floor((job.exported / job.total) * 100))
+}
+
+/** The event a callback URL receives when a job ends (contract §2). */
+export function exportEventType (status: ExportStatus): 'export.succeeded' | 'export.failed' {
+  return status === 'succeeded' ? 'export.succeeded' : 'export.failed'
+}

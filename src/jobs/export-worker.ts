@@ -1,0 +1,184 @@
+import { createHash, randomUUID } from 'node:crypto'
+import type { FastifyBaseLogger } from 'fastify'
+import type { Counter } from 'prom-client'
+import { exportEventType, type ExportJob, type ExportLease } from '../domain/export.ts'
+import type { Post } from '../domain/post.ts'
+import type { Principal } from '../domain/principal.ts'
+import type { Store, UnitOfWork } from '../store/store.ts'
+import { PollLoop } from './loop.ts'
+
+export interface ExportWorkerOptions {
+  readonly store: Store
+  readonly log: FastifyBaseLogger
+  readonly leaseMs: number
+  readonly maxAttempts: number
+  readonly pollMs: number
+  readonly retentionDays: number
+  /** One line of the file: a post as the job's API version represents it. */
+  readonly renderPost: (post: Post, job: ExportJob) => unknown
+  /** The `data` of the webhook: the job as GET /exports/{id} shows it. */
+  readonly renderJob: (job: ExportJob) => unknown
+  /** Called after a commit that queued a webhook, so it goes out now rather than at the next poll. */
+  readonly webhookQueued: () => void
+  /** Counts finished runs by outcome: succeeded, failed, retried, interrupted. */
+  readonly runs: Counter<'outcome'>
+}
+
+/** Posts read per query: a page is one keyset step, so each costs the same at any depth. */
+export const PAGE_SIZE = 250
+/** A stretch of the file is stored once this many bytes are waiting. */
+export const CHUNK_BYTES = 256 * 1024
+const SWEEP_INTERVAL_MS = 60 * 60_000
+
+/** The lease was lost to another worker (ours expired): stop without writing anything more. */
+class LeaseLost extends Error {}
+
+/**
+ * Runs export jobs from the store's queue, one at a time per instance. A run reads the posts in
+ * id order, page by page (keyset), and stores the NDJSON file in chunks as it goes: memory holds one
+ * page and one chunk, whatever the number of posts. Each page's chunk and progress commit together
+ * with a renewed lease; a worker that dies leaves a lease that expires, and the job is claimed again
+ * (and started afresh) by any instance, until `maxAttempts` runs, after which it is failed.
+ */
+export class ExportWorker {
+  private readonly loop: PollLoop
+  private lastSweep = 0
+
+  constructor (private readonly opts: ExportWorkerOptions) {
+    this.loop = new PollLoop('exports', opts.pollMs, opts.log, async signal => await this.tick(signal))
+  }
+
+  start (): void { this.loop.start() }
+  wake (): void { this.loop.wake() }
+  async stop (): Promise<void> { await this.loop.stop() }
+
+  private async sweep (now: Date): Promise<void> {
+    if (now.getTime() - this.lastSweep < SWEEP_INTERVAL_MS) return
+    this.lastSweep = now.getTime()
+    const cutoff = new Date(now.getTime() - this.opts.retentionDays * 86_400_000)
+    const n = await this.opts.store.exports.deleteFinishedBefore(cutoff)
+    if (n > 0) this.opts.log.info({ deleted: n }, 'deleted exports past their retention')
+  }
+
+  /** Queues the webhook of a job that just ended, in the unit of work that ended it. */
+  private async announce (uow: UnitOfWork, job: ExportJob): Promise<void> {
+    if (job.callbackUrl === null) return
+    const payload = JSON.stringify({ type: exportEventType(job.status), data: this.opts.renderJob(job) })
+    await uow.webhooks.enqueue({ id: `msg_${randomUUID()}`, exportId: job.id, url: job.callbackUrl, payload }, new Date())
+    uow.onCommit(this.opts.webhookQueued)
+  }
+
+  private async tick (signal: AbortSignal): Promise<boolean> {
+    const now = new Date()
+    await this.sweep(now)
+    const lease = await this.opts.store.transaction(async uow => {
+      for (const job of await uow.exports.expire(now, this.opts.maxAttempts)) {
+        this.opts.log.warn({ export_id: job.id, attempts: job.attempts }, 'export given up: interrupted too often')
+        this.opts.runs.inc({ outcome: 'failed' })
+        await this.announce(uow, job)
+      }
+      return await uow.exports.claim(now, this.opts.leaseMs, this.opts.maxAttempts)
+    })
+    if (lease === null) return false
+    await this.runJob(lease, signal)
+    return true
+  }
+
+  private leaseUntil (): Date {
+    return new Date(Date.now() + this.opts.leaseMs)
+  }
+
+  private async runJob (lease: ExportLease, signal: AbortSignal): Promise<void> {
+    const { store } = this.opts
+    const log = this.opts.log.child({ export_id: lease.job.id, attempt: lease.job.attempts })
+    log.info('export started')
+    try {
+      await this.write(lease, signal)
+    } catch (err) {
+      if (err instanceof LeaseLost) {
+        log.warn('export lease lost to another worker; this run stops')
+        this.opts.runs.inc({ outcome: 'interrupted' })
+        return
+      }
+      if (signal.aborted) {
+        // Shutting down: hand the job back at once, without counting this run against it.
+        await store.exports.release(lease, null, false, new Date()).catch(() => {})
+        log.info('export handed back to the queue: the service is stopping')
+        this.opts.runs.inc({ outcome: 'interrupted' })
+        return
+      }
+      // The client sees a reason, never the internal error (it may quote SQL): that goes to the log.
+      log.error({ err }, 'export run failed')
+      if (lease.job.attempts < this.opts.maxAttempts) {
+        await store.exports.release(lease, `Run ${lease.job.attempts} failed on the service's side; the export will be tried again.`, true, new Date())
+        this.opts.runs.inc({ outcome: 'retried' })
+      } else {
+        await store.transaction(async uow => {
+          const error = `The export failed on the service's side ${lease.job.attempts} times and was given up; the logs have the details (export_id ${lease.job.id}).`
+          const job = await uow.exports.finish(lease, { status: 'failed', error }, new Date())
+          if (job) await this.announce(uow, job)
+        })
+        this.opts.runs.inc({ outcome: 'failed' })
+      }
+    }
+  }
+
+  private async write (lease: ExportLease, signal: AbortSignal): Promise<void> {
+    const { store, renderPost } = this.opts
+    const job = lease.job
+    // Exports are made by admins only (contract §5), and an admin sees every post.
+    const viewer: Principal = { subject: job.owner, scopes: new Set(['admin']), kind: 'jwt' }
+    const filter = job.filter.status === undefined ? {} : { status: job.filter.status }
+    const sort = [{ key: 'id' as const, direction: 'asc' as const }]
+
+    const counted = await store.posts.list({ filter, sort, limit: 1, count: true }, viewer)
+    if (!await store.exports.begin(lease, counted.total ?? 0, this.leaseUntil(), new Date())) throw new LeaseLost()
+
+    const hash = createHash('sha256')
+    let pending: Buffer[] = []
+    let pendingBytes = 0
+    let written = 0
+    let seq = 0
+    let exported = 0
+    let after: number | undefined
+    const cut = () => {
+      const data = Buffer.concat(pending, pendingBytes)
+      const chunk = { seq: seq++, start: written, data }
+      hash.update(data)
+      written += data.length
+      pending = []
+      pendingBytes = 0
+      return chunk
+    }
+
+    for (;;) {
+      signal.throwIfAborted()
+      const page = await store.posts.list({ filter, sort, limit: PAGE_SIZE, ...(after === undefined ? {} : { after: [after] }) }, viewer)
+      const chunks: { seq: number, start: number, data: Buffer }[] = []
+      for (const post of page.items) {
+        const line = Buffer.from(JSON.stringify(renderPost(post, job)) + '\n')
+        pending.push(line)
+        pendingBytes += line.length
+        if (pendingBytes >= CHUNK_BYTES) chunks.push(cut())
+      }
+      exported += page.items.length
+      after = page.items.at(-1)?.id ?? after
+      if (!page.more) {
+        if (pendingBytes > 0) chunks.push(cut())
+        await store.transaction(async uow => {
+          for (const c of chunks) if (!await uow.exports.append(lease, c, exported, this.leaseUntil(), new Date())) throw new LeaseLost()
+          const done = await uow.exports.finish(lease, { status: 'succeeded', size: written, sha256: hash.digest('base64url') }, new Date())
+          if (done === null) throw new LeaseLost()
+          await this.announce(uow, done)
+        })
+        this.opts.runs.inc({ outcome: 'succeeded' })
+        this.opts.log.info({ export_id: job.id, posts: exported, bytes: written }, 'export succeeded')
+        return
+      }
+      await store.transaction(async uow => {
+        if (chunks.length === 0 && !await uow.exports.append(lease, null, exported, this.leaseUntil(), new Date())) throw new LeaseLost()
+        for (const c of chunks) if (!await uow.exports.append(lease, c, exported, this.leaseUntil(), new Date())) throw new LeaseLost()
+      })
+    }
+  }
+}

@@ -1,0 +1,144 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
+import http from 'node:http'
+import https from 'node:https'
+import { isIP } from 'node:net'
+import type { FastifyBaseLogger } from 'fastify'
+import type { Counter } from 'prom-client'
+import { Webhook } from 'standardwebhooks'
+import { addressAllowed, classifyAddress } from '../domain/callback-url.ts'
+import type { Store, WebhookDelivery } from '../store/store.ts'
+import { PollLoop } from './loop.ts'
+
+export interface WebhookSenderOptions {
+  readonly store: Store
+  readonly log: FastifyBaseLogger
+  /** `whsec_…`; without it nothing is sent (the API refuses callback URLs then). */
+  readonly secret: string | null
+  readonly allowLoopback: boolean
+  readonly timeoutMs: number
+  readonly maxAttempts: number
+  readonly retryBaseMs: number
+  readonly pollMs: number
+  /** Counts attempts by outcome: delivered, retry, failed. */
+  readonly attempts: Counter<'outcome'>
+}
+
+const BATCH = 5
+const MAX_DELAY_MS = 60 * 60_000
+
+/** Exponential backoff with full jitter: a random wait up to base·2^(n−1), at most an hour. */
+export function retryDelay (attempt: number, baseMs: number, random = Math.random): number {
+  return Math.floor(random() * Math.min(MAX_DELAY_MS, baseMs * 2 ** (attempt - 1)))
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void
+
+/**
+ * The connection's own name resolution, refusing addresses a webhook may not reach. Checking here,
+ * on the addresses the socket will use, closes the gap a check before sending leaves (DNS rebinding).
+ */
+function guardedLookup (allowLoopback: boolean) {
+  return (hostname: string, options: { all?: boolean, family?: number }, callback: LookupCallback): void => {
+    dnsLookup(hostname, { family: options.family ?? 0, all: true }, (err, addresses) => {
+      if (err) return callback(err, [])
+      const refused = addresses.find(a => !addressAllowed(a.address, allowLoopback))
+      if (refused !== undefined || addresses.length === 0) {
+        const e = new Error(`${hostname} resolves to ${refused?.address ?? 'nothing'}, a ${refused ? classifyAddress(refused.address) : 'missing'} address`) as NodeJS.ErrnoException
+        e.code = 'EADDRNOTALLOWED'
+        return callback(e, [])
+      }
+      if (options.all === true) callback(null, addresses)
+      else callback(null, addresses[0]!.address, addresses[0]!.family)
+    })
+  }
+}
+
+/**
+ * Sends the webhook outbox: claims due deliveries (several instances share the work, each delivery
+ * is held by one at a time), POSTs them signed per Standard Webhooks, and retries failures with
+ * exponential backoff and jitter until delivered or `maxAttempts` is reached. At least once: the
+ * `Webhook-Id` stays the same on every attempt so receivers can drop duplicates.
+ */
+export class WebhookSender {
+  private readonly loop: PollLoop
+  private readonly signer: Webhook | null
+
+  constructor (private readonly opts: WebhookSenderOptions) {
+    this.signer = opts.secret === null ? null : new Webhook(opts.secret)
+    this.loop = new PollLoop('webhooks', opts.pollMs, opts.log, async signal => await this.tick(signal))
+  }
+
+  start (): void { this.loop.start() }
+  wake (): void { this.loop.wake() }
+  async stop (): Promise<void> { await this.loop.stop() }
+
+  private async tick (signal: AbortSignal): Promise<boolean> {
+    // Held a little longer than one attempt may take, so no other sender takes it meanwhile.
+    const due = await this.opts.store.webhooks.claimDue(new Date(), this.opts.timeoutMs + 5_000, BATCH)
+    await Promise.all(due.map(async d => { await this.attempt(d, signal) }))
+    return due.length === BATCH
+  }
+
+  private async attempt (d: WebhookDelivery, stopping: AbortSignal): Promise<void> {
+    const log = this.opts.log.child({ webhook_id: d.id, export_id: d.exportId, attempt: d.attempts })
+    let error: string
+    try {
+      const status = await this.post(d, stopping)
+      if (status >= 200 && status < 300) {
+        await this.opts.store.webhooks.delivered(d.id, new Date())
+        this.opts.attempts.inc({ outcome: 'delivered' })
+        log.info({ status }, 'webhook delivered')
+        return
+      }
+      error = `the receiver answered ${status}`
+    } catch (err) {
+      error = stopping.aborted
+        ? 'the service stopped during the attempt'
+        : ['TimeoutError', 'AbortError'].includes((err as Error).name) ? `no answer within ${this.opts.timeoutMs} ms` : String((err as Error).message ?? err)
+    }
+    const again = d.attempts < this.opts.maxAttempts
+    const at = again ? new Date(Date.now() + retryDelay(d.attempts, this.opts.retryBaseMs)) : null
+    await this.opts.store.webhooks.failedAttempt(d.id, error, at, new Date())
+    this.opts.attempts.inc({ outcome: again ? 'retry' : 'failed' })
+    if (again) log.warn({ error, retry_at: at?.toISOString() }, 'webhook attempt failed; it will be retried')
+    else log.error({ error }, 'webhook given up after its last attempt')
+  }
+
+  /** One signed POST; resolves with the receiver's status. */
+  private async post (d: WebhookDelivery, stopping: AbortSignal): Promise<number> {
+    if (this.signer === null) throw new Error('WEBHOOK_SECRET is not set, so the webhook cannot be signed')
+    const url = new URL(d.url)
+    const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+    // An IP literal is connected to without a lookup: check it here.
+    if (isIP(host) !== 0 && !addressAllowed(host, this.opts.allowLoopback)) {
+      throw new Error(`${host} is a ${classifyAddress(host)} address`)
+    }
+    const body = Buffer.from(d.payload)
+    const now = new Date()
+    const headers = {
+      'content-type': 'application/json',
+      'content-length': String(body.length),
+      'user-agent': 'blog-post-service-webhooks',
+      'webhook-id': d.id,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': this.signer.sign(d.id, now, d.payload),
+    }
+    const client = url.protocol === 'https:' ? https : http
+    return await new Promise<number>((resolve, reject) => {
+      const req = client.request(url, {
+        method: 'POST',
+        headers,
+        lookup: guardedLookup(this.opts.allowLoopback) as never,
+        // A shutdown does not wait for a slow receiver: the attempt is retried, from any instance.
+        signal: AbortSignal.any([AbortSignal.timeout(this.opts.timeoutMs), stopping]),
+      }, res => {
+        // Only the status matters; the body is read and dropped so the socket is freed.
+        res.resume()
+        res.on('end', () => { resolve(res.statusCode ?? 0) })
+        res.on('error', reject)
+      })
+      req.on('error', reject)
+      req.end(body)
+    })
+  }
+}

@@ -1,0 +1,225 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import { Counter } from 'prom-client'
+import { checkCallbackUrl } from '../../domain/callback-url.ts'
+import { type ExportJob, type ExportRequest, isFinished } from '../../domain/export.ts'
+import type { Principal } from '../../domain/principal.ts'
+import { AppError, fieldError, validationFailed } from '../../errors.ts'
+import { sendRepresentation } from '../../http/conditional.ts'
+import { sendRanged } from '../../http/ranges.ts'
+import type { Resource, ResourceContext } from '../../http/resources.ts'
+import { type ApiVersion, linkBase } from '../../http/versioning.ts'
+import { answerWrite } from '../../http/write.ts'
+import { ExportWorker } from '../../jobs/export-worker.ts'
+import { WebhookSender } from '../../jobs/webhook-sender.ts'
+import type { Store } from '../../store/store.ts'
+import { renderPost } from '../posts/representation.ts'
+import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
+import { exportEtag, fileEtag, renderExport } from './representation.ts'
+import { type CreateExportBody, CreateExportBodySchema, EXPORT_SCHEMAS, EXPORT_VERSIONS, type ExportIdParams, ExportIdParamsSchema } from './schemas.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** This instance's export worker: `wake()` after a job was committed, so it starts at once. */
+    exportJobs: { wake (): void }
+  }
+}
+
+const ADMIN = { requiredScope: 'admin' }
+/** Seconds a client should wait before polling an unfinished export again. */
+const POLL_AFTER_S = '1'
+export const NDJSON = 'application/x-ndjson'
+
+async function findOwn (store: Store, id: number, principal: Principal): Promise<ExportJob> {
+  const job = await store.exports.findById(id, principal.subject)
+  // Someone else's export does not exist for the caller, not even for another admin (docs/exports.md).
+  if (job === null) throw new AppError('EXPORT_NOT_FOUND', `No export ${id} exists, or it is not yours.`)
+  return job
+}
+
+/** The request's ExportRequest, or 422 naming callback_url when a webhook could not or may not be sent there. */
+async function exportRequest (body: CreateExportBody, ctx: ResourceContext): Promise<ExportRequest> {
+  const callbackUrl = body.callback_url ?? null
+  if (callbackUrl !== null) {
+    const check = await checkCallbackUrl(callbackUrl, ctx.config.webhookAllowLoopback)
+    if (!check.ok) throw validationFailed([fieldError('callback_url', 'INVALID_VALUE', check.reason)])
+    if (ctx.config.webhookSecret === null) {
+      throw validationFailed([fieldError('callback_url', 'INVALID_VALUE', 'This service has no WEBHOOK_SECRET, so it cannot sign webhooks; leave callback_url out and poll the export instead.')])
+    }
+  }
+  return { format: body.format, filter: body.filter?.status === undefined ? {} : { status: body.filter.status }, callbackUrl }
+}
+
+/** Contract §2, export rows: a 202 job, polled or announced by webhook, and its file with byte ranges. */
+async function exportRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+  const { version, store } = ctx
+  const v = EXPORT_VERSIONS[version]
+  const tags = ['exports']
+  const JobRef = Type.Ref(v.job)
+
+  app.post<{ Body: CreateExportBody }>('/exports', ctx.route({
+    config: ADMIN,
+    schema: {
+      tags,
+      summary: 'Start an export',
+      description: 'Needs the `admin` scope. Answers 202 at once with the job and `Location`; the export runs in the background. Poll the job, or give `callback_url` to be told by a signed webhook (see the `exportFinished` webhook). An `Idempotency-Key` makes a retry safe.',
+      body: CreateExportBodySchema,
+      response: { 202: JobRef, ...problemResponses(...COMMON_ERRORS, 403, 409, 413, 415, 422) },
+    },
+  }), async (req, reply) => {
+    const input = await exportRequest(req.body, ctx)
+    const principal = req.principal as Principal
+    const base = linkBase(req)
+    return await answerWrite(req, reply, async uow => {
+      const job = await uow.exports.create(principal.subject, input, { apiVersion: version, linkBase: base }, new Date())
+      uow.onCommit(() => { req.server.exportJobs.wake() })
+      return { status: 202, body: renderExport(job, version, base), location: `${base}/exports/${job.id}`, etag: exportEtag(job, version, base) }
+    })
+  })
+
+  app.get<{ Params: ExportIdParams }>('/exports/:export_id', ctx.route({
+    config: ADMIN,
+    schema: {
+      tags,
+      summary: 'Read an export job',
+      description: 'Poll until `status` is `succeeded` (then `_links.download` leads to the file) or `failed` (`error` says why). While unfinished the answer carries `Retry-After`. Only the admin who started an export sees it.',
+      params: ExportIdParamsSchema,
+      response: { 200: JobRef, 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 422) },
+    },
+  }), async (req, reply) => {
+    const job = await findOwn(store, req.params.export_id, req.principal as Principal)
+    if (!isFinished(job.status)) reply.header('retry-after', POLL_AFTER_S)
+    const base = linkBase(req)
+    return sendRepresentation(req, reply, renderExport(job, version, base), { etag: exportEtag(job, version, base), audience: 'private' })
+  })
+
+  const fileHeaders = {
+    'accept-ranges': { type: 'string', description: '`bytes`' },
+    etag: { type: 'string', description: 'Strong: the file\'s SHA-256. Send it in `If-Range` when resuming.' },
+    'content-length': { type: 'integer' },
+  }
+  const file = {
+    description: 'The NDJSON file: one post per line, in id order, as the version that started the export represents a post.',
+    headers: fileHeaders,
+    content: { [NDJSON]: { schema: { type: 'string' } } },
+  }
+  const part = {
+    ...file,
+    description: 'The requested bytes.',
+    headers: { ...fileHeaders, 'content-range': { type: 'string', description: '`bytes <first>-<last>/<length>`' } },
+  }
+  app.get<{ Params: ExportIdParams }>('/exports/:export_id/file', {
+    // A range is of the stored bytes: never content-coded.
+    compress: false,
+    ...ctx.route({
+      config: ADMIN,
+      schema: {
+        tags,
+        summary: 'Download an export\'s file',
+        description: 'Byte ranges (RFC 9110 §14): `Range: bytes=a-b`, `a-` or `-n` → 206 with `Content-Range`; `If-Range` with the ETag (another tag: the whole file, 200); nothing satisfiable → 416 with `Content-Range: bytes */<length>`. Several ranges that do not touch → the whole file with 200 (no multipart/byteranges). HEAD gives the headers alone. 404 until the export has succeeded.',
+        params: ExportIdParamsSchema,
+        produces: [NDJSON],
+        response: {
+          200: file,
+          206: part,
+          304: NotModifiedSchema,
+          ...problemResponses(...COMMON_ERRORS, 403, 404, 416, 422),
+        },
+      },
+    }),
+  }, async (req, reply) => {
+    const job = await findOwn(store, req.params.export_id, req.principal as Principal)
+    if (job.status !== 'succeeded' || job.size === null) {
+      throw new AppError('EXPORT_NOT_FOUND', `Export ${job.id} has no file: it is ${job.status}.`, job.status === 'failed' ? {} : { headers: { 'retry-after': POLL_AFTER_S } })
+    }
+    return sendRanged(req, reply, {
+      size: job.size,
+      etag: fileEtag(job),
+      lastModified: new Date(job.finishedAt ?? job.updatedAt),
+      contentType: NDJSON,
+      filename: `export-${job.id}.ndjson`,
+      read: (from, to) => fileBytes(store, job.id, from, to),
+    })
+  })
+}
+
+const READ_BATCH = 8
+
+/** Bytes `from`–`to` (inclusive) of an export's file, a few stored chunks per query. */
+async function * fileBytes (store: Store, id: number, from: number, to: number): AsyncGenerator<Uint8Array> {
+  let pos = from
+  while (pos <= to) {
+    const chunks = await store.exports.readChunks(id, pos, to, READ_BATCH)
+    if (chunks.length === 0) throw new Error(`export ${id} is missing bytes from ${pos}`)
+    for (const c of chunks) {
+      const start = pos - c.start
+      const end = Math.min(to - c.start + 1, c.data.byteLength)
+      yield c.data.subarray(start, end)
+      pos = c.start + end
+    }
+  }
+}
+
+/** The worker and the webhook sender of this instance, started when the app is ready and stopped when it closes. */
+async function exportServices (app: FastifyInstance, { config, store }: { config: ResourceContext['config'], store: Store }): Promise<void> {
+  const log = app.log.child({ component: 'exports' })
+  const attempts = new Counter({ name: 'webhook_delivery_attempts_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed)', labelNames: ['outcome'], registers: [app.metrics] })
+  const runs = new Counter({ name: 'export_runs_total', help: 'Export runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [app.metrics] })
+  const sender = new WebhookSender({
+    store,
+    log,
+    secret: config.webhookSecret,
+    allowLoopback: config.webhookAllowLoopback,
+    timeoutMs: config.webhookTimeoutMs,
+    maxAttempts: config.webhookMaxAttempts,
+    retryBaseMs: config.webhookRetryBaseMs,
+    pollMs: config.exports.pollMs,
+    attempts,
+  })
+  const worker = new ExportWorker({
+    store,
+    log,
+    ...config.exports,
+    renderPost: (post, job) => renderPost(post, job.apiVersion as ApiVersion, job.linkBase),
+    renderJob: job => renderExport(job, job.apiVersion as ApiVersion, job.linkBase),
+    webhookQueued: () => { sender.wake() },
+    runs,
+  })
+  app.decorate('exportJobs', { wake: () => { worker.wake() } })
+  app.addHook('onReady', async () => {
+    worker.start()
+    sender.start()
+  })
+  app.addHook('onClose', async () => {
+    await Promise.all([worker.stop(), sender.stop()])
+  })
+}
+
+export const exportsResource: Resource = {
+  name: 'exports',
+  description: 'Exports of every post the requester may see, as NDJSON: 202 jobs, polling, signed webhooks, ranged downloads (admin only)',
+  path: '/exports',
+  indexed: false,
+  webhooks: {
+    exportFinished: {
+      post: {
+        summary: 'An export ended',
+        description: 'Sent to the `callback_url` of an export when it succeeds or fails, after that state is committed. Signed per Standard Webhooks: `webhook-signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`, keyed with the decoded `WEBHOOK_SECRET`. Delivered at least once: retried with exponential backoff and jitter until a 2xx answer, with the same `webhook-id` each time. `data` is the job in the version that started the export.',
+        tags: ['exports'],
+        parameters: [
+          { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string' }, description: 'Stable across retries: drop a message whose id you have seen.' },
+          { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string' }, description: 'Seconds since the epoch, of this attempt.' },
+          { name: 'webhook-signature', in: 'header', required: true, schema: { type: 'string' }, description: '`v1,<base64 signature>`.' },
+        ],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { oneOf: [{ $ref: '#/components/schemas/ExportEventV1' }, { $ref: '#/components/schemas/ExportEventV2' }] } } },
+        },
+        responses: { '2XX': { description: 'Received; any other answer, or none within WEBHOOK_TIMEOUT_MS, is retried.' } },
+      },
+    },
+  },
+  schemas: EXPORT_SCHEMAS,
+  routes: exportRoutes,
+  services: exportServices,
+}

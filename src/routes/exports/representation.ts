@@ -1,0 +1,37 @@
+import { type ExportJob, progressOf } from '../../domain/export.ts'
+import { strongEtag } from '../../http/conditional.ts'
+import type { ApiVersion } from '../../http/versioning.ts'
+
+/** The job as GET /exports/{id} shows it, in each version (v2 names the identifier `exportId`). */
+export function renderExport (job: ExportJob, version: ApiVersion, base: string) {
+  const self = `${base}/exports/${job.id}`
+  return {
+    [version === 1 ? 'id' : 'exportId']: job.id,
+    status: job.status,
+    progress: progressOf(job),
+    format: job.format,
+    filter: job.filter,
+    callback_url: job.callbackUrl,
+    exported: job.exported,
+    total: job.total,
+    size: job.size,
+    error: job.error,
+    created_at: job.createdAt,
+    updated_at: job.updatedAt,
+    finished_at: job.finishedAt,
+    _links: {
+      self: { href: self },
+      ...(job.status === 'succeeded' ? { download: { href: `${self}/file` } } : {}),
+    },
+  }
+}
+
+/** Strong ETag of the job's representation: it changes with every step the worker records. */
+export function exportEtag (job: ExportJob, version: ApiVersion, base: string): string {
+  return strongEtag('export', job.id, job.updatedAt, job.status, job.exported, version, base)
+}
+
+/** Strong ETag of the file: its SHA-256, so equal bytes give equal tags on every instance. */
+export function fileEtag (job: ExportJob): string {
+  return `"${job.sha256 ?? ''}"`
+}

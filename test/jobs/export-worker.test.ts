@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import pino from 'pino'
+import { Counter, Registry } from 'prom-client'
+import type { ExportJob } from '../../src/domain/export.ts'
+import type { Post } from '../../src/domain/post.ts'
+import { ExportWorker, PAGE_SIZE } from '../../src/jobs/export-worker.ts'
+import { type FreshStore, freshStore } from '../store/store-helper.ts'
+
+const log = pino({ level: process.env.TEST_LOG ?? 'silent' })
+const request = { format: 'ndjson' as const, filter: {}, callbackUrl: 'https://example.com/hooks' }
+const v1 = { apiVersion: 1, linkBase: '' }
+
+async function until<T> (read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    const v = await read()
+    if (done(v)) return v
+    assert.ok(Date.now() < deadline, `timed out; last seen ${JSON.stringify(v)}`)
+    await sleep(20)
+  }
+}
+
+describe('ExportWorker', () => {
+  let f: FreshStore
+  before(async () => {
+    f = await freshStore('sqlite')
+    await f.store.transaction(async uow => {
+      for (let i = 0; i < PAGE_SIZE + 10; i++) await uow.posts.create({ title: `p${i}`, content: '', status: 'published' }, 'alice', new Date())
+    })
+  })
+  after(async () => { await f.close() })
+
+  function worker (opts: { renderPost: (post: Post, job: ExportJob) => unknown, maxAttempts?: number }) {
+    return new ExportWorker({
+      store: f.store,
+      log,
+      leaseMs: 10_000,
+      maxAttempts: opts.maxAttempts ?? 3,
+      pollMs: 20,
+      retentionDays: 7,
+      renderPost: opts.renderPost,
+      renderJob: job => ({ id: job.id, status: job.status, error: job.error }),
+      webhookQueued: () => {},
+      runs: new Counter({ name: 'runs', help: 'runs', labelNames: ['outcome'], registers: [new Registry()] }),
+    })
+  }
+
+  it('retries a failing run, then fails the job with the reason and queues export.failed in the same commit', async () => {
+    const job = await f.store.exports.create('root', request, v1, new Date())
+    const w = worker({ maxAttempts: 2, renderPost: () => { throw new Error('the disk is on fire') } })
+    w.start()
+    try {
+      const failed = await until(async () => await f.store.exports.findById(job.id, 'root'), j => j?.status === 'failed')
+      assert.equal(failed?.attempts, 2)
+      assert.match(failed?.error ?? '', /failed on the service's side 2 times/)
+      assert.doesNotMatch(failed?.error ?? '', /disk/, 'the internal error stays in the log')
+      assert.equal(failed?.size, null)
+    } finally {
+      await w.stop()
+    }
+    const [delivery] = await f.store.webhooks.claimDue(new Date(), 1000, 5)
+    assert.equal(delivery?.exportId, job.id)
+    assert.equal(delivery?.url, 'https://example.com/hooks')
+    const payload = JSON.parse(delivery!.payload)
+    assert.equal(payload.type, 'export.failed')
+    assert.equal(payload.data.status, 'failed')
+  })
+
+  it('hands a job back to the queue, without counting the run, when stopped in the middle of it', async () => {
+    const job = await f.store.exports.create('root', { ...request, callbackUrl: null }, v1, new Date())
+    let w: ExportWorker | null = null
+    let stopping: Promise<void> | undefined
+    w = worker({ renderPost: post => { stopping ??= w!.stop(); return { id: post.id } } })
+    w.start()
+    await until(async () => stopping !== undefined, called => called)
+    await stopping
+    const back = await f.store.exports.findById(job.id, 'root')
+    assert.equal(back?.status, 'pending')
+    assert.equal(back?.attempts, 0)
+    // Another worker finishes it.
+    const next = worker({ renderPost: post => ({ id: post.id }) })
+    next.start()
+    try {
+      const done = await until(async () => await f.store.exports.findById(job.id, 'root'), j => j?.status === 'succeeded')
+      assert.equal(done?.exported, PAGE_SIZE + 10)
+      assert.equal(done?.attempts, 1)
+    } finally {
+      await next.stop()
+    }
+  })
+})

@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict'
+import { after, before, beforeEach, describe, it } from 'node:test'
+import type { ExportRequest } from '../../src/domain/export.ts'
+import type { Store } from '../../src/store/store.ts'
+import { storeKinds } from '../helper.ts'
+import { type FreshStore, freshStore } from './store-helper.ts'
+
+const request: ExportRequest = { format: 'ndjson', filter: {}, callbackUrl: null }
+const v1 = { apiVersion: 1, linkBase: '' }
+const at = (ms: number) => new Date(Date.UTC(2030, 0, 1) + ms)
+
+for (const kind of await storeKinds()) {
+  describe(`exports store [${kind}]`, () => {
+    let f: FreshStore
+    let store: Store
+    before(async () => {
+      f = await freshStore(kind)
+      store = f.store
+    })
+    after(async () => { await f.close() })
+
+    // Each test starts with an empty queue, so claims see only its own jobs.
+    beforeEach(async () => {
+      await store.exports.deleteFinishedBefore(at(10 ** 12))
+      for (;;) {
+        const lease = await store.transaction(async uow => await uow.exports.claim(at(10 ** 12), 1, 1000))
+        if (lease === null) break
+        await store.exports.finish(lease, { status: 'failed', error: 'cleared' }, at(0))
+      }
+      await store.exports.deleteFinishedBefore(at(10 ** 12))
+    })
+
+    const claim = async (now: Date, leaseMs = 1000, max = 3) => await store.transaction(async uow => await uow.exports.claim(now, leaseMs, max))
+
+    it('claims the oldest pending job once; a held lease is not claimed again until it expires', async () => {
+      const a = await store.exports.create('root', request, v1, at(0))
+      const b = await store.exports.create('root', request, v1, at(1))
+      const first = await claim(at(10))
+      assert.equal(first?.job.id, a.id)
+      assert.equal(first?.job.status, 'running')
+      assert.equal(first?.job.attempts, 1)
+      assert.equal((await claim(at(20)))?.job.id, b.id)
+      assert.equal(await claim(at(30)), null, 'both are held')
+      const again = await claim(at(2000))
+      assert.equal(again?.job.id, a.id, 'the first lease has expired: its job is taken up again')
+      assert.equal(again?.job.attempts, 2)
+      assert.notEqual(again?.token, first?.token)
+    })
+
+    it('a worker that lost its lease can write nothing more; the new run starts from an empty file', async () => {
+      const job = await store.exports.create('root', request, v1, at(0))
+      const old = (await claim(at(0)))!
+      assert.equal(await store.exports.append(old, { seq: 0, start: 0, data: Buffer.from('stale\n') }, 1, at(500), at(1)), true)
+      const fresh = (await claim(at(5000)))!
+      assert.equal(fresh.job.id, job.id)
+      assert.deepEqual(await store.exports.readChunks(job.id, 0, 100, 10), [], 'the dead run\'s bytes are gone')
+      assert.equal(await store.exports.append(old, { seq: 1, start: 6, data: Buffer.from('late\n') }, 2, at(9000), at(5001)), false)
+      assert.equal(await store.exports.finish(old, { status: 'succeeded', size: 6, sha256: 'x' }, at(5002)), null)
+      assert.equal(await store.exports.release(old, null, true, at(5003)), false)
+      assert.equal(await store.exports.begin(fresh, 2, at(9000), at(5004)), true)
+      assert.equal(await store.exports.append(fresh, { seq: 0, start: 0, data: Buffer.from('abc\n') }, 1, at(9000), at(5005)), true)
+      assert.equal(await store.exports.append(fresh, { seq: 1, start: 4, data: Buffer.from('defgh\n') }, 2, at(9000), at(5006)), true)
+      const done = await store.exports.finish(fresh, { status: 'succeeded', size: 10, sha256: 'h' }, at(5007))
+      assert.equal(done?.status, 'succeeded')
+      assert.equal(done?.size, 10)
+      assert.equal(done?.exported, 2)
+      assert.equal(done?.total, 2)
+      const read = async (from: number, to: number) => Buffer.concat((await store.exports.readChunks(job.id, from, to, 10)).map(c => Buffer.from(c.data))).toString()
+      assert.equal(await read(0, 9), 'abc\ndefgh\n')
+      assert.equal(await read(5, 9), 'defgh\n', 'only chunks that overlap are read')
+      assert.equal(await read(0, 3), 'abc\n')
+      assert.equal((await store.exports.readChunks(job.id, 3, 4, 10)).length, 2)
+    })
+
+    it('fails a job whose lease expired after its last allowed run, with a reason', async () => {
+      const job = await store.exports.create('root', request, v1, at(0))
+      await claim(at(0), 100, 2)
+      await claim(at(200), 100, 2)
+      assert.equal(await claim(at(400), 100, 2), null, 'no third run')
+      assert.deepEqual(await store.transaction(async uow => await uow.exports.expire(at(50), 2)), [], 'not before its lease expired')
+      const expired = await store.transaction(async uow => await uow.exports.expire(at(400), 2))
+      assert.deepEqual(expired.map(j => [j.id, j.status]), [[job.id, 'failed']])
+      assert.match(expired[0]!.error ?? '', /interrupted 2 times/)
+      assert.equal((await store.exports.findById(job.id, 'root'))?.status, 'failed')
+    })
+
+    it('release gives a job back to the queue, counting the run or not', async () => {
+      const job = await store.exports.create('root', request, v1, at(0))
+      const lease = (await claim(at(0)))!
+      assert.equal(await store.exports.release(lease, null, false, at(1)), true)
+      const again = (await claim(at(2)))!
+      assert.equal(again.job.id, job.id)
+      assert.equal(again.job.attempts, 1, 'a shutdown does not count against the job')
+      await store.exports.release(again, 'boom', true, at(3))
+      const third = (await claim(at(4)))!
+      assert.equal(third.job.attempts, 2)
+      assert.equal(third.job.error, 'boom')
+    })
+
+    it('is found only by its owner', async () => {
+      const job = await store.exports.create('alice', { format: 'ndjson', filter: { status: 'draft' }, callbackUrl: 'https://example.com/h' }, { apiVersion: 2, linkBase: '/v2' }, at(0))
+      assert.deepEqual((await store.exports.findById(job.id, 'alice'))?.filter, { status: 'draft' })
+      assert.equal((await store.exports.findById(job.id, 'alice'))?.callbackUrl, 'https://example.com/h')
+      assert.equal(await store.exports.findById(job.id, 'bob'), null)
+    })
+
+    it('deletes finished jobs past their retention, with their files; unfinished ones stay', async () => {
+      const old = await store.exports.create('root', request, v1, at(0))
+      const lease = (await claim(at(0)))!
+      await store.exports.append(lease, { seq: 0, start: 0, data: Buffer.from('x\n') }, 1, at(1000), at(1))
+      await store.exports.finish(lease, { status: 'succeeded', size: 2, sha256: 'h' }, at(10))
+      const waiting = await store.exports.create('root', request, v1, at(0))
+      assert.equal(await store.exports.deleteFinishedBefore(at(5)), 0)
+      assert.equal(await store.exports.deleteFinishedBefore(at(11)), 1)
+      assert.equal(await store.exports.findById(old.id, 'root'), null)
+      assert.deepEqual(await store.exports.readChunks(old.id, 0, 10, 10), [])
+      assert.equal((await store.exports.findById(waiting.id, 'root'))?.status, 'pending')
+    })
+
+    // SQLite serves one instance: several stores in one process would block each other's event loop
+    // on the file lock, so there the claimants share the store (and its one connection).
+    it('with several claimants at once (PostgreSQL: several stores on one database), each job is claimed exactly once', async () => {
+      const others = kind === 'postgres' ? [await f.open(), await f.open()] : [store, store]
+      const ids = new Set<number>()
+      for (let i = 0; i < 12; i++) ids.add((await store.exports.create('root', request, v1, at(i))).id)
+      const claimed: number[] = []
+      await Promise.all([store, ...others].map(async s => {
+        for (;;) {
+          const lease = await s.transaction(async uow => await uow.exports.claim(at(100), 60_000, 3))
+          if (lease === null) return
+          claimed.push(lease.job.id)
+        }
+      }))
+      assert.deepEqual([...claimed].sort((a, b) => a - b), [...ids].sort((a, b) => a - b))
+    })
+
+    it('webhook outbox: a due delivery is held by one sender, retried when told, and done once delivered', async () => {
+      await store.webhooks.enqueue({ id: `msg_${kind}_1`, exportId: null, url: 'https://example.com/h', payload: '{"a":1}' }, at(0))
+      const [d] = await store.webhooks.claimDue(at(1), 1000, 5)
+      assert.equal(d?.id, `msg_${kind}_1`)
+      assert.equal(d?.attempts, 1)
+      assert.equal(d?.payload, '{"a":1}')
+      assert.deepEqual(await store.webhooks.claimDue(at(2), 1000, 5), [], 'held')
+      await store.webhooks.failedAttempt(d!.id, 'the receiver answered 500', at(500), at(3))
+      assert.deepEqual(await store.webhooks.claimDue(at(100), 1000, 5), [], 'not due yet')
+      const [again] = await store.webhooks.claimDue(at(600), 1000, 5)
+      assert.equal(again?.attempts, 2)
+      await store.webhooks.delivered(again!.id, at(601))
+      assert.deepEqual(await store.webhooks.claimDue(at(10 ** 9), 1000, 5), [])
+      await store.webhooks.enqueue({ id: `msg_${kind}_2`, exportId: null, url: 'https://example.com/h', payload: '{}' }, at(0))
+      const [given] = await store.webhooks.claimDue(at(1), 1000, 5)
+      await store.webhooks.failedAttempt(given!.id, 'timeout', null, at(2))
+      assert.deepEqual(await store.webhooks.claimDue(at(10 ** 9), 1000, 5), [], 'given up')
+    })
+  })
+}
