@@ -94,19 +94,19 @@ async function exportRoutes (app: FastifyInstance, ctx: ResourceContext): Promis
   })
 
   const fileHeaders = {
-    'accept-ranges': { type: 'string', description: '`bytes`' },
-    etag: { type: 'string', description: 'Strong: the file\'s SHA-256. Send it in `If-Range` when resuming.' },
-    'content-length': { type: 'integer' },
+    'accept-ranges': { type: 'string', enum: ['bytes'], description: '`bytes`' },
+    etag: { type: 'string', maxLength: 100, description: 'Strong: the file\'s SHA-256. Send it in `If-Range` when resuming.' },
+    'content-length': { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
   }
   const file = {
     description: 'The NDJSON file: one post per line, in id order, as the version that started the export represents a post.',
     headers: fileHeaders,
-    content: { [NDJSON]: { schema: { type: 'string' } } },
+    content: { [NDJSON]: { schema: { type: 'string', maxLength: Number.MAX_SAFE_INTEGER } } },
   }
   const part = {
     ...file,
     description: 'The requested bytes.',
-    headers: { ...fileHeaders, 'content-range': { type: 'string', description: '`bytes <first>-<last>/<length>`' } },
+    headers: { ...fileHeaders, 'content-range': { type: 'string', maxLength: 100, description: '`bytes <first>-<last>/<length>`' } },
   }
   app.get<{ Params: ExportIdParams }>('/exports/:export_id/file', {
     // A range is of the stored bytes: never content-coded.
@@ -207,9 +207,9 @@ export const exportsResource: Resource = {
         description: 'Sent to the `callback_url` of an export when it succeeds or fails, after that state is committed. Signed per Standard Webhooks: `webhook-signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`, keyed with the decoded `WEBHOOK_SECRET`. Delivered at least once: retried with exponential backoff and jitter until a 2xx answer, with the same `webhook-id` each time. `data` is the job in the version that started the export.',
         tags: ['exports'],
         parameters: [
-          { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string' }, description: 'Stable across retries: drop a message whose id you have seen.' },
-          { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string' }, description: 'Seconds since the epoch, of this attempt.' },
-          { name: 'webhook-signature', in: 'header', required: true, schema: { type: 'string' }, description: '`v1,<base64 signature>`.' },
+          { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string', maxLength: 1024 }, description: 'Stable across retries: drop a message whose id you have seen.' },
+          { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string', maxLength: 1024 }, description: 'Seconds since the epoch, of this attempt.' },
+          { name: 'webhook-signature', in: 'header', required: true, schema: { type: 'string', maxLength: 1024 }, description: '`v1,<base64 signature>`.' },
         ],
         requestBody: {
           required: true,

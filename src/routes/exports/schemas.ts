@@ -24,7 +24,7 @@ export const CreateExportBodySchema = Type.Object({
 }, { $id: 'CreateExportBody', additionalProperties: false })
 export type CreateExportBody = Static<typeof CreateExportBodySchema>
 
-const TimestampSchema = Type.String({ format: 'date-time' })
+const TimestampSchema = Type.String({ format: 'date-time', maxLength: 30 })
 const NullableTimestamp = Type.Union([TimestampSchema, Type.Null()])
 
 const fields = {
@@ -32,11 +32,11 @@ const fields = {
   progress: Type.Integer({ minimum: 0, maximum: 100, description: 'Per cent of the matching posts written; 100 once succeeded.' }),
   format: Type.Unsafe<typeof EXPORT_FORMATS[number]>({ type: 'string', enum: [...EXPORT_FORMATS] }),
   filter: FilterSchema,
-  callback_url: Type.Union([Type.String(), Type.Null()]),
-  exported: Type.Integer({ minimum: 0, description: 'Posts written so far.' }),
-  total: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: 'Posts that matched when the run began; null before.' }),
-  size: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: 'The file\'s length in bytes, once succeeded.' }),
-  error: Type.Union([Type.String(), Type.Null()], { description: 'Why the export failed (or why its last run did).' }),
+  callback_url: Type.Union([Type.String({ maxLength: CALLBACK_URL_MAX }), Type.Null()]),
+  exported: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Posts written so far.' }),
+  total: Type.Union([Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), Type.Null()], { description: 'Posts that matched when the run began; null before.' }),
+  size: Type.Union([Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), Type.Null()], { description: 'The file\'s length in bytes, once succeeded.' }),
+  error: Type.Union([Type.String({ maxLength: 2048 }), Type.Null()], { description: 'Why the export failed (or why its last run did).' }),
   created_at: TimestampSchema,
   updated_at: TimestampSchema,
   finished_at: NullableTimestamp,
@@ -46,8 +46,8 @@ const fields = {
   }, { additionalProperties: false }),
 }
 
-export const ExportV1Schema = Type.Object({ id: Type.Integer({ minimum: 1 }), ...fields }, { $id: 'ExportV1', additionalProperties: false })
-export const ExportV2Schema = Type.Object({ exportId: Type.Integer({ minimum: 1 }), ...fields }, { $id: 'ExportV2', additionalProperties: false })
+export const ExportV1Schema = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), ...fields }, { $id: 'ExportV1', additionalProperties: false })
+export const ExportV2Schema = Type.Object({ exportId: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), ...fields }, { $id: 'ExportV2', additionalProperties: false })
 
 /** The webhook body: `{type, data}` with `data` the job (contract §2). */
 export const ExportEventV1Schema = Type.Object({
