@@ -20,6 +20,8 @@ const POLICY = 'default'
 /** Probes and scrapes from the platform are not clients: they are never limited. */
 const EXEMPT_ROUTES = new Set(['/healthz', '/readyz', '/metrics'])
 const LOCAL_KEYS = 50_000
+/** After Redis failed or timed out, it is left alone this long: one request pays a timeout, not every one. */
+const BREAKER_OPEN_MS = 5_000
 
 /**
  * Counts in Redis while it answers, else in this process's memory. A Redis outage therefore
@@ -30,9 +32,10 @@ function fallbackStore (redis: Redis | null, prefix: string, log: FastifyBaseLog
   const local = new LocalStore(false, false, LOCAL_KEYS)
   const shared = redis === null ? null : new RedisStore(false, false, redis, prefix)
   let warned = false
+  let openUntil = 0
   return class FallbackStore implements FastifyRateLimitStore {
     incr (key: string, cb: Parameters<Incr>[1], timeWindow: number, max: number): void {
-      if (shared === null || redis === null || redis.status !== 'ready') {
+      if (shared === null || redis === null || redis.status !== 'ready' || Date.now() < openUntil) {
         local.incr(key, cb, timeWindow, max)
         return
       }
@@ -42,6 +45,9 @@ function fallbackStore (redis: Redis | null, prefix: string, log: FastifyBaseLog
           cb(null, result)
           return
         }
+        // A Redis that holds the connection but never answers would otherwise cost every request
+        // the command timeout; after it failed once, only one request every BREAKER_OPEN_MS tries it.
+        openUntil = Date.now() + BREAKER_OPEN_MS
         if (!warned) log.warn({ err }, 'rate limit: Redis failed; counting in memory, per instance, until it answers')
         warned = true
         local.incr(key, cb, timeWindow, max)
@@ -59,7 +65,7 @@ async function connectRedis (url: string, log: FastifyBaseLogger): Promise<Redis
   const { Redis } = await import('ioredis')
   const redis = new Redis(url, {
     connectTimeout: 1000,
-    commandTimeout: 500,
+    commandTimeout: 100,
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
     // Keep reconnecting in the background, at most every 5 s.

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
+import { TcpProxy } from '../tcp-proxy.ts'
 import { buildTestApp, freePort, json, REDIS_URL, redisAvailable, type TestApp } from '../helper.ts'
 
 const POLICY = /^"default";q=(\d+);w=(\d+)$/
@@ -143,6 +144,27 @@ describe('rate limits', () => {
 
   describe('in Redis', async () => {
     const reachable = await redisAvailable()
+
+    it('pays the timeout of a held Redis once, not on every request, and keeps counting', { skip: !reachable && `Redis at ${REDIS_URL} is unreachable` }, async () => {
+      const proxy = await TcpProxy.start({ host: '127.0.0.1', port: Number(new URL(REDIS_URL).port || 6379) })
+      const t = await buildTestApp('sqlite', { RATE_LIMIT_MAX: '100', REDIS_URL: proxy.via(REDIS_URL), REDIS_KEY_PREFIX: uniquePrefix() })
+      try {
+        assert.equal(limitOf(await t.request({ method: 'GET', url: '/posts' })).r, 99, 'counted in Redis')
+        // Bytes stop flowing; the connection stays open, so only the command timeout notices.
+        proxy.hold()
+        const started = Date.now()
+        for (let i = 0; i < 10; i++) {
+          const res = await t.request({ method: 'GET', url: '/posts' })
+          assert.equal(res.statusCode, 200)
+          assert.ok(res.headers.ratelimit, 'still counted, in memory')
+        }
+        // With a timeout per request the ten would take 10 × 100 ms at least; with the breaker one pays it.
+        assert.ok(Date.now() - started < 800, `10 requests took ${Date.now() - started} ms`)
+      } finally {
+        await t.close()
+        await proxy.close()
+      }
+    })
 
     it('is shared by every app on one Redis', { skip: !reachable && `Redis at ${REDIS_URL} is unreachable` }, async () => {
       // Shedding off: building and first checking one app blocks the loop the other app samples.
