@@ -4,10 +4,12 @@ import type { Migration } from 'kysely'
 export interface ColumnTypes {
   /** An auto-assigned primary key that is never reused. */
   readonly id: string
-  /** A column referring to such a key. */
+  /** A column referring to such a key, or any 64-bit integer. */
   readonly ref: string
   /** A point in time with millisecond precision. */
   readonly timestamp: string
+  /** Raw bytes. */
+  readonly bytes: string
 }
 
 /** A migration written once for both databases. */

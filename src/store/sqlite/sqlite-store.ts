@@ -7,15 +7,15 @@ import { type Database, type DialectParts, KyselyStore } from '../kysely-store.t
 import * as m0001 from './migrations/0001-initial.ts'
 import * as m0002 from '../migrations/0002-idempotency-keys.ts'
 import * as m0003 from '../migrations/0003-orders.ts'
-import * as m0004 from './migrations/0004-exports.ts'
+import * as m0004 from '../migrations/0004-exports.ts'
 import type { ColumnTypes } from '../migrations/column-types.ts'
 
-const COLUMN_TYPES: ColumnTypes = { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT' }
+const COLUMN_TYPES: ColumnTypes = { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB' }
 const migrations = {
   '0001-initial': m0001,
   '0002-idempotency-keys': m0002.migration(COLUMN_TYPES),
   '0003-orders': m0003.migration(COLUMN_TYPES),
-  '0004-exports': m0004,
+  '0004-exports': m0004.migration(COLUMN_TYPES),
 }
 
 /** FTS5 query syntax is not for end users: every word becomes a quoted term, all must match. */
