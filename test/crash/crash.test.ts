@@ -110,8 +110,11 @@ for (const kind of await storeKinds()) {
           const stop = new AbortController()
           const before = ledger.created.size
           const workers = Array.from({ length: WORKERS }, async (_, w) => { await writer(origin, authorization, w, ledger, stop.signal) })
-          // A random point in the burst, once writes are flowing.
-          await sleep(100 + Math.random() * 400)
+          // A random point in the burst, once writes are flowing: a cold process (a slow machine)
+          // may take a while to answer its first write, so wait for one before choosing the point.
+          const flowingBy = Date.now() + 20_000
+          while (ledger.created.size === before && Date.now() < flowingBy) await sleep(20)
+          await sleep(Math.random() * 300)
           await kill(child)
           stop.abort()
           await Promise.all(workers)
