@@ -22,12 +22,14 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
   const reader = new OrderService(ctx.store.orders)
   const [OrderRef, ItemRef] = [Type.Ref(version === 1 ? S.OrderV1Schema : S.OrderV2Schema), Type.Ref(version === 1 ? S.OrderListItemV1Schema : S.OrderListItemV2Schema)]
 
-  const render = (req: FastifyRequest, o: Order) => {
-    const self = `${linkBase(req)}/orders/${o.id}`
+  const data = (o: Order): Record<string, unknown> =>
+    ({ [idName]: o.id, status: o.status, customer_email: o.customerEmail, items: o.items, created_at: o.createdAt })
+  const render = (base: string, o: Order) => {
+    const self = `${base}/orders/${o.id}`
     const cancel = allowedActions(o.status).includes('cancel') ? { cancel: { href: `${self}/cancel`, method: 'POST' } } : {}
-    return { [idName]: o.id, status: o.status, customer_email: o.customerEmail, items: o.items, created_at: o.createdAt, _links: { self: { href: self }, items: { href: `${self}/items` }, ...cancel } }
+    return { ...data(o), _links: { self: { href: self }, items: { href: `${self}/items` }, ...cancel } }
   }
-  const written = (req: FastifyRequest, o: Order, status: 200 | 201) => writtenResource(req, 'orders', o, render(req, o), status)
+  const written = (req: FastifyRequest, o: Order, status: 200 | 201) => writtenResource(req, 'orders', o, render(linkBase(req), o), status)
 
   app.get<{ Querystring: S.ListOrdersQuery }>('/orders', ctx.route({
     config,
@@ -39,10 +41,11 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     const withItems = lr.include.includes('items') || (lr.fields?.includes('items') ?? false)
     const page = await reader.list(storeQueryOf(lr, filter), req.principal, withItems)
     const names = lr.fields ?? S.ORDER_FIELDS[version].filter(f => f !== 'items' || withItems)
+    const base = linkBase(req)
     return sendPage(req, reply, lr, page, cursors, {
       render: o => {
-        const full = render(req, o) as Record<string, unknown>
-        return { ...Object.fromEntries(names.map(n => [n, full[n]])), _links: { self: { href: `${linkBase(req)}/orders/${o.id}` } } }
+        const d = data(o)
+        return { ...Object.fromEntries(names.map(n => [n, d[n]])), _links: { self: { href: `${base}/orders/${o.id}` } } }
       },
       sortValues: o => lr.sort.map(t => t.key === 'id' ? o.id : o.createdAt),
       audience: 'private',
@@ -62,7 +65,7 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     schema: { tags, summary: 'Read an order', params: S.OrderIdParamsSchema, querystring: S.ReadOrderQuerySchema, response: { 200: OrderRef, 304: NotModifiedSchema, ...READ_ERRORS } },
   }), async (req, reply) => {
     const order = await reader.get(req.params.order_id, req.principal)
-    return sendRepresentation(req, reply, render(req, order), { ...validatorsOf(req, 'orders', order), audience: 'private' })
+    return sendRepresentation(req, reply, render(linkBase(req), order), { ...validatorsOf(req, 'orders', order), audience: 'private' })
   })
 
   app.get<{ Params: S.OrderIdParams }>('/orders/:order_id/items', ctx.route({
