@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
-import path from 'node:path'
+import type { ChildProcess } from 'node:child_process'
 import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
-import { SignJWT } from 'jose'
 import type { Viewer } from '../../src/domain/principal.ts'
 import { loadConfig } from '../../src/config.ts'
 import { openStore } from '../../src/store/open-store.ts'
-import { freePort, freshDatabase, JWT_SECRET, storeKinds } from '../helper.ts'
+import { freshDatabase, JWT_SECRET, storeKinds } from '../helper.ts'
+import { startInstance, token } from '../process-helper.ts'
 import { recordResult } from '../reliability-record.ts'
 
 /**
@@ -18,29 +16,6 @@ import { recordResult } from '../reliability-record.ts'
  */
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 1)
 const WORKERS = Number(process.env.CRASH_WORKERS ?? 12)
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
-
-async function startServer (env: Record<string, string>): Promise<{ child: ChildProcess, origin: string }> {
-  const port = await freePort()
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
-    cwd: ROOT,
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  })
-  let stderr = ''
-  child.stderr!.on('data', c => { stderr += String(c) })
-  const origin = `http://127.0.0.1:${port}`
-  // Generous: on a loaded CI machine a start (loading TypeScript, migrating) can take many seconds.
-  const deadline = Date.now() + 90_000
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the server exited (${child.exitCode}): ${stderr}`)
-    try {
-      if ((await fetch(`${origin}/healthz`)).status === 200) return { child, origin }
-    } catch { /* not listening yet */ }
-    if (Date.now() > deadline) throw new Error(`the server did not start: ${stderr}`)
-    await sleep(50)
-  }
-}
 
 async function kill (child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
@@ -100,12 +75,12 @@ for (const kind of await storeKinds()) {
         OVERLOAD_MAX_WAIT_MS: '0',
         OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
       }
-      const authorization = `Bearer ${await new SignJWT({ scope: 'posts:write' }).setProtectedHeader({ alg: 'HS256' }).setSubject('writer').setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(JWT_SECRET))}`
+      const authorization = `Bearer ${await token('writer', ['posts:write'])}`
       const ledger: Ledger = { created: new Map(), deleted: new Set(), deleting: new Set() }
       const admin: Viewer = { subject: 'checker', scopes: new Set(['admin']), kind: 'jwt' }
       let killedWithWritesInFlight = 0
       for (let round = 0; round < ROUNDS; round++) {
-        const { child, origin } = await startServer(env)
+        const { child, base: origin } = await startInstance(`crash ${round}`, env)
         try {
           const stop = new AbortController()
           const before = ledger.created.size
