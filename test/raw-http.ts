@@ -107,3 +107,44 @@ export async function rawBurst (port: number, n: number, request: string, timeou
   })
   return (JSON.parse(out) as { text: string, ms: number, timedOut: boolean }[]).map(r => ({ ...parseRawResponse(r.text), closedAfterMs: r.ms, timedOut: r.timedOut }))
 }
+
+const CLOSED_LOOP_SCRIPT = `
+const http = require('node:http')
+const [port, connections, durationMs, path] = [Number(process.argv[1]), Number(process.argv[2]), Number(process.argv[3]), process.argv[4]]
+const agent = new http.Agent({ keepAlive: true, maxSockets: connections })
+const statuses = {}
+let slowest = 0
+const end = performance.now() + durationMs
+const one = () => new Promise(resolve => {
+  const started = performance.now()
+  const req = http.get({ host: '127.0.0.1', port, path, agent }, res => {
+    res.resume()
+    res.on('end', () => {
+      statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
+      slowest = Math.max(slowest, performance.now() - started)
+      resolve()
+    })
+  })
+  req.on('error', () => { statuses.error = (statuses.error ?? 0) + 1; resolve() })
+})
+const worker = async () => { while (performance.now() < end) await one() }
+Promise.all(Array.from({ length: connections }, worker)).then(() => {
+  agent.destroy()
+  process.stdout.write(JSON.stringify({ statuses, slowest }))
+})
+`
+
+/**
+ * Steady closed-loop load, as a benchmark client makes it: `connections` keep-alive connections,
+ * each sending its next GET `path` as soon as the last is answered, for `durationMs`, from another
+ * process. Returns how many answers had each status, and the slowest answer's time.
+ */
+export async function closedLoop (port: number, connections: number, durationMs: number, path: string): Promise<{ statuses: Record<string, number>, slowest: number }> {
+  const { execFile } = await import('node:child_process')
+  return await new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', CLOSED_LOOP_SCRIPT, String(port), String(connections), String(durationMs), path], (err, stdout) => {
+      if (err) reject(err)
+      else resolve(JSON.parse(stdout) as { statuses: Record<string, number>, slowest: number })
+    })
+  })
+}

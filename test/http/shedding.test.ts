@@ -3,7 +3,7 @@ import type net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildTestApp, json, type TestApp } from '../helper.ts'
-import { rawBurst, rawRequest } from '../raw-http.ts'
+import { closedLoop, rawBurst, rawRequest } from '../raw-http.ts'
 import { recordResult } from '../reliability-record.ts'
 
 function busyWait (ms: number): void {
@@ -19,8 +19,8 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
   before(async () => {
     t = await buildTestApp('sqlite', { OVERLOAD_MAX_WAIT_MS: String(WAIT_MS), OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', RATE_LIMIT_MAX: '0' }, {
       extend: app => {
-        app.get('/test/busy', { schema: { hide: true } }, async () => {
-          busyWait(WORK_MS)
+        app.get<{ Querystring: { ms?: string } }>('/test/busy', { schema: { hide: true } }, async req => {
+          busyWait(Number(req.query.ms ?? WORK_MS))
           return { ok: true }
         })
       },
@@ -53,6 +53,35 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
       injected: `40 requests of ${WORK_MS} ms of CPU at once (1.6 s of work), from another process`,
       count: results.length,
       result: `${served.length} served (slowest ${Math.round(slowest)} ms), ${shed.length} shed with 503 + Retry-After (slowest ${Math.round(slowestShed)} ms), 0 timed out; without shedding the last would wait ~1.6 s`,
+    })
+  })
+
+  it('sheds nothing under steady saturation whose requests each wait less than the bound', async () => {
+    // 8 keep-alive connections, each sending its next request as soon as it has an answer: the
+    // loop is never idle, yet each request waits only for the 7 ahead of it (~7 × 10 ms).
+    // Counting the wait from the loop's last idle moment shed nearly all of this load.
+    const load = await closedLoop(port, 8, 1500, '/test/busy?ms=10')
+    const answered = Object.values(load.statuses).reduce((a, b) => a + b, 0)
+    assert.ok(answered > 20, `answered ${answered}`)
+    assert.deepEqual(load.statuses, { 200: answered }, `statuses: ${JSON.stringify(load.statuses)}`)
+    recordResult('overload-steady', {
+      test: 'Steady saturation within the bound (OVERLOAD_MAX_WAIT_MS=200)',
+      injected: '8 keep-alive connections in a closed loop for 1.5 s, 10 ms of CPU per request, from another process',
+      count: answered,
+      result: `${answered} served, 0 shed (slowest ${Math.round(load.slowest)} ms)`,
+    })
+  })
+
+  it('sheds under steady saturation whose requests would wait beyond the bound', async () => {
+    // 12 connections × 40 ms: served in turn, each would wait ~440 ms for the 11 ahead of it.
+    const load = await closedLoop(port, 12, 1500, '/test/busy')
+    assert.deepEqual(Object.keys(load.statuses).sort(), ['200', '503'], `statuses: ${JSON.stringify(load.statuses)}`)
+    assert.ok(load.slowest < WAIT_MS + 10 * WORK_MS, `slowest answer took ${Math.round(load.slowest)} ms`)
+    recordResult('overload-steady-over', {
+      test: 'Steady saturation beyond the bound (OVERLOAD_MAX_WAIT_MS=200)',
+      injected: `12 keep-alive connections in a closed loop for 1.5 s, ${WORK_MS} ms of CPU per request (each would wait ~440 ms), from another process`,
+      count: load.statuses[200]! + load.statuses[503]!,
+      result: `${load.statuses[200]} served, ${load.statuses[503]} shed with 503, slowest answer ${Math.round(load.slowest)} ms`,
     })
   })
 
