@@ -34,9 +34,3 @@ export type PostSortKey = typeof POST_SORT_KEYS[number]
 export function normalisePostInput (input: { title: string, content: string, status?: PostStatus | undefined }): PostInput {
   return { title: input.title.trim(), content: input.content, status: input.status ?? 'published' }
 }
-
-/** A post's values for the given sort keys, in order (what a keyset cursor carries). */
-export function postSortValues (post: Post, sort: readonly { key: PostSortKey }[]): (string | number)[] {
-  const byKey: Record<PostSortKey, string | number> = { id: post.id, title: post.title, created_at: post.createdAt, updated_at: post.updatedAt }
-  return sort.map(t => byKey[t.key])
-}

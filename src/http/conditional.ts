@@ -25,6 +25,11 @@ export function validatorsOf (req: FastifyRequest, kind: string, r: Revisioned):
   return { etag: strongEtag(kind, r.id, r.revision, r.updatedAt, req.apiVersion, linkBase(req)), lastModified: new Date(r.updatedAt) }
 }
 
+/** Sends resource `r` of `kind` as a GET shows it: its validators, Cache-Control for `audience`, 304 when unchanged. */
+export function sendResource (req: FastifyRequest, reply: FastifyReply, kind: string, r: Revisioned, body: unknown, audience: Audience): FastifyReply {
+  return sendRepresentation(req, reply, body, { ...validatorsOf(req, kind, r), audience })
+}
+
 /** A weak entity tag over a serialised body (lists: equal content, maybe not equal bytes). */
 export function weakEtag (body: string): string {
   return `W/"${hash('sha256', body, 'base64url').slice(0, 27)}"`

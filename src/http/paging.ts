@@ -247,6 +247,13 @@ export function setPagingHeaders<T, K extends string> (
   appendVary(reply, 'Prefer')
 }
 
+const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
+
+/** An item's values for the sort keys, in order (what a keyset cursor carries): key `created_at` is the item's `createdAt`. */
+export function sortValuesOf (item: object, sort: readonly SortTerm[]): (string | number)[] {
+  return sort.map(t => (item as Record<string, string | number>)[camel(t.key)]!)
+}
+
 /**
  * Sends one page of any collection: its paging links, a weak ETag from what decides its bytes
  * (the query, the shape asked for, each row's revision and the paging headers; not a second
@@ -258,9 +265,9 @@ export function sendPage<T extends { id: number, revision: number, updatedAt: st
   lr: ListRequest<K>,
   page: ListPage<T>,
   cursors: CursorCodec,
-  opts: { render: (item: T) => unknown, sortValues: (item: T) => (string | number)[], audience: Audience }
+  opts: { render: (item: T) => unknown, audience: Audience }
 ): FastifyReply {
-  setPagingHeaders(req, reply, lr, page, opts.sortValues, cursors)
+  setPagingHeaders(req, reply, lr, page, item => sortValuesOf(item, lr.sort), cursors)
   const rows = page.items.map(p => `${p.id}:${p.revision}:${p.updatedAt}`).join(',')
   const shape = [lr.signature, req.apiVersion, linkBase(req), lr.fields?.join(',') ?? '', lr.include.join(',')]
   const etag = weakEtag([...shape, rows, reply.getHeader('link'), reply.getHeader('x-total-count')].map(h => String(h ?? '')).join('\n'))

@@ -2,6 +2,7 @@ import { type TSchema, Type } from '@sinclair/typebox'
 import type { Ajv } from 'ajv'
 import type { FastifyInstance, FastifySchema } from 'fastify'
 import type { Config } from '../config.ts'
+import type { StoreModule } from '../store/module.ts'
 import type { Store } from '../store/store.ts'
 import type { CursorCodec } from './paging.ts'
 import { API_VERSIONS, type ApiVersion, vendorMediaType } from './versioning.ts'
@@ -28,7 +29,7 @@ export interface ResourceContext {
 
 /**
  * A resource brings, from its own folder, everything the service needs to serve it: its schemas
- * (with `$id`, per version), and its routes, registered once per version. The app names no
+ * (with `$id`, per version), its routes, registered once per version, and its tables. The app names no
  * resource; `src/routes/registry.ts` lists them.
  */
 export interface Resource {
@@ -42,6 +43,8 @@ export interface Resource {
   /** OpenAPI 3.1 `webhooks` entries: the requests the service sends for this resource. */
   readonly webhooks?: Readonly<Record<string, unknown>>
   readonly schemas: readonly TSchema[]
+  /** Its tables and repository, when it brings any (the store opens every registered resource's). */
+  readonly store?: StoreModule
   routes (app: FastifyInstance, ctx: ResourceContext): Promise<void>
   /**
    * Work the resource does outside requests (a job worker), set up once per app on the root

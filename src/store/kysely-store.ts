@@ -1,47 +1,54 @@
 import { randomBytes } from 'node:crypto'
-import { type Kysely, sql } from 'kysely'
+import { type Kysely, type Migration, sql } from 'kysely'
+import * as m0002 from './migrations/0002-idempotency-keys.ts'
+import * as m0004 from './migrations/0004-exports.ts'
+import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
 import { ExportsRepository } from './repositories/exports-repository.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
-import { OrdersRepository } from './repositories/orders-repository.ts'
 import { PostsRepository } from './repositories/posts-repository.ts'
 import { WebhooksRepository } from './repositories/webhooks-repository.ts'
-import type { ApiKeyStore, ExportStore, IdempotencyStore, OrderStore, PostStore, Repositories, Store, TransactionOptions, UnitOfWork, WebhookStore } from './store.ts'
+import type { Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
 import type { Database, DialectParts } from './tables.ts'
 
 export type { Database, DialectParts } from './tables.ts'
 
-function repositories (db: Kysely<Database>, dialect: DialectParts): Repositories {
-  return {
+/** The core's repositories, then each module's under its name. */
+function repositories (db: Kysely<Database>, dialect: DialectParts, modules: readonly StoreModule[]): Repositories {
+  const core = {
     posts: new PostsRepository(db, dialect),
-    orders: new OrdersRepository(db, dialect),
     apiKeys: new ApiKeysRepository(db, dialect),
     idempotency: new IdempotencyRepository(db, dialect),
     exports: new ExportsRepository(db, dialect),
     webhooks: new WebhooksRepository(db, dialect),
   }
+  return Object.assign(core, Object.fromEntries(modules.map(m => [m.name, m.repository(db, dialect)]))) as unknown as Repositories
 }
 
-/** The Store both adapters share; each adapter supplies only its DialectParts. */
+/** The core's migrations and every module's, by name (Kysely applies them in name order; 0003 is the orders module's). */
+function migrationsOf (dialect: DialectParts, modules: readonly StoreModule[]): Record<string, Migration> {
+  const all: Record<string, Migration> = { '0001-initial': dialect.initialMigration, '0002-idempotency-keys': m0002.migration(dialect.columnTypes), '0004-exports': m0004.migration(dialect.columnTypes) }
+  for (const [name, m] of modules.flatMap(m => Object.entries(m.migrations))) {
+    if (name in all) throw new Error(`two migrations are named ${name}`)
+    all[name] = m(dialect.columnTypes)
+  }
+  return all
+}
+
+// The repositories are declared by Repositories, which resources extend from their folders.
+export interface KyselyStore extends Repositories {}
+
+/**
+ * The Store both adapters share; each adapter supplies only its DialectParts. `modules` are the
+ * resources' tables and repositories (the registry's, see open-store.ts).
+ */
 export class KyselyStore implements Store {
   readonly kind: 'sqlite' | 'postgres'
-  readonly posts: PostStore
-  readonly orders: OrderStore
-  readonly apiKeys: ApiKeyStore
-  readonly idempotency: IdempotencyStore
-  readonly exports: ExportStore
-  readonly webhooks: WebhookStore
   private secret: Buffer | null = null
 
-  constructor (readonly db: Kysely<Database>, readonly dialect: DialectParts) {
+  constructor (readonly db: Kysely<Database>, readonly dialect: DialectParts, readonly modules: readonly StoreModule[] = []) {
     this.kind = dialect.kind
-    const repos = repositories(db, dialect)
-    this.posts = repos.posts
-    this.orders = repos.orders
-    this.apiKeys = repos.apiKeys
-    this.idempotency = repos.idempotency
-    this.exports = repos.exports
-    this.webhooks = repos.webhooks
+    Object.assign(this, repositories(db, dialect, modules))
   }
 
   async transaction<T> (fn: (uow: UnitOfWork) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
@@ -52,7 +59,7 @@ export class KyselyStore implements Store {
     const value = await this.db.connection().execute(async conn => {
       await sql.raw(this.dialect.begin).execute(conn)
       try {
-        const result = await fn({ ...repositories(conn, this.dialect), onCommit: f => { callbacks.push(f) } })
+        const result = await fn({ ...repositories(conn, this.dialect, this.modules), onCommit: f => { callbacks.push(f) } })
         // An abandoned request (timed out, client gone) commits nothing, so its 503 never hides a change.
         opts.signal?.throwIfAborted()
         await sql.raw('COMMIT').execute(conn)
@@ -85,7 +92,7 @@ export class KyselyStore implements Store {
   }
 
   async migrate (): Promise<void> {
-    const { error, results } = await this.dialect.migrator(this.db).migrateToLatest()
+    const { error, results } = await this.dialect.migrator(this.db, migrationsOf(this.dialect, this.modules)).migrateToLatest()
     const failed = results?.find(r => r.status === 'Error')
     if (error) throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${String((error as Error).message ?? error)}`)
   }

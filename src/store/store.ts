@@ -1,6 +1,5 @@
 import type { ExportJob, ExportLease, ExportRequest } from '../domain/export.ts'
 import type { Post, PostInput, PostSortKey, PostStatus } from '../domain/post.ts'
-import type { Order, OrderInput, OrderSortKey, OrderStatus } from '../domain/order.ts'
 import type { Viewer } from '../domain/principal.ts'
 
 export type SortDirection = 'asc' | 'desc'
@@ -58,21 +57,6 @@ export interface PostStore {
    */
   replace (id: number, input: PostInput, expectedRevision: number, now: Date): Promise<WriteResult<Post>>
   delete (id: number, expectedRevision: number): Promise<WriteResult<true>>
-}
-
-export interface OrderFilter {
-  readonly status?: OrderStatus
-}
-
-export interface OrderStore {
-  /** Writes the order and its items; run it in a unit of work so they commit together. */
-  create (input: OrderInput, owner: string, now: Date): Promise<Order>
-  /** The order with its items, if `viewer` owns it or is admin. */
-  findById (id: number, viewer: Viewer): Promise<Order | null>
-  /** `viewer`'s orders (admin: all), with their items when `withItems`. */
-  list (query: ListQuery<OrderSortKey, OrderFilter>, viewer: Viewer, withItems: boolean): Promise<ListPage<Order>>
-  /** Moves the order from one of `from` to `to` in one statement; `stale` when it is in another state. */
-  move (id: number, viewer: Viewer, from: readonly OrderStatus[], to: OrderStatus, now: Date): Promise<WriteResult<Order>>
 }
 
 export interface ApiKeyRecord {
@@ -190,10 +174,12 @@ export interface WebhookStore {
   failedAttempt (id: string, error: string, at: Date | null, now: Date): Promise<void>
 }
 
-/** Every table's repository; outside a unit of work each statement commits alone. */
+/**
+ * Every table's repository; outside a unit of work each statement commits alone. A resource adds
+ * its own by declaration merging from its folder (see store/module.ts).
+ */
 export interface Repositories {
   readonly posts: PostStore
-  readonly orders: OrderStore
   readonly apiKeys: ApiKeyStore
   readonly idempotency: IdempotencyStore
   readonly exports: ExportStore

@@ -1,6 +1,6 @@
-import type { Expression, ExpressionBuilder, Generated, Kysely, Migrator, SqlBool } from 'kysely'
-import type { OrderStatus } from '../domain/order.ts'
+import type { Expression, ExpressionBuilder, Generated, Kysely, Migration, Migrator, SqlBool } from 'kysely'
 import type { PostStatus } from '../domain/post.ts'
+import type { ColumnTypes } from './migrations/column-types.ts'
 
 /** Timestamps are text (ISO 8601) in SQLite and timestamptz in PostgreSQL; both read back as ISO strings. */
 export type Timestamp = string | Date
@@ -45,23 +45,6 @@ export interface IdempotencyKeysTable {
   body: string | null
   created_at: Timestamp
   expires_at: Timestamp
-}
-
-export interface OrdersTable {
-  id: Generated<number>
-  owner: string
-  customer_email: string
-  status: OrderStatus
-  created_at: Timestamp
-  updated_at: Timestamp
-  revision: number
-}
-
-export interface OrderItemsTable {
-  order_id: number
-  position: number
-  sku: string
-  quantity: number
 }
 
 export interface ExportsTable {
@@ -110,10 +93,9 @@ export interface WebhookDeliveriesTable {
   updated_at: Timestamp
 }
 
+/** Every table; a resource adds its own by declaration merging from its folder (see store/module.ts). */
 export interface Database {
   posts: PostsTable
-  orders: OrdersTable
-  order_items: OrderItemsTable
   api_keys: ApiKeysTable
   meta: MetaTable
   idempotency_keys: IdempotencyKeysTable
@@ -130,7 +112,11 @@ export interface DialectParts {
   /** The value to bind for a timestamp column. */
   timestamp (d: Date): Timestamp
   /** Kysely's migrator takes a database lock, so instances starting together migrate once. */
-  migrator (db: Kysely<Database>): Migrator
+  migrator (db: Kysely<Database>, migrations: Record<string, Migration>): Migrator
+  /** The column types shared migrations are written with. */
+  readonly columnTypes: ColumnTypes
+  /** 0001, written per database before migrations were shared (frozen). */
+  readonly initialMigration: Migration
   /**
    * The statement that opens a unit of work. SQLite: `BEGIN IMMEDIATE`, which takes the write lock
    * at once (a deferred transaction upgrading later could fail with SQLITE_BUSY instead of waiting).

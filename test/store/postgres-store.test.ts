@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { isStoreUnavailable } from '../../src/store/errors.ts'
-import { openStore } from '../../src/store/open-store.ts'
+import { openStore, STORE_MODULES } from '../../src/store/open-store.ts'
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.ts'
 import { freePort, freshDatabase, PG_ADMIN_URL, postgresAvailable } from '../helper.ts'
 
@@ -98,7 +98,7 @@ describe('PostgreSQL adapter', { skip: !reachable && 'PostgreSQL is unreachable'
   })
 
   it('recovers after its connections are terminated (a failover or restart)', async () => {
-    const store = openPostgresStore(db.url, { poolMax: 2 })
+    const store = openPostgresStore(db.url, { poolMax: 2, modules: STORE_MODULES })
     try {
       await store.migrate()
       const running = store.db.executeQuery((await import('kysely')).CompiledQuery.raw('select pg_sleep(5)')).then(() => null, (e: unknown) => e)
@@ -115,7 +115,7 @@ describe('PostgreSQL adapter', { skip: !reachable && 'PostgreSQL is unreachable'
   })
 
   it('survives a connection dying while checked out between statements', async () => {
-    const store = openPostgresStore(db.url, { poolMax: 1 })
+    const store = openPostgresStore(db.url, { poolMax: 1, modules: STORE_MODULES })
     try {
       await store.migrate()
       await store.db.connection().execute(async conn => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { postSortValues, type Post, type PostSortKey, type PostStatus } from '../../src/domain/post.ts'
+import type { Post, PostSortKey, PostStatus } from '../../src/domain/post.ts'
+import { sortValuesOf as postSortValues } from '../../src/http/paging.ts'
 import type { Principal, Viewer } from '../../src/domain/principal.ts'
 import type { ListQuery, PostFilter, SortTerm, Store } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'

@@ -1,20 +1,22 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, postSortValues } from '../../domain/post.ts'
+import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey } from '../../domain/post.ts'
 import { PostService } from '../../domain/post-service.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { fieldError, validationFailed } from '../../errors.ts'
-import { hasPrecondition, preconditionHolds, sendRepresentation, validatorsOf } from '../../http/conditional.ts'
+import { hasPrecondition, preconditionHolds, sendResource, validatorsOf } from '../../http/conditional.ts'
 import { PATCH_TYPES } from '../../http/content-type.ts'
 import { applyPatch, type Json, patchBodySchema } from '../../http/patch.ts'
-import { type CollectionSpec, parseListRequest, sendPage, storeQueryOf } from '../../http/paging.ts'
+import { listHandler } from '../../http/collection.ts'
+import type { CollectionSpec } from '../../http/paging.ts'
 import type { Resource, ResourceContext } from '../../http/resources.ts'
 import { toFieldErrors } from '../../http/validation.ts'
+import type { ListQuery, PostFilter } from '../../store/store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
-import { renderListItem, renderPost } from './representation.ts'
-import { FIELD_NAMES, ListPostsQuerySchema, type ListPostsQuery, type PostBody, PostIdParamsSchema, type PostIdParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
+import { postData, renderPost } from './representation.ts'
+import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
 
 export const postsCollection: CollectionSpec<PostSortKey> = {
   name: 'posts',
@@ -43,7 +45,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     return (current: Post) => preconditionHolds(req, validators(req, current))
   }
 
-  app.get<{ Querystring: ListPostsQuery }>('/posts', ctx.route({
+  app.get('/posts', ctx.route({
     schema: {
       tags,
       summary: 'List posts',
@@ -51,18 +53,16 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
       querystring: ListPostsQuerySchema,
       response: { 200: Type.Array(Type.Ref(v.item)), 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS, 422) },
     },
-  }), async (req, reply) => {
-    const { status, q, ...paging } = req.query
-    const filter = { ...(status !== undefined ? { status } : {}), ...(q !== undefined ? { q } : {}) }
-    const lr = parseListRequest(req, paging, postsCollection, filter, FIELD_NAMES[version], cursors)
-    const page = await reader.list(storeQueryOf(lr, filter), req.principal)
-    const base = linkBase(req)
-    return sendPage(req, reply, lr, page, cursors, {
-      render: p => renderListItem(p, version, base, lr.fields),
-      sortValues: p => postSortValues(p, lr.sort),
-      audience: 'public',
-    })
-  })
+  }), listHandler(cursors, {
+    collection: postsCollection,
+    fieldNames: FIELD_NAMES[version],
+    defaultFields: () => [v.idName, 'title'],
+    data: (p: Post) => postData(p, version),
+    // Contract §1: list items of version 1 are `{id, title}` alone.
+    selfLink: version === 2,
+    audience: 'public',
+    read: async (req, query: ListQuery<PostSortKey, PostFilter>) => await reader.list(query, req.principal),
+  }))
 
   app.get<{ Params: PostIdParams }>('/posts/:post_id', ctx.route({
     schema: {
@@ -73,10 +73,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     },
   }), async (req, reply) => {
     const post = await reader.get(req.params.post_id, req.principal)
-    return sendRepresentation(req, reply, renderPost(post, version, linkBase(req)), {
-      ...validators(req, post),
-      audience: post.status === 'published' ? 'public' : 'private',
-    })
+    return sendResource(req, reply, 'posts', post, renderPost(post, version, linkBase(req)), post.status === 'published' ? 'public' : 'private')
   })
 
   app.post<{ Body: PostBody }>('/posts', ctx.route({

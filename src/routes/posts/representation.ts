@@ -23,12 +23,7 @@ export function renderPost (post: Post, version: ApiVersion, base: string) {
   }
 }
 
-/** A list item: `{id, title}` (v1) or `{postId, title, _links.self}` (v2), or exactly `fields`. */
-export function renderListItem (post: Post, version: ApiVersion, base: string, fields: readonly string[] | null) {
-  const full: Record<string, unknown> = { [version === 1 ? 'id' : 'postId']: post.id, ...common(post) }
-  const names = fields ?? [version === 1 ? 'id' : 'postId', 'title']
-  const item: Record<string, unknown> = {}
-  for (const name of names) item[name] = full[name]
-  if (version === 2) item._links = { self: { href: `${base}/posts/${post.id}` } }
-  return item
+/** A post's members by field name (what a list item's `fields` choose from). */
+export function postData (post: Post, version: ApiVersion): Record<string, unknown> {
+  return { [version === 1 ? 'id' : 'postId']: post.id, ...common(post) }
 }

@@ -79,7 +79,6 @@ export const ListPostsQuerySchema = Type.Object({
   q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$', description: 'Full-text search over title and content: every word must match.' })),
   ...Type.Partial(Type.Object(pagingQueryProperties)).properties,
 }, { additionalProperties: false })
-export type ListPostsQuery = Static<typeof ListPostsQuerySchema>
 
 /** Every schema posts share with the app (each has an `$id`, so the document names it). */
 export const POST_SCHEMAS = [PostV1Schema, PostV2Schema, PostListItemV1Schema, PostListItemV2Schema, PostBodyV1Schema, PostBodyV2Schema]

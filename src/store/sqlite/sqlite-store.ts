@@ -2,21 +2,10 @@ import fs from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Kysely, Migrator, type MigrationResultSet, type SqliteDatabase, SqliteDialect, sql } from 'kysely'
+import { Kysely, type Migration, Migrator, type MigrationResultSet, type SqliteDatabase, SqliteDialect, sql } from 'kysely'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
+import type { StoreModule } from '../module.ts'
 import * as m0001 from './migrations/0001-initial.ts'
-import * as m0002 from '../migrations/0002-idempotency-keys.ts'
-import * as m0003 from '../migrations/0003-orders.ts'
-import * as m0004 from '../migrations/0004-exports.ts'
-import type { ColumnTypes } from '../migrations/column-types.ts'
-
-const COLUMN_TYPES: ColumnTypes = { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB' }
-const migrations = {
-  '0001-initial': m0001,
-  '0002-idempotency-keys': m0002.migration(COLUMN_TYPES),
-  '0003-orders': m0003.migration(COLUMN_TYPES),
-  '0004-exports': m0004.migration(COLUMN_TYPES),
-}
 
 /** FTS5 query syntax is not for end users: every word becomes a quoted term, all must match. */
 export function ftsQuery (q: string): string {
@@ -35,7 +24,7 @@ const MIGRATION_LOCK_WAIT_MS = 30_000
  * holds the lock in the same process.
  */
 class SqliteMigrator extends Migrator {
-  constructor (private readonly database: SQLite.Database, db: Kysely<Database>) {
+  constructor (private readonly database: SQLite.Database, db: Kysely<Database>, migrations: Record<string, Migration>) {
     super({ db, provider: { getMigrations: async () => migrations } })
   }
 
@@ -97,6 +86,8 @@ export interface SqliteOptions {
    * file); a crash of the process alone loses nothing either way.
    */
   synchronous?: 'FULL' | 'NORMAL'
+  /** The resources' tables and repositories (the registry's); none by default. */
+  modules?: readonly StoreModule[]
 }
 
 /**
@@ -122,7 +113,9 @@ export function openSqliteStore (file: string, opts: SqliteOptions = {}): Kysely
     timestamp: d => d.toISOString(),
     begin: 'BEGIN IMMEDIATE',
     skipLocked: false,
-    migrator: kdb => new SqliteMigrator(database, kdb),
+    columnTypes: { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB' },
+    initialMigration: m0001,
+    migrator: (kdb, migrations) => new SqliteMigrator(database, kdb, migrations),
   }
-  return new KyselyStore(db, parts)
+  return new KyselyStore(db, parts, opts.modules)
 }

@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { ORDER_STATUSES } from '../../domain/order.ts'
-import { pagingQueryProperties } from '../../http/paging.ts'
-import { LinkSchema, versionedSchemas } from '../shared/schemas.ts'
+import { type CollectionSpec, pagingQueryProperties } from '../../http/paging.ts'
+import { LinkSchema, versionedSchemas } from '../../routes/shared/schemas.ts'
+import { ORDER_STATUSES } from './store.ts'
 
 export const OrderIdParamsSchema = Type.Object({ order_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, format: 'int64' }) }, { additionalProperties: false })
 export type OrderIdParams = Static<typeof OrderIdParamsSchema>
@@ -35,6 +35,8 @@ export const CreateOrderBodySchema = Type.Object({
 }, { $id: 'CreateOrderBody', additionalProperties: false })
 export type CreateOrderBody = Static<typeof CreateOrderBodySchema>
 
+export type OrderSortKey = 'id' | 'created_at'
+export const ORDERS: CollectionSpec<OrderSortKey> = { name: 'orders', sortKeys: ['id', 'created_at'], defaultSort: '-created_at', includes: ['items'] }
 export const ORDER_FIELDS = { 1: ['id', 'status', 'customer_email', 'items', 'created_at'], 2: ['orderId', 'status', 'customer_email', 'items', 'created_at'] } as const
 
 const include = Type.String({ minLength: 1, maxLength: 200, pattern: '^[a-z_,]+$', description: '`items` embeds each order\'s items.' })

@@ -1,0 +1,83 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { allowedActions, applyMove, type Move } from '../../domain/state-machine.ts'
+import type { Principal } from '../../domain/principal.ts'
+import { AppError } from '../../errors.ts'
+import { listHandler } from '../../http/collection.ts'
+import { sendRepresentation, sendResource, strongEtag } from '../../http/conditional.ts'
+import type { Resource, ResourceContext } from '../../http/resources.ts'
+import type { ListQuery } from '../../store/store.ts'
+import { linkBase } from '../../http/versioning.ts'
+import { answerWrite, writtenResource } from '../../http/write.ts'
+import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../routes/shared/schemas.ts'
+import * as S from './schemas.ts'
+import { type Order, type OrderStatus, ordersStore } from './store.ts'
+
+/** The state machine: each action, the states it starts from, and where it leads. */
+export const ORDER_MOVES = { cancel: { from: ['PROCESSING'], to: 'CANCELLED', refused: 'ORDER_NOT_CANCELLABLE' } } satisfies Record<string, Move<OrderStatus>>
+const notFound = (id: number) => () => new AppError('ORDER_NOT_FOUND', `No order ${id} exists, or it is not yours.`)
+const config = { requiredScope: 'orders:write' }
+const tags = ['orders']
+const READ_ERRORS = problemResponses(...COMMON_ERRORS, 403, 404, 422)
+
+/** Contract §2, order rows: the caller's own orders (admin: all), a state machine, items. */
+async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+  const { version, store } = ctx
+  const idName = version === 1 ? 'id' : 'orderId'
+  const [OrderRef, ItemRef] = version === 1 ? [S.OrderV1Schema, S.OrderListItemV1Schema] : [S.OrderV2Schema, S.OrderListItemV2Schema]
+  const data = (o: Order): Record<string, unknown> => ({ [idName]: o.id, status: o.status, customer_email: o.customerEmail, items: o.items, created_at: o.createdAt })
+  const render = (req: FastifyRequest, o: Order) => {
+    const self = `${linkBase(req)}/orders/${o.id}`
+    const actions = Object.fromEntries(allowedActions(ORDER_MOVES, o.status).map(a => [a, { href: `${self}/${a}`, method: 'POST' }]))
+    return { ...data(o), _links: { self: { href: self }, items: { href: `${self}/items` }, ...actions } }
+  }
+  const find = async (req: FastifyRequest<{ Params: S.OrderIdParams }>) => await store.orders.find(req.params.order_id, req.principal) ?? (() => { throw notFound(req.params.order_id)() })()
+
+  app.get('/orders', ctx.route({
+    config,
+    schema: { tags, summary: 'List your orders (admin: all)', querystring: S.ListOrdersQuerySchema, response: { 200: Type.Array(Type.Ref(ItemRef)), 304: NotModifiedSchema, ...READ_ERRORS } },
+  }), listHandler(ctx.cursors, {
+    collection: S.ORDERS,
+    fieldNames: S.ORDER_FIELDS[version],
+    defaultFields: lr => S.ORDER_FIELDS[version].filter(f => f !== 'items' || lr.include.includes('items')),
+    data,
+    selfLink: true,
+    audience: 'private',
+    read: async (req, query: ListQuery<S.OrderSortKey, { status?: OrderStatus }>, lr) => await store.orders.list(query, req.principal, lr.include.includes('items') || (lr.fields?.includes('items') ?? false)),
+  }))
+
+  app.post<{ Body: S.CreateOrderBody }>('/orders', ctx.route({
+    config,
+    schema: { tags, summary: 'Place an order', description: 'Status PROCESSING. Needs `orders:write`.', body: Type.Ref(S.CreateOrderBodySchema), response: { 201: Type.Ref(OrderRef), ...problemResponses(...COMMON_ERRORS, 403, 409, 413, 415, 422) } },
+  }), async (req, reply) => await answerWrite(req, reply, async uow => {
+    const order = await uow.orders.insert((req.principal as Principal).subject, 'PROCESSING', { customer_email: req.body.customer_email }, req.body.items, new Date())
+    return writtenResource(req, 'orders', order, render(req, order), 201)
+  }))
+
+  app.get<{ Params: S.OrderIdParams }>('/orders/:order_id', ctx.route({
+    config,
+    schema: { tags, summary: 'Read an order', params: S.OrderIdParamsSchema, querystring: S.ReadOrderQuerySchema, response: { 200: Type.Ref(OrderRef), 304: NotModifiedSchema, ...READ_ERRORS } },
+  }), async (req, reply) => {
+    const order = await find(req)
+    return sendResource(req, reply, 'orders', order, render(req, order), 'private')
+  })
+
+  app.get<{ Params: S.OrderIdParams }>('/orders/:order_id/items', ctx.route({
+    config,
+    schema: { tags, summary: 'The items of an order', params: S.OrderIdParamsSchema, response: { 200: Type.Array(Type.Ref(S.OrderItemSchema)), 304: NotModifiedSchema, ...READ_ERRORS } },
+  }), async (req, reply) => {
+    const order = await find(req)
+    return sendRepresentation(req, reply, order.items, { etag: strongEtag('order-items', order.id, order.revision, order.updatedAt), audience: 'private' })
+  })
+
+  app.post<{ Params: S.OrderIdParams }>('/orders/:order_id/cancel', ctx.route({
+    config,
+    schema: { tags, summary: 'Cancel an order', description: 'Only while PROCESSING; otherwise 409 ORDER_NOT_CANCELLABLE.', params: S.OrderIdParamsSchema, response: { 200: Type.Ref(OrderRef), 204: Type.Null(), ...problemResponses(...COMMON_ERRORS, 403, 404, 409, 413, 422) } },
+  }), async (req, reply) => await answerWrite(req, reply, async uow => {
+    const id = req.params.order_id
+    const order = await applyMove(ORDER_MOVES.cancel, `Order ${id}`, async (from, to) => await uow.orders.move(id, req.principal, from, to, new Date()), notFound(id))
+    return writtenResource(req, 'orders', order, render(req, order), 200)
+  }))
+}
+
+export const ordersResource: Resource = { name: 'orders', description: 'Orders and their items', path: '/orders', schemas: S.ORDER_SCHEMAS, routes: orderRoutes, store: ordersStore }
