@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { FIELD_CODES, PROBLEMS, problemSlug } from '../src/errors.ts'
+import '../src/registry.ts' // each resource registers its problem codes when loaded
 
 export const ERRORS_DOC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'errors.md')
 

@@ -24,7 +24,7 @@ import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
 import { apiVersionConstraint, rewriteUnversionedAlias, versioningPlugin } from './http/versioning.ts'
 import { RESOURCES } from './registry.ts'
-import { documentCrossCutting, documentRoute, FieldErrorSchema, LinkSchema, ProblemSchema } from './routes/shared/schemas.ts'
+import { documentCrossCutting, documentRoute, FieldErrorSchema, LinkSchema, problemSchema } from './routes/shared/schemas.ts'
 import { apiDescription, docsRoutes } from './routes/system/docs-routes.ts'
 import { healthRoutes } from './routes/system/health-routes.ts'
 import { IndexSchema, indexRoutes, VersionsSchema } from './routes/system/index-routes.ts'
@@ -44,7 +44,7 @@ declare module 'fastify' {
   }
 }
 
-const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, FieldErrorSchema, ProblemSchema, IndexSchema, VersionsSchema, ...RESOURCES.flatMap(r => r.schemas)]
+const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, FieldErrorSchema, problemSchema(), IndexSchema, VersionsSchema, ...RESOURCES.flatMap(r => r.schemas)]
 
 /**
  * Builds the whole service on an open, migrated store. Never listens: the server (or a test) does.

@@ -1,16 +1,17 @@
-import type { ProblemCode } from './errors.ts'
+import type { CoreProblemCode, ProblemCode } from './errors.ts'
 
 /** Languages of problem `title` and `detail` besides English (contract §4, Accept-Language). */
 export const PROBLEM_LANGUAGES = ['en', 'de', 'fr', 'es'] as const
 export type ProblemLanguage = typeof PROBLEM_LANGUAGES[number]
 
-type Text = { title: string, detail: string }
+export type Text = { title: string, detail: string }
+export type OtherLanguage = Exclude<ProblemLanguage, 'en'>
 
 /**
  * Translations of the catalogue in `errors.ts`. A translated problem carries the code's general
  * detail: the specific English detail (naming an id, a field) is only sent in English.
  */
-export const PROBLEM_TRANSLATIONS: Record<Exclude<ProblemLanguage, 'en'>, Record<ProblemCode, Text>> = {
+const CORE_TRANSLATIONS = {
   de: {
     MALFORMED_JSON: { title: 'Fehlerhaftes JSON', detail: 'Der Anfragekörper ist kein gültiges JSON.' },
     INVALID_CURSOR: { title: 'Ungültiger Cursor', detail: 'Der Cursor gehört nicht zu dieser Abfrage oder wurde verändert. Beginnen Sie wieder mit der ersten Seite.' },
@@ -21,14 +22,12 @@ export const PROBLEM_TRANSLATIONS: Record<Exclude<ProblemLanguage, 'en'>, Record
     FORBIDDEN: { title: 'Verboten', detail: 'Die Anmeldedaten sind gültig, erlauben diese Aktion aber nicht.' },
     NOT_FOUND: { title: 'Nicht gefunden', detail: 'Unter diesem Pfad gibt es nichts.' },
     POST_NOT_FOUND: { title: 'Beitrag nicht gefunden', detail: 'Es gibt keinen Beitrag mit dieser ID, oder Sie dürfen ihn nicht sehen.' },
-    ORDER_NOT_FOUND: { title: 'Bestellung nicht gefunden', detail: 'Es gibt keine Bestellung mit dieser ID, oder Sie dürfen sie nicht sehen.' },
     EXPORT_NOT_FOUND: { title: 'Export nicht gefunden', detail: 'Es gibt keinen Export mit dieser ID.' },
     METHOD_NOT_ALLOWED: { title: 'Methode nicht erlaubt', detail: 'Dieser Pfad unterstützt diese Methode nicht; der Allow-Header nennt die erlaubten.' },
     NOT_ACCEPTABLE: { title: 'Nicht annehmbar', detail: 'Keiner der Medientypen im Accept-Header kann geliefert werden. Verwenden Sie application/json, application/vnd.blog.v1+json oder application/vnd.blog.v2+json.' },
     CLIENT_TIMEOUT: { title: 'Anfrage nicht rechtzeitig empfangen', detail: 'Anfragezeile, Header oder Körper kamen nicht rechtzeitig an; die Verbindung wird geschlossen.' },
     CONFLICT: { title: 'Konflikt', detail: 'Die Anfrage steht im Widerspruch zum aktuellen Zustand der Ressource.' },
     PATCH_TEST_FAILED: { title: 'Patch-Test fehlgeschlagen', detail: 'Eine „test“-Operation des JSON Patch passte nicht zum aktuellen Beitrag; nichts wurde geändert.' },
-    ORDER_NOT_CANCELLABLE: { title: 'Bestellung nicht stornierbar', detail: 'Nur eine Bestellung im Status PROCESSING kann storniert werden.' },
     IDEMPOTENCY_KEY_IN_USE: { title: 'Idempotency-Key in Verwendung', detail: 'Eine Anfrage mit diesem Idempotency-Key wird noch bearbeitet. Versuchen Sie es später erneut.' },
     VERSION_SUNSET: { title: 'API-Version eingestellt', detail: 'Diese Version der API hat ihr Abschaltdatum überschritten. Verwenden Sie eine neuere Version.' },
     PRECONDITION_FAILED: { title: 'Vorbedingung nicht erfüllt', detail: 'Die Ressource hat sich seit der in If-Match oder If-Unmodified-Since genannten Version geändert. Nichts wurde geändert.' },
@@ -56,14 +55,12 @@ export const PROBLEM_TRANSLATIONS: Record<Exclude<ProblemLanguage, 'en'>, Record
     FORBIDDEN: { title: 'Interdit', detail: 'L’identifiant est valide mais ne permet pas cette action.' },
     NOT_FOUND: { title: 'Introuvable', detail: 'Il n’y a rien à cette adresse.' },
     POST_NOT_FOUND: { title: 'Article introuvable', detail: 'Aucun article ne porte cet identifiant, ou vous ne pouvez pas le voir.' },
-    ORDER_NOT_FOUND: { title: 'Commande introuvable', detail: 'Aucune commande ne porte cet identifiant, ou vous ne pouvez pas la voir.' },
     EXPORT_NOT_FOUND: { title: 'Export introuvable', detail: 'Aucun export ne porte cet identifiant.' },
     METHOD_NOT_ALLOWED: { title: 'Méthode non autorisée', detail: 'Cette adresse n’accepte pas cette méthode ; l’en-tête Allow liste celles qu’elle accepte.' },
     NOT_ACCEPTABLE: { title: 'Non acceptable', detail: 'Aucun des types de média de l’en-tête Accept ne peut être produit. Utilisez application/json, application/vnd.blog.v1+json ou application/vnd.blog.v2+json.' },
     CLIENT_TIMEOUT: { title: 'Requête non reçue à temps', detail: 'La ligne de requête, les en-têtes ou le corps ne sont pas arrivés à temps ; la connexion est fermée.' },
     CONFLICT: { title: 'Conflit', detail: 'La requête est en conflit avec l’état actuel de la ressource.' },
     PATCH_TEST_FAILED: { title: 'Échec du test du patch', detail: 'Une opération « test » du JSON Patch ne correspond pas à l’article actuel ; rien n’a été modifié.' },
-    ORDER_NOT_CANCELLABLE: { title: 'Commande non annulable', detail: 'Seule une commande au statut PROCESSING peut être annulée.' },
     IDEMPOTENCY_KEY_IN_USE: { title: 'Idempotency-Key en cours d’utilisation', detail: 'Une requête avec cette Idempotency-Key est encore en traitement. Réessayez plus tard.' },
     VERSION_SUNSET: { title: 'Version de l’API retirée', detail: 'Cette version de l’API a dépassé sa date de retrait. Utilisez une version plus récente.' },
     PRECONDITION_FAILED: { title: 'Précondition non remplie', detail: 'La ressource a changé depuis la version indiquée par If-Match ou If-Unmodified-Since. Rien n’a été modifié.' },
@@ -91,14 +88,12 @@ export const PROBLEM_TRANSLATIONS: Record<Exclude<ProblemLanguage, 'en'>, Record
     FORBIDDEN: { title: 'Prohibido', detail: 'La credencial es válida pero no permite esta acción.' },
     NOT_FOUND: { title: 'No encontrado', detail: 'No hay nada en esta ruta.' },
     POST_NOT_FOUND: { title: 'Entrada no encontrada', detail: 'No existe ninguna entrada con este id, o no puede verla.' },
-    ORDER_NOT_FOUND: { title: 'Pedido no encontrado', detail: 'No existe ningún pedido con este id, o no puede verlo.' },
     EXPORT_NOT_FOUND: { title: 'Exportación no encontrada', detail: 'No existe ninguna exportación con este id.' },
     METHOD_NOT_ALLOWED: { title: 'Método no permitido', detail: 'Esta ruta no admite este método; la cabecera Allow enumera los que admite.' },
     NOT_ACCEPTABLE: { title: 'No aceptable', detail: 'No se puede producir ninguno de los tipos de medio de la cabecera Accept. Use application/json, application/vnd.blog.v1+json o application/vnd.blog.v2+json.' },
     CLIENT_TIMEOUT: { title: 'Solicitud no recibida a tiempo', detail: 'La línea de solicitud, las cabeceras o el cuerpo no llegaron a tiempo; la conexión se cierra.' },
     CONFLICT: { title: 'Conflicto', detail: 'La solicitud entra en conflicto con el estado actual del recurso.' },
     PATCH_TEST_FAILED: { title: 'Falló la prueba del parche', detail: 'Una operación «test» del JSON Patch no coincidió con la entrada actual; no se cambió nada.' },
-    ORDER_NOT_CANCELLABLE: { title: 'Pedido no cancelable', detail: 'Solo se puede cancelar un pedido en estado PROCESSING.' },
     IDEMPOTENCY_KEY_IN_USE: { title: 'Idempotency-Key en uso', detail: 'Una solicitud con esta Idempotency-Key todavía se está procesando. Vuelva a intentarlo más tarde.' },
     VERSION_SUNSET: { title: 'Versión de la API retirada', detail: 'Esta versión de la API superó su fecha de retirada. Use una versión más reciente.' },
     PRECONDITION_FAILED: { title: 'Falló la condición previa', detail: 'El recurso cambió desde la versión indicada en If-Match o If-Unmodified-Since. No se cambió nada.' },
@@ -116,7 +111,10 @@ export const PROBLEM_TRANSLATIONS: Record<Exclude<ProblemLanguage, 'en'>, Record
     SERVICE_UNAVAILABLE: { title: 'Servicio no disponible', detail: 'El servicio está sobrecargado o su almacenamiento no responde. Vuelva a intentarlo tras el tiempo indicado en Retry-After.' },
     REQUEST_TIMEOUT: { title: 'Tiempo de espera agotado', detail: 'La solicitud no terminó a tiempo y se abandonó. Vuelva a intentarlo tras el tiempo indicado en Retry-After.' },
   },
-}
+} satisfies Record<OtherLanguage, Record<CoreProblemCode, Text>>
+
+/** Every code's translations: the core's, and those resources registered with their codes (errors.ts). */
+export const PROBLEM_TRANSLATIONS = CORE_TRANSLATIONS as Record<OtherLanguage, Record<ProblemCode, Text>>
 
 /**
  * The best language of an Accept-Language header (RFC 9110 §12.5.4, basic filtering: `de-AT`

@@ -1,9 +1,12 @@
+import { type OtherLanguage, PROBLEM_TRANSLATIONS, type Text } from './errors-i18n.ts'
+
 /**
  * The one catalogue of problem codes. Every error the service sends carries one of these
  * codes; the same problem always gives the same status and code (contract §6).
- * `docs/errors.md` and the OpenAPI document are generated from this table's content.
+ * `docs/errors.md` and the OpenAPI document are generated from this table's content, with the
+ * codes resources register (below).
  */
-export const PROBLEMS = {
+const CORE_PROBLEMS = {
   MALFORMED_JSON: { status: 400, title: 'Malformed JSON', detail: 'The request body is not valid JSON.' },
   INVALID_CURSOR: { status: 400, title: 'Invalid cursor', detail: 'The cursor was not issued for this query, or it was altered. Start again from the first page.' },
   INVALID_IDEMPOTENCY_KEY: { status: 400, title: 'Invalid Idempotency-Key', detail: 'An Idempotency-Key must be 1 to 255 visible ASCII characters.' },
@@ -13,14 +16,12 @@ export const PROBLEMS = {
   FORBIDDEN: { status: 403, title: 'Forbidden', detail: 'The credential is valid but does not permit this action.' },
   NOT_FOUND: { status: 404, title: 'Not found', detail: 'There is nothing at this path.' },
   POST_NOT_FOUND: { status: 404, title: 'Post not found', detail: 'No post with this id exists, or you may not see it.' },
-  ORDER_NOT_FOUND: { status: 404, title: 'Order not found', detail: 'No order with this id exists, or you may not see it.' },
   EXPORT_NOT_FOUND: { status: 404, title: 'Export not found', detail: 'No export with this id exists.' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed', detail: 'This path does not support this method; the Allow header lists those it does.' },
   NOT_ACCEPTABLE: { status: 406, title: 'Not acceptable', detail: 'None of the media types in the Accept header can be produced. Use application/json or application/vnd.blog.v1+json or application/vnd.blog.v2+json.' },
   CLIENT_TIMEOUT: { status: 408, title: 'Request not received in time', detail: 'The request line, headers or body did not arrive in time; the connection is closed.' },
   CONFLICT: { status: 409, title: 'Conflict', detail: 'The request conflicts with the current state of the resource.' },
   PATCH_TEST_FAILED: { status: 409, title: 'Patch test failed', detail: 'A "test" operation of the JSON Patch did not match the current post; nothing was changed.' },
-  ORDER_NOT_CANCELLABLE: { status: 409, title: 'Order not cancellable', detail: 'Only an order that is PROCESSING can be cancelled.' },
   IDEMPOTENCY_KEY_IN_USE: { status: 409, title: 'Idempotency key in use', detail: 'A request with this Idempotency-Key is still being processed. Retry later.' },
   VERSION_SUNSET: { status: 410, title: 'API version retired', detail: 'This version of the API has passed its sunset date. Use a newer version.' },
   PRECONDITION_FAILED: { status: 412, title: 'Precondition failed', detail: 'The resource has changed since the version named in If-Match or If-Unmodified-Since. Nothing was changed.' },
@@ -37,9 +38,34 @@ export const PROBLEMS = {
   INTERNAL_ERROR: { status: 500, title: 'Internal server error', detail: 'Something went wrong on our side. Quote the request_id when you report it.' },
   SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable', detail: 'The service is overloaded or its store is unreachable. Retry after the time in Retry-After.' },
   REQUEST_TIMEOUT: { status: 503, title: 'Request timed out', detail: 'The request did not finish in time and was abandoned. Retry after the time in Retry-After.' },
-} as const satisfies Record<string, { status: number, title: string, detail: string }>
+} as const satisfies Record<string, ProblemDef>
 
-export type ProblemCode = keyof typeof PROBLEMS
+export interface ProblemDef { readonly status: number, readonly title: string, readonly detail: string }
+
+/**
+ * Codes a resource adds from its own folder, by declaration merging (`interface ResourceProblems
+ * { ORDER_NOT_FOUND: true }`); it gives their texts to `registerProblems`, which its module calls
+ * when it is loaded, so the catalogue is whole once the registry is.
+ */
+export interface ResourceProblems {}
+
+export type CoreProblemCode = keyof typeof CORE_PROBLEMS
+export type ProblemCode = CoreProblemCode | keyof ResourceProblems
+
+/** The catalogue: the core's codes, then those the resources registered. */
+export const PROBLEMS = { ...CORE_PROBLEMS } as Readonly<Record<ProblemCode, ProblemDef>>
+
+/** A resource's problem: its English texts, and their translations into every other language. */
+export interface ResourceProblemDef extends ProblemDef { readonly translations: Readonly<Record<OtherLanguage, Text>> }
+
+/** Adds a resource's problem codes to the catalogue and their translations; a code may be defined once. */
+export function registerProblems (defs: Readonly<Record<string, ResourceProblemDef>>): void {
+  for (const [code, { translations, ...def }] of Object.entries(defs)) {
+    if (code in PROBLEMS) throw new Error(`problem code ${code} is defined twice`)
+    Object.assign(PROBLEMS, { [code]: def })
+    for (const [lang, text] of Object.entries(translations)) Object.assign(PROBLEM_TRANSLATIONS[lang as OtherLanguage], { [code]: text })
+  }
+}
 
 /** Codes of `errors[].code` in a 422 body, one per kind of violated constraint. */
 export const FIELD_CODES = {

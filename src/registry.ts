@@ -9,3 +9,6 @@ export const RESOURCES: readonly Resource[] = [
   ordersResource,
   exportsResource,
 ]
+
+/** The scopes a credential can carry (contract §5): each resource's, and `admin`, which alone permits everything. */
+export const KNOWN_SCOPES: readonly string[] = [...RESOURCES.flatMap(r => r.scopes ?? []), 'admin']

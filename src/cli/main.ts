@@ -1,8 +1,11 @@
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../config.ts'
-import { generateApiKey, KNOWN_SCOPES } from '../http/auth.ts'
+import { generateApiKey } from '../http/auth.ts'
+import { KNOWN_SCOPES } from '../registry.ts'
 import { startServer } from '../server.ts'
 import { openStore } from '../store/open-store.ts'
+
+const SCOPES: readonly string[] = KNOWN_SCOPES
 
 const USAGE = `Usage: blog <command>
 
@@ -10,13 +13,11 @@ Commands:
   serve                                   run the HTTP service (the default)
   migrate                                 apply database migrations, then exit
   keys create --name N --scopes "S1 S2"   make an API key and print it once
-                                          (scopes: posts:write orders:write admin)
+                                          (scopes: ${SCOPES.join(' ')})
   keys list                               list API keys (never their secrets)
   keys revoke <name-or-id>                revoke an API key
 
 Settings come from the environment; see the README's configuration table.`
-
-const SCOPES: readonly string[] = KNOWN_SCOPES
 
 async function main (argv: string[]): Promise<number> {
   const [command = 'serve', ...rest] = argv

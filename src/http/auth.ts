@@ -31,9 +31,6 @@ const MAX_TOKEN_LENGTH = 8192
 /** How long, and how many, verified JWTs are remembered (see Authenticator.verified). */
 const VERIFIED_TTL_MS = 60_000
 const VERIFIED_MAX = 1000
-/** The scopes a credential can carry (contract §5); `admin` alone permits everything. */
-export const KNOWN_SCOPES = ['posts:write', 'orders:write', 'admin'] as const
-
 export function hashSecret (secret: string): string {
   return createHash('sha256').update(secret).digest('hex')
 }

@@ -43,6 +43,8 @@ export interface Resource {
   /** OpenAPI 3.1 `webhooks` entries: the requests the service sends for this resource. */
   readonly webhooks?: Readonly<Record<string, unknown>>
   readonly schemas: readonly TSchema[]
+  /** The scopes its routes require, besides `admin` (API keys may be made with them). */
+  readonly scopes?: readonly string[]
   /** Its tables and repository, when it brings any (the store opens every registered resource's). */
   readonly store?: StoreModule
   routes (app: FastifyInstance, ctx: ResourceContext): Promise<void>

@@ -10,13 +10,14 @@ import type { ListQuery } from '../../store/store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../routes/shared/schemas.ts'
+import './problems.ts'
 import * as S from './schemas.ts'
 import { type Order, type OrderStatus, ordersStore } from './store.ts'
 
 /** The state machine: each action, the states it starts from, and where it leads. */
 export const ORDER_MOVES = { cancel: { from: ['PROCESSING'], to: 'CANCELLED', refused: 'ORDER_NOT_CANCELLABLE' } } satisfies Record<string, Move<OrderStatus>>
 const notFound = (id: number) => () => new AppError('ORDER_NOT_FOUND', `No order ${id} exists, or it is not yours.`)
-const config = { requiredScope: 'orders:write' }
+const config = { requiredScope: 'orders:write' } as const
 const tags = ['orders']
 const READ_ERRORS = problemResponses(...COMMON_ERRORS, 403, 404, 422)
 
@@ -80,4 +81,4 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
   }))
 }
 
-export const ordersResource: Resource = { name: 'orders', description: 'Orders and their items', path: '/orders', schemas: S.ORDER_SCHEMAS, routes: orderRoutes, store: ordersStore }
+export const ordersResource: Resource = { name: 'orders', description: 'Orders and their items', path: '/orders', schemas: S.ORDER_SCHEMAS, routes: orderRoutes, store: ordersStore, scopes: [config.requiredScope] }

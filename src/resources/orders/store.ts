@@ -16,9 +16,7 @@ declare module '../../store/tables.ts' {
     order_items: Omit<ChildColumns, 'parent_id'> & { order_id: number, sku: string, quantity: number }
   }
 }
-declare module '../../store/store.ts' {
-  interface Repositories { readonly orders: OrdersRepository }
-}
+declare module '../../store/store.ts' { interface Repositories { readonly orders: OrdersRepository } }
 
 export const ordersStore: StoreModule = {
   name: 'orders',

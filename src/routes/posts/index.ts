@@ -25,7 +25,7 @@ export const postsCollection: CollectionSpec<PostSortKey> = {
   includes: [],
 }
 
-const WRITE = { requiredScope: 'posts:write' }
+const WRITE = { requiredScope: 'posts:write' } as const
 
 /** Contract §2, post rows. Handlers are thin: cross-cutting work happens in src/http. */
 async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
@@ -171,4 +171,5 @@ export const postsResource: Resource = {
   path: '/posts',
   schemas: POST_SCHEMAS,
   routes: postRoutes,
+  scopes: [WRITE.requiredScope],
 }

@@ -16,7 +16,8 @@ export const FieldErrorSchema = Type.Object({
   message: Type.String({ maxLength: PROBLEM_LIMITS.message }),
 }, { $id: 'FieldError', additionalProperties: false })
 
-export const ProblemSchema = Type.Object({
+/** The problem body; made once every resource has registered its codes (the app builds it). */
+export const problemSchema = () => Type.Object({
   type: Type.String({ maxLength: 200, description: 'URI of a page describing the problem: `/problems/<code-in-kebab-case>`.' }),
   title: Type.String({ maxLength: 200 }),
   status: Type.Integer({ minimum: 400, maximum: 599, format: 'int32' }),
@@ -54,7 +55,7 @@ export function problemResponses (...statuses: number[]): Record<number, unknown
   for (const s of statuses) {
     out[s] = {
       description: STATUS_TEXT[s] ?? 'Error',
-      content: { 'application/problem+json': { schema: Type.Ref(ProblemSchema) } },
+      content: { 'application/problem+json': { schema: Type.Ref('Problem') } },
     }
   }
   return out
