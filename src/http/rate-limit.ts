@@ -1,19 +1,10 @@
-import { createRequire } from 'node:module'
-import rateLimit, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
+import rateLimit from '@fastify/rate-limit'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import type { Config } from '../config.ts'
 import { AppError } from '../errors.ts'
 import { routeOf } from './route.ts'
-
-type Incr = FastifyRateLimitStore['incr']
-type StoreImpl = { incr: Incr }
-
-// The plugin's own stores: the same Lua script in Redis and LRU in memory that it uses by default.
-const require = createRequire(import.meta.url)
-const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as new (continueExceeding: boolean, exponentialBackoff: boolean, redis: Redis, prefix: string) => StoreImpl
-const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as new (continueExceeding: boolean, exponentialBackoff: boolean, size: number) => StoreImpl
 
 /** The policy's name in RateLimit-Policy and RateLimit. */
 const POLICY = 'default'
@@ -23,39 +14,48 @@ const LOCAL_KEYS = 50_000
 /** After Redis failed or timed out, it is left alone this long: one request pays a timeout, not every one. */
 const BREAKER_OPEN_MS = 5_000
 
+type Limiter = ReturnType<FastifyInstance['createRateLimit']>
+type LimiterOptions = Omit<Parameters<typeof rateLimit>[1], 'global'>
+
 /**
- * Counts in Redis while it answers, else in this process's memory. A Redis outage therefore
- * never fails or delays a request (every command fails fast: no offline queue, no retries, short
- * timeouts); the limit only becomes per instance until Redis is back.
+ * A limiter of @fastify/rate-limit with its own store: the plugin registered in a scope of its
+ * own (so two can live side by side), and the limiter it makes (`createRateLimit`, its public API).
  */
-function fallbackStore (redis: Redis | null, prefix: string, log: FastifyBaseLogger): FastifyRateLimitStoreCtor {
-  const local = new LocalStore(false, false, LOCAL_KEYS)
-  const shared = redis === null ? null : new RedisStore(false, false, redis, prefix)
+async function limiter (app: FastifyInstance, opts: LimiterOptions): Promise<Limiter> {
+  let made: Limiter | null = null
+  await app.register(async scope => {
+    await scope.register(rateLimit, { ...opts, global: false })
+    made = scope.createRateLimit()
+  })
+  return made!
+}
+
+/**
+ * Counts in Redis while it answers, else in this process's memory: the plugin's Redis store (its
+ * Lua script) and its in-memory store, each a limiter. A Redis outage therefore never fails or
+ * delays a request (every command fails fast: no offline queue, no retries, short timeouts, and
+ * after a failure Redis is left alone for BREAKER_OPEN_MS); the limit only becomes per instance
+ * until Redis is back.
+ */
+async function fallbackLimiter (app: FastifyInstance, redis: Redis | null, shared: LimiterOptions, prefix: string, log: FastifyBaseLogger): Promise<Limiter> {
+  const local = await limiter(app, { ...shared, cache: LOCAL_KEYS })
+  if (redis === null) return local
+  const remote = await limiter(app, { ...shared, redis, nameSpace: prefix, skipOnError: false })
   let warned = false
   let openUntil = 0
-  return class FallbackStore implements FastifyRateLimitStore {
-    incr (key: string, cb: Parameters<Incr>[1], timeWindow: number, max: number): void {
-      if (shared === null || redis === null || redis.status !== 'ready' || Date.now() < openUntil) {
-        local.incr(key, cb, timeWindow, max)
-        return
-      }
-      shared.incr(key, (err, result) => {
-        if (!err) {
-          warned = false
-          cb(null, result)
-          return
-        }
-        // A Redis that holds the connection but never answers would otherwise cost every request
-        // the command timeout; after it failed once, only one request every BREAKER_OPEN_MS tries it.
-        openUntil = Date.now() + BREAKER_OPEN_MS
-        if (!warned) log.warn({ err }, 'rate limit: Redis failed; counting in memory, per instance, until it answers')
-        warned = true
-        local.incr(key, cb, timeWindow, max)
-      }, timeWindow, max)
-    }
-
-    child (): FastifyRateLimitStore {
-      return this
+  return async (req, callOptions) => {
+    if (redis.status !== 'ready' || Date.now() < openUntil) return await local(req, callOptions)
+    try {
+      const r = await remote(req, callOptions)
+      warned = false
+      return r
+    } catch (err) {
+      // A Redis that holds the connection but never answers would otherwise cost every request
+      // the command timeout; after it failed once, only one request every BREAKER_OPEN_MS tries it.
+      openUntil = Date.now() + BREAKER_OPEN_MS
+      if (!warned) log.warn({ err }, 'rate limit: Redis failed; counting in memory, per instance, until it answers')
+      warned = true
+      return await local(req, callOptions)
     }
   }
 }
@@ -129,14 +129,8 @@ export const rateLimitPlugin = fp(async function rateLimits (app: FastifyInstanc
     else redis.disconnect()
   })
 
-  await app.register(rateLimit, {
-    global: false,
-    max,
-    timeWindow: windowS * 1000,
-    store: fallbackStore(redis, `${opts.config.redisKeyPrefix}rl:`, log),
-    keyGenerator: (req: FastifyRequest) => req.principal !== null ? `p:${req.principal.subject}` : `a:${req.ip}`,
-  })
-  const limit = app.createRateLimit()
+  const keyGenerator = (req: FastifyRequest) => req.principal !== null ? `p:${req.principal.subject}` : `a:${req.ip}`
+  const limit = await fallbackLimiter(app, redis, { max, timeWindow: windowS * 1000, keyGenerator }, `${opts.config.redisKeyPrefix}rl:`, log)
   const policy = policyHeader(max, windowS)
 
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {

@@ -30,7 +30,7 @@ export interface ResourceContext {
 /**
  * A resource brings, from its own folder, everything the service needs to serve it: its schemas
  * (with `$id`, per version), its routes, registered once per version, and its tables. The app names no
- * resource; `src/routes/registry.ts` lists them.
+ * resource; `src/registry.ts` lists them.
  */
 export interface Resource {
   /** The collection's name: the OpenAPI tag and the API index's link relation. */
