@@ -7,7 +7,7 @@ import { buildTestApp, json, type TestApp } from '../helper.ts'
 import { validateResponse } from '../openapi-validator.ts'
 
 interface MediaType { schema?: Record<string, unknown> }
-interface Response { description?: string, content?: Record<string, MediaType> }
+interface Response { description?: string, content?: Record<string, MediaType>, headers?: Record<string, unknown> }
 interface Parameter { name: string, in: string, schema?: { maximum?: number, minimum?: number } }
 interface Operation { summary?: string, parameters?: Parameter[], requestBody?: unknown, responses?: Record<string, Response> }
 interface Document {
@@ -147,6 +147,22 @@ describe('GET /openapi.json', () => {
     assert.ok(code)
     const values = code.enum ?? code.anyOf?.flatMap(a => a.enum ?? (a.const === undefined ? [] : [a.const])) ?? []
     assert.deepEqual([...values].sort(), Object.keys(PROBLEMS).sort())
+  })
+
+  it('names the headers that carry meaning: validators, paging, Location, Prefer, replays, preconditions', () => {
+    const headersOf = (path: string, method: string, status: string) => Object.keys(doc.paths[path]?.[method]?.responses?.[status]?.headers ?? {})
+    const requestHeadersOf = (path: string, method: string) => (doc.paths[path]?.[method]?.parameters ?? []).filter(p => p.in === 'header').map(p => p.name.toLowerCase())
+    for (const name of ['ETag', 'Cache-Control', 'Link', 'X-Total-Count']) assert.ok(headersOf('/posts', 'get', '200').includes(name), `list 200 ${name}`)
+    assert.ok(!headersOf('/posts', 'get', '200').includes('Last-Modified'), 'a page has no Last-Modified')
+    for (const name of ['ETag', 'Last-Modified', 'Cache-Control']) assert.ok(headersOf('/orders/{order_id}', 'get', '200').includes(name), `read 200 ${name}`)
+    for (const name of ['Location', 'ETag', 'Preference-Applied', 'Idempotent-Replayed']) assert.ok(headersOf('/posts', 'post', '201').includes(name), `create 201 ${name}`)
+    assert.ok(!headersOf('/posts/{post_id}', 'put', '200').includes('Idempotent-Replayed'), 'only POSTs replay')
+    assert.ok(headersOf('/exports', 'post', '202').includes('Location'))
+    assert.deepEqual(headersOf('/posts/{post_id}', 'delete', '204').filter(h => ['ETag', 'Last-Modified'].includes(h)), [], 'a deletion describes nothing')
+    for (const name of ['if-none-match', 'if-modified-since', 'prefer']) assert.ok(requestHeadersOf('/posts', 'get').includes(name), `list takes ${name}`)
+    for (const name of ['if-match', 'if-unmodified-since', 'prefer']) assert.ok(requestHeadersOf('/posts/{post_id}', 'put').includes(name), `PUT takes ${name}`)
+    assert.ok(requestHeadersOf('/orders/{order_id}/cancel', 'post').includes('prefer'))
+    assert.ok(!requestHeadersOf('/orders/{order_id}/items', 'get').includes('prefer'), 'an unpaged array takes no count preference')
   })
 
   it('publishes the maximum page size of 100 on limit and per_page', () => {

@@ -101,6 +101,65 @@ const CORS_HEADERS = {
 const RETRY_AFTER_HEADER = {
   'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 86_400 } },
 }
+const header = (description: string, schema: Json = { type: 'string', maxLength: 8192 }) => ({ description, schema })
+/** What every conditional read, and every write's answer, says about its representation (contract §4). */
+const VALIDATOR_HEADERS = {
+  ETag: header('The representation\'s entity tag (weak for lists): send it back in `If-None-Match` (304 when unchanged) or `If-Match` (412 when changed).', { type: 'string', maxLength: 100 }),
+  'Cache-Control': header('`public, max-age=60, stale-while-revalidate=300` for published posts read anonymously; `private, no-store` otherwise.', { type: 'string', maxLength: 100 }),
+}
+const LAST_MODIFIED = { 'Last-Modified': header('When the resource last changed (HTTP date); `If-Modified-Since` and `If-Unmodified-Since` compare with it.', { type: 'string', maxLength: 40 }) }
+const PAGE_HEADERS = {
+  Link: header('Paging links (RFC 8288): `first`, `prev`, `next`, and with `page` also `last`; the body is a bare array.'),
+  'X-Total-Count': header('Every matching item, with `Prefer: count=exact` only.', { type: 'integer', format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+}
+const WRITE_HEADERS = {
+  'Preference-Applied': header('The `Prefer` preference honoured: `return=minimal` (no body; a 200 becomes 204) or `return=representation`.', { type: 'string', maxLength: 100 }),
+}
+const REPLAY_HEADERS = {
+  'Idempotent-Replayed': header('`true` when this answer is the stored answer to an earlier request with the same `Idempotency-Key`.', { type: 'string', enum: ['true'] }),
+}
+const LOCATION = { Location: header('The path of what was made.') }
+const requestHeader = (name: string, description: string) => ({ name, in: 'header', required: false, description, schema: { type: 'string', maxLength: 8192 } })
+const CONDITIONAL_READ = [
+  requestHeader('If-None-Match', 'Entity tags the client holds: 304 Not Modified when one matches.'),
+  requestHeader('If-Modified-Since', 'An HTTP date: 304 when nothing changed since (ignored with If-None-Match).'),
+]
+const CONDITIONAL_WRITE = [
+  requestHeader('If-Match', 'The entity tag the change is based on: 412 PRECONDITION_FAILED when the resource has changed since.'),
+  requestHeader('If-Unmodified-Since', 'An HTTP date: 412 when the resource changed after it (ignored with If-Match).'),
+]
+const PREFER_WRITE = requestHeader('Prefer', '`return=minimal` for no body (201 with Location, or 204), `return=representation` (the default).')
+const PREFER_COUNT = requestHeader('Prefer', '`count=exact` adds X-Total-Count.')
+
+/** The headers a route's answers carry by what they are: a conditional read (it may answer 304), a page, a write. */
+function documentRepresentationHeaders (method: string, operation: Json, responses: Json): void {
+  const conditionalRead = responses['304'] !== undefined
+  const write = method === 'post' || method === 'put' || method === 'patch' || method === 'delete'
+  const params = (operation.parameters ??= []) as Json[]
+  // A page of a collection: an array answer to a query that takes a cursor (an order's items are not paged).
+  const paged = params.some(p => p.in === 'query' && p.name === 'cursor')
+  const add = (p: Json) => { if (!params.some(q => q.in === 'header' && String(q.name).toLowerCase() === String(p.name).toLowerCase())) params.push(p) }
+  if (conditionalRead) CONDITIONAL_READ.forEach(add)
+  if (method === 'put' || method === 'patch' || method === 'delete') CONDITIONAL_WRITE.forEach(add)
+  const ok = isObject(responses['200']) ? responses['200'] : {}
+  // Arrays (pages, an order's items) have no single modification time.
+  const array = Object.values(isObject(ok.content) ? ok.content : {}).some(m => isObject(m) && isObject(m.schema) && m.schema.type === 'array')
+  for (const [status, response] of Object.entries(responses)) {
+    if (!isObject(response) || !/^2|^304$/.test(status)) continue
+    const extra: Json = {}
+    // A deletion's answer describes nothing: only its Cache-Control.
+    if (method === 'delete') Object.assign(extra, { 'Cache-Control': VALIDATOR_HEADERS['Cache-Control'] })
+    else if (conditionalRead || (write && status !== '202')) Object.assign(extra, VALIDATOR_HEADERS, array ? {} : LAST_MODIFIED)
+    if (conditionalRead && paged && status !== '304') Object.assign(extra, PAGE_HEADERS)
+    if (write && method !== 'delete' && status !== '202') Object.assign(extra, WRITE_HEADERS, method === 'post' ? REPLAY_HEADERS : {})
+    if (status === '201' || status === '202') Object.assign(extra, LOCATION)
+    response.headers = { ...extra, ...(isObject(response.headers) ? response.headers : {}) }
+  }
+  if (write && method !== 'delete' && Object.keys(responses).some(s => /^20[01]$/.test(s))) add(PREFER_WRITE)
+  if (conditionalRead && paged) add(PREFER_COUNT)
+  if (params.length === 0) delete operation.parameters
+}
+
 /** Text bodies (metrics, problem pages) are far smaller; the bound says that none is unbounded. */
 const TEXT_BODY_MAX = 16 * 1024 * 1024
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
@@ -119,7 +178,8 @@ function annotateIntegers (node: unknown): void {
 /**
  * The OpenAPI document's cross-cutting facts, stated once for every operation instead of per
  * route (contract §4, §7): every response may carry the rate-limit and CORS headers, every
- * operation can answer 429, and 429 and 503 carry Retry-After. Used as @fastify/swagger's `transformObject`.
+ * operation can answer 429, and 429 and 503 carry Retry-After; conditional reads, pages and
+ * writes name their validators, paging, Prefer and Idempotency headers. Used as @fastify/swagger's `transformObject`.
  */
 export function documentCrossCutting (documentObject: { openapiObject?: unknown, swaggerObject?: unknown }): Json {
   const doc = (documentObject.openapiObject ?? documentObject.swaggerObject) as Json
@@ -130,6 +190,7 @@ export function documentCrossCutting (documentObject: { openapiObject?: unknown,
       if (!isObject(operation)) continue
       const responses = (operation.responses ??= {}) as Json
       if (responses['429'] === undefined) Object.assign(responses, problemResponses(429))
+      documentRepresentationHeaders(method, operation, responses)
       for (const [status, response] of Object.entries(responses)) {
         if (!isObject(response)) continue
         const headers = { ...(isObject(response.headers) ? response.headers : {}), ...CORS_HEADERS }
