@@ -14,6 +14,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Media types this route accepts for its request body (default: JSON and the vendor types). */
     bodyTypes?: readonly string[]
+    /** The body may be left out (an action that takes no input): it is then `{}`, and validated as such. */
+    optionalBody?: boolean
   }
 }
 
@@ -115,7 +117,7 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
     try {
       const value = parseJsonBody(body as Buffer)
       // A JSON Content-Type with nothing after it: a mistake where a body is expected, harmless elsewhere.
-      if (value === undefined && routeOf(req).schema?.body !== undefined) {
+      if (value === undefined && routeOf(req).schema?.body !== undefined && routeOf(req).config.optionalBody !== true) {
         throw new AppError('MALFORMED_JSON', 'The request body is empty; send a JSON document.')
       }
       done(null, value)
@@ -131,6 +133,10 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
   // malformed Content-Type (`""`, `a;;;`) with 415 before any hook could say so.
   app.addHook('onRequest', async (req) => {
     if (req.routeOptions.schema?.body === undefined && req.headers['content-type'] !== undefined) delete req.headers['content-type']
+  })
+
+  app.addHook('preValidation', async (req) => {
+    if (req.body === undefined && routeOf(req).config.optionalBody === true) req.body = {}
   })
 
   app.addHook('preParsing', async (req, _reply, payload) => {

@@ -113,10 +113,14 @@ export class OwnedRows<T extends OwnedRecord, F extends object = Record<string, 
     return { ...page, items: await this.withChildren(page.items, embed) }
   }
 
-  /** Moves the row from one of `from` to `to` in one statement; `stale` when it is in another state. */
-  async move (id: number, viewer: Viewer, from: readonly string[], to: string, now: Date): Promise<WriteResult<T>> {
+  /**
+   * Moves the row from one of `from` to `to` in one statement, when it is still at `revision` if
+   * given; `stale` when it is in another state or at another revision.
+   */
+  async move (id: number, viewer: Viewer, from: readonly string[], to: string, now: Date, revision?: number): Promise<WriteResult<T>> {
     let q = this.db.updateTable(this.spec.table as 'rows').set(eb => ({ status: to, updated_at: this.dialect.timestamp(now), revision: eb('revision', '+', 1) }))
       .where('id', '=', id).where('status', 'in', [...from])
+    if (revision !== undefined) q = q.where('revision', '=', revision)
     if (!isAdmin(viewer)) q = q.where('owner', '=', viewer?.subject ?? '')
     const row = await q.returningAll().executeTakeFirst()
     if (row) return { outcome: 'done', value: (await this.withChildren([row], true))[0]! }

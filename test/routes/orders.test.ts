@@ -40,6 +40,8 @@ for (const kind of await storeKinds()) {
       assert.deepEqual(codes(res), ['customer_email:INVALID_EMAIL', 'extra:UNKNOWN_FIELD', 'items/0/quantity:NEGATIVE_VALUE', 'items/0/sku:INVALID_FORMAT',
         'items/1/quantity:OUT_OF_RANGE', 'items/1/sku:INVALID_FORMAT', 'items/2/quantity:INVALID_TYPE'])
       assert.deepEqual(codes(await place(ada, { customer_email: 'a@b.co', items: [] })), ['items:TOO_SHORT'])
+      assert.deepEqual(codes(await place(ada, { customer_email: 'a@b.co', items: [{ sku: '   ', quantity: 1 }] })), ['items/0/sku:INVALID_FORMAT'], 'white space alone is no sku')
+      assert.equal((await place(ada, { customer_email: 'a@b.co', items: [{ sku: ' A 1 ', quantity: 1 }] })).statusCode, 201, 'white space around a sku is kept')
       assert.deepEqual(codes(await place(ada, {})), ['customer_email:REQUIRED', 'items:REQUIRED'])
       assert.equal((await place(ada, { customer_email: 'a@b.co', items: [{ sku: 'x'.repeat(64), quantity: 1 }] })).statusCode, 201, '64 characters is a sku')
     })
@@ -92,6 +94,43 @@ for (const kind of await storeKinds()) {
       const create = { ...ada, 'idempotency-key': 'place-once' }
       const placed = await place(create)
       assert.equal((await place(create)).body, placed.body)
+    })
+
+    it('cancel takes no input: no body or {} is a cancel; malformed JSON, another media type or a member is refused and changes nothing', async () => {
+      const cancel = async (id: number, extra: Record<string, unknown> = {}) => await t.request({ method: 'POST', url: `/orders/${id}/cancel`, ...extra, headers: { ...ada, ...(extra.headers as object ?? {}) } })
+      const refusals: [Record<string, unknown>, number, string][] = [
+        [{ headers: { 'content-type': 'application/json' }, payload: '{not json' }, 400, 'MALFORMED_JSON'],
+        [{ headers: { 'content-type': 'text/xml' }, payload: '<cancel/>' }, 415, 'UNSUPPORTED_MEDIA_TYPE'],
+        [{ headers: { 'content-type': 'application/json' }, payload: '{"reason":"changed my mind"}' }, 422, 'VALIDATION_FAILED'],
+      ]
+      const o = json(await place())
+      for (const [extra, status, code] of refusals) {
+        const res = await cancel(o.id, extra)
+        assert.equal(res.statusCode, status, JSON.stringify(extra))
+        assert.equal(json(res).code, code)
+      }
+      assert.equal(json(await t.request({ method: 'GET', url: `/orders/${o.id}`, headers: ada })).status, 'PROCESSING', 'a refused cancel cancels nothing')
+      const keyed = { headers: { 'idempotency-key': `empty-${o.id}` } }
+      assert.equal((await cancel(o.id, keyed)).statusCode, 200, 'no body at all')
+      const replay = await cancel(o.id, { headers: { 'idempotency-key': `empty-${o.id}`, 'content-type': 'application/json' }, payload: '{}' })
+      assert.equal(replay.headers['idempotent-replayed'], 'true', 'no body and {} are the same request')
+      const other = json(await place())
+      assert.equal((await cancel(other.id, { headers: { 'content-type': 'application/json' }, payload: '' })).statusCode, 200, 'a JSON type with nothing after it')
+    })
+
+    it('honours If-Match on cancel: 412 for a stale tag, and the order stays PROCESSING; the current tag cancels', async () => {
+      const placed = await place()
+      const o = json(placed)
+      const stale = await t.request({ method: 'POST', url: `/orders/${o.id}/cancel`, headers: { ...ada, 'if-match': '"stale"' } })
+      assert.equal(stale.statusCode, 412)
+      assert.equal(json(stale).code, 'PRECONDITION_FAILED')
+      assert.equal(json(await t.request({ method: 'GET', url: `/orders/${o.id}`, headers: ada })).status, 'PROCESSING')
+      const current = await t.request({ method: 'POST', url: `/orders/${o.id}/cancel`, headers: { ...ada, 'if-match': placed.headers.etag as string } })
+      assert.equal(current.statusCode, 200)
+      const again = await t.request({ method: 'POST', url: `/orders/${o.id}/cancel`, headers: { ...ada, 'if-match': current.headers.etag as string } })
+      assert.equal(again.statusCode, 409, 'a current tag on a cancelled order: the state refuses')
+      const bobs = await t.request({ method: 'POST', url: `/orders/${o.id}/cancel`, headers: { ...bob, 'if-match': '*' } })
+      assert.equal(bobs.statusCode, 404, 'another owner learns nothing from a precondition')
     })
 
     it('keeps orders to their owner (others get 404) and shows admins every order', async () => {

@@ -1,15 +1,16 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { allowedActions, applyMove, type Move } from '../../domain/state-machine.ts'
+import { allowedActions, type Move } from '../../domain/state-machine.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError } from '../../errors.ts'
+import { act } from '../../http/action.ts'
 import { listHandler } from '../../http/collection.ts'
 import { sendRepresentation, sendResource, strongEtag } from '../../http/conditional.ts'
 import type { Resource, ResourceContext } from '../../http/resources.ts'
 import type { ListQuery } from '../../store/store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { answerWrite, writtenResource } from '../../http/write.ts'
-import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../routes/shared/schemas.ts'
+import { COMMON_ERRORS, EmptyBodySchema, NotModifiedSchema, problemResponses } from '../../routes/shared/schemas.ts'
 import './problems.ts'
 import * as S from './schemas.ts'
 import { type Order, type OrderStatus, ordersStore } from './store.ts'
@@ -72,11 +73,10 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
   })
 
   app.post<{ Params: S.OrderIdParams }>('/orders/:order_id/cancel', ctx.route({
-    config,
-    schema: { tags, summary: 'Cancel an order', description: 'Only while PROCESSING; otherwise 409 ORDER_NOT_CANCELLABLE.', params: S.OrderIdParamsSchema, response: { 200: Type.Ref(OrderRef), 204: Type.Null(), ...problemResponses(...COMMON_ERRORS, 403, 404, 409, 413, 422) } },
+    config: { ...config, optionalBody: true },
+    schema: { tags, summary: 'Cancel an order', description: 'Only while PROCESSING; otherwise 409 ORDER_NOT_CANCELLABLE. No body, or `{}`.', params: S.OrderIdParamsSchema, body: EmptyBodySchema, response: { 200: Type.Ref(OrderRef), 204: Type.Null(), ...problemResponses(...COMMON_ERRORS, 403, 404, 409, 412, 413, 415, 422) } },
   }), async (req, reply) => await answerWrite(req, reply, async uow => {
-    const id = req.params.order_id
-    const order = await applyMove(ORDER_MOVES.cancel, `Order ${id}`, async (from, to) => await uow.orders.move(id, req.principal, from, to, new Date()), notFound(id))
+    const order = await act(req, 'orders', uow.orders, req.params.order_id, ORDER_MOVES.cancel, notFound(req.params.order_id))
     return writtenResource(req, 'orders', order, render(req, order), 200)
   }))
 }

@@ -8,7 +8,7 @@ export type OrderIdParams = Static<typeof OrderIdParamsSchema>
 
 const StatusSchema = Type.Unsafe<typeof ORDER_STATUSES[number]>({ type: 'string', enum: [...ORDER_STATUSES], description: 'PROCESSING → CANCELLED by the cancel action.' })
 export const OrderItemSchema = Type.Object({
-  sku: Type.String({ minLength: 1, maxLength: 64, 'x-error-code': 'INVALID_FORMAT', description: '1–64 characters (else INVALID_FORMAT).' }),
+  sku: Type.String({ minLength: 1, maxLength: 64, pattern: '\\S', 'x-error-code': 'INVALID_FORMAT', description: '1–64 characters, not all white space (else INVALID_FORMAT).' }),
   quantity: Type.Integer({ minimum: 1, maximum: 1_000_000, format: 'int32' }),
 }, { $id: 'OrderItem', additionalProperties: false })
 

@@ -29,6 +29,9 @@ export const problemSchema = () => Type.Object({
   request_id: Type.String({ maxLength: 200, description: 'X-Request-Id of the request.' }),
 }, { $id: 'Problem', additionalProperties: false, description: 'RFC 9457 problem details with the service\'s extension members.' })
 
+/** The body of an action that takes no input (routes with `config.optionalBody`): none, or `{}`. */
+export const EmptyBodySchema = Type.Object({}, { additionalProperties: false, description: 'This action takes no input: send no body, or `{}`.' })
+
 const STATUS_TEXT: Record<number, string> = {
   400: 'Malformed request (MALFORMED_JSON, INVALID_CURSOR, …)',
   401: 'No credential, or a bad one',
