@@ -129,10 +129,19 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
   // whatever their body; known routes have refused a wrong type in preParsing already.
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => { done(null, undefined) })
 
-  // A route that takes no body (DELETE) ignores it whatever its type; Fastify would refuse a
-  // malformed Content-Type (`""`, `a;;;`) with 415 before any hook could say so.
+  // A route that takes no body (GET, DELETE) ignores a JSON one (contract §4: a body must be JSON,
+  // else 415) and body headers without a body. Fastify would refuse a malformed Content-Type
+  // (`""`, `a;;;`) with its own 415 before any hook could say so: the header goes once checked.
   app.addHook('onRequest', async (req) => {
-    if (req.routeOptions.schema?.body === undefined && req.headers['content-type'] !== undefined) delete req.headers['content-type']
+    if (routeOf(req).url === undefined || req.routeOptions.schema?.body !== undefined) return
+    const header = req.headers['content-type']
+    const length = req.headers['content-length']
+    const hasBody = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined
+    if (hasBody && !JSON_BODY_TYPES.includes(essence(header ?? '').type)) {
+      const sent = header === undefined ? 'no Content-Type' : `"${header}"`
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `This endpoint takes no body; a body, if sent, must be JSON (application/json or the vendor type); the request sent ${sent}.`)
+    }
+    if (header !== undefined) delete req.headers['content-type']
   })
 
   app.addHook('preValidation', async (req) => {

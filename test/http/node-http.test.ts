@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import type net from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import { buildTestApp, type TestApp } from '../helper.ts'
+import { buildTestApp, json, type TestApp } from '../helper.ts'
 import { type RawResponse, rawRequest } from '../raw-http.ts'
 import { recordResult } from '../reliability-record.ts'
 
@@ -61,11 +61,16 @@ describe('answers that Node would give itself', () => {
     assertRawProblem(await rawRequest(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'), 405, 'METHOD_NOT_ALLOWED')
   })
 
-  it('ignores the body of a DELETE whatever its Content-Type, even a malformed one (found by fuzzing)', async () => {
+  it('answers a body of another type on a route that takes none with a 415 problem, even with a malformed Content-Type (found by fuzzing); a JSON body there is ignored', async () => {
     const auth = await t.auth('alice')
-    for (const type of ['', 'a;;;', 'garbage']) {
+    for (const type of ['', 'a;;;', 'garbage', 'text/plain']) {
       const res = await t.request({ method: 'DELETE', url: '/posts/12345', headers: { ...auth, 'content-type': type }, payload: '{"a":1}' })
-      assert.equal(res.statusCode, 404, `Content-Type ${JSON.stringify(type)}: ${res.body}`)
+      assert.equal(res.statusCode, 415, `Content-Type ${JSON.stringify(type)}: ${res.body}`)
+      assert.equal(json(res).code, 'UNSUPPORTED_MEDIA_TYPE')
+    }
+    for (const method of ['DELETE', 'GET'] as const) {
+      const res = await t.request({ method, url: '/posts/12345', headers: { ...auth, 'content-type': 'application/json' }, payload: '{"a":1}' })
+      assert.equal(res.statusCode, 404, `${method} with a JSON body: ${res.body}`)
     }
   })
 

@@ -165,6 +165,8 @@ function documentRepresentationHeaders (method: string, operation: Json, respons
 
 /** Text bodies (metrics, problem pages) are far smaller; the bound says that none is unbounded. */
 const TEXT_BODY_MAX = 16 * 1024 * 1024
+/** A route's mark, carried by @fastify/swagger onto its operation (it copies `x-` members). */
+const OPTIONAL_BODY = 'x-optional-body'
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 
 /** Every integer the service reads or writes fits in int64 (ids stay below 2^53). */
@@ -181,7 +183,8 @@ function annotateIntegers (node: unknown): void {
 /**
  * The OpenAPI document's cross-cutting facts, stated once for every operation instead of per
  * route (contract §4, §7): every response may carry the rate-limit and CORS headers, every
- * operation can answer 429, and 429 and 503 carry Retry-After; conditional reads, pages and
+ * operation can answer 429 and 415 (a body that is not JSON is refused on every route, also on
+ * those that take none), and 429 and 503 carry Retry-After; conditional reads, pages and
  * writes name their validators, paging, Prefer and Idempotency headers. Used as @fastify/swagger's `transformObject`.
  */
 export function documentCrossCutting (documentObject: { openapiObject?: unknown, swaggerObject?: unknown }): Json {
@@ -192,7 +195,14 @@ export function documentCrossCutting (documentObject: { openapiObject?: unknown,
       const operation = pathItem[method]
       if (!isObject(operation)) continue
       const responses = (operation.responses ??= {}) as Json
-      if (responses['429'] === undefined) Object.assign(responses, problemResponses(429))
+      if (operation[OPTIONAL_BODY] === true) {
+        delete operation[OPTIONAL_BODY]
+        if (isObject(operation.requestBody)) operation.requestBody.required = false
+      }
+      // Added to the finished document: the Problem schema is referred to where it is published.
+      for (const status of [429, 415]) {
+        responses[status] ??= { description: STATUS_TEXT[status], content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } }
+      }
       documentRepresentationHeaders(method, operation, responses)
       for (const [status, response] of Object.entries(responses)) {
         if (!isObject(response)) continue
@@ -216,10 +226,13 @@ export function documentCrossCutting (documentObject: { openapiObject?: unknown,
 
 /**
  * @fastify/swagger's per-route `transform`: an operation that needs a scope says that it needs a
- * bearer credential. The rest of the route's schema is documented as declared.
+ * bearer credential; an action that takes no input marks its body optional. The rest of the route's schema is documented as declared.
  */
 export function documentRoute ({ schema, url, route }: { schema: object, url: string, route: { config?: unknown } }): { schema: object, url: string } {
-  const scope = isObject(route.config) ? route.config.requiredScope : undefined
-  if (typeof scope !== 'string' || 'security' in schema) return { schema, url }
-  return { schema: { ...schema, security: [{ bearer: [] }] }, url }
+  const config = isObject(route.config) ? route.config : {}
+  const scope = config.requiredScope
+  // @fastify/swagger marks every request body required; documentCrossCutting reads this mark.
+  const optional = config.optionalBody === true ? { [OPTIONAL_BODY]: true } : {}
+  if (typeof scope !== 'string' || 'security' in schema) return { schema: { ...schema, ...optional }, url }
+  return { schema: { ...schema, ...optional, security: [{ bearer: [] }] }, url }
 }
