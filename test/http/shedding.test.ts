@@ -57,16 +57,16 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
   })
 
   it('sheds nothing under steady saturation whose requests each wait less than the bound', async () => {
-    // 8 keep-alive connections, each sending its next request as soon as it has an answer: the
-    // loop is never idle, yet each request waits only for the 7 ahead of it (~7 × 10 ms).
+    // 6 keep-alive connections, each sending its next request as soon as it has an answer: the
+    // loop is never idle, yet each request waits only for the 5 ahead of it (~5 × 10 ms).
     // Counting the wait from the loop's last idle moment shed nearly all of this load.
-    const load = await closedLoop(port, 8, 1500, '/test/busy?ms=10')
+    const load = await closedLoop(port, 6, 1500, '/test/busy?ms=10')
     const answered = Object.values(load.statuses).reduce((a, b) => a + b, 0)
     assert.ok(answered > 20, `answered ${answered}`)
     assert.deepEqual(load.statuses, { 200: answered }, `statuses: ${JSON.stringify(load.statuses)}`)
     recordResult('overload-steady', {
       test: 'Steady saturation within the bound (OVERLOAD_MAX_WAIT_MS=200)',
-      injected: '8 keep-alive connections in a closed loop for 1.5 s, 10 ms of CPU per request, from another process',
+      injected: '6 keep-alive connections in a closed loop for 1.5 s, 10 ms of CPU per request, from another process',
       count: answered,
       result: `${answered} served, 0 shed (slowest ${Math.round(load.slowest)} ms)`,
     })
