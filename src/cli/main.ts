@@ -21,7 +21,9 @@ Settings come from the environment; see the README's configuration table.`
 
 async function main (argv: string[]): Promise<number> {
   const [command = 'serve', ...rest] = argv
-  if (command === 'help' || command === '--help' || command === '-h') {
+  const asksHelp = (a: string) => a === 'help' || a === '--help' || a === '-h'
+  // Help anywhere (`keys --help`, `keys create -h`) is help, before any setting is read.
+  if (asksHelp(command) || rest.some(asksHelp)) {
     process.stdout.write(USAGE + '\n')
     return 0
   }

@@ -161,6 +161,17 @@ describe('blog keys', () => {
   })
 })
 
+describe('help', () => {
+  it('prints the usage with every registered scope, exit 0, wherever --help is asked for', async () => {
+    for (const args of [['--help'], ['help'], ['keys', '--help'], ['keys', 'create', '--help'], ['keys', 'create', '-h']]) {
+      const res = await cli(args, {})
+      assert.equal(res.code, 0, `${args.join(' ')}: ${res.stderr}`)
+      assert.match(res.stdout, /^Usage: blog <command>/)
+      assert.match(res.stdout, /\(scopes: posts:write orders:write admin\)/)
+    }
+  })
+})
+
 describe('a port already taken', () => {
   it('stops start-up with one line naming PORT, exit code 2, and makes no key', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-cli-'))
