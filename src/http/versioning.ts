@@ -64,6 +64,10 @@ export function negotiate (url: string, accept: string | undefined): Negotiation
   }
   const candidates: Candidate[] = []
   let unknownVendor = false
+  // Plain JSON takes its q from the most specific range that matches it (RFC 9110 §12.5.1):
+  // `application/json;q=0, */*;q=0.1` refuses it even though */* would match.
+  let json: { q: number, order: number, specificity: number } | null = null
+  let wildcard: { q: number, order: number } | null = null
   const ranges = accept === undefined || accept.trim() === '' ? ['*/*'] : accept.split(',')
   ranges.forEach((range, order) => {
     const [type = '', ...params] = range.split(';').map(s => s.trim())
@@ -73,17 +77,26 @@ export function negotiate (url: string, accept: string | undefined): Negotiation
       const [k, v] = p.split('=').map(s => s.trim())
       if (k?.toLowerCase() === 'q') q = Number(v)
     }
-    if (!(q > 0)) return
+    if (Number.isNaN(q)) return
     const vendor = VENDOR.exec(mt)
     if (vendor) {
       const v = Number(vendor[1])
+      if (!(q > 0)) return
       if (API_VERSIONS.includes(v as ApiVersion)) candidates.push({ version: v as ApiVersion, vendor: true, q, order })
       else unknownVendor = true
-    } else if (mt === 'application/json' || mt === 'application/*' || mt === '*/*' || mt === 'application/x-ndjson') {
-      // application/x-ndjson: what an export's file is; the version then comes from the path or is 1.
-      candidates.push({ version: null, vendor: false, q, order })
+      return
     }
+    // application/x-ndjson: what an export's file is; the version then comes from the path or is 1.
+    const specificity = mt === 'application/json' || mt === 'application/x-ndjson' ? 3 : mt === 'application/*' ? 2 : mt === '*/*' ? 1 : 0
+    if (specificity === 0) return
+    if (json === null || specificity > json.specificity) json = { q, order, specificity }
+    if (specificity < 3 && q > 0 && (wildcard === null || q > wildcard.q)) wildcard = { q, order }
   })
+  const plain = json as { q: number, order: number } | null
+  if (plain !== null && plain.q > 0) candidates.push({ version: null, vendor: false, q: plain.q, order: plain.order })
+  // Plain JSON refused, but a wildcard accepts the vendor type of the version asked for (or 1).
+  const any = wildcard as { q: number, order: number } | null
+  if (plain !== null && !(plain.q > 0) && any !== null) candidates.push({ version: (pathVersion ?? 1) as ApiVersion, vendor: true, q: any.q, order: any.order })
   const usable = pathVersion === null ? candidates : candidates.filter(c => c.version === null || c.version === pathVersion)
   if (usable.length === 0) {
     if (candidates.length > 0) return { ok: false, reason: 'version-conflict' }

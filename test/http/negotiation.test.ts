@@ -45,6 +45,14 @@ describe('content negotiation, Prefer, compression and versions', () => {
       assert.equal(json(res).id, id)
       const res2 = await get(`/posts/${id}`, { accept: 'text/html;q=1, application/vnd.blog.v2+json;q=0.1' })
       assert.equal(json(res2).postId, id)
+      // The most specific range decides: q=0 refuses plain JSON though */* matches it; the vendor type is acceptable.
+      const res3 = await get(`/posts/${id}`, { accept: 'application/json;q=0, */*;q=0.1' })
+      assert.equal(res3.statusCode, 200)
+      assert.match(String(res3.headers['content-type']), /^application\/vnd\.blog\.v1\+json/)
+      assert.equal(json(res3).id, id)
+      const res4 = await get(`/v2/posts/${id}`, { accept: 'application/json;q=0, application/*' })
+      assert.match(String(res4.headers['content-type']), /^application\/vnd\.blog\.v2\+json/)
+      assert.match(String((await get(`/posts/${id}`, { accept: '*/*;q=0.1, application/json;q=0.5' })).headers['content-type']), /^application\/json/)
     })
 
     it('answers 406 when nothing acceptable can be produced', async () => {
