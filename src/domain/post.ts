@@ -16,6 +16,9 @@ export interface Post {
   revision: number
 }
 
+/** A post without its content: what a list reads when its items do not show the content. */
+export type PostSummary = Omit<Post, 'content'>
+
 /** What a client may set: the whole of it on create and replace. */
 export interface PostInput {
   title: string
@@ -36,7 +39,7 @@ export function normalisePostInput (input: { title: string, content: string, sta
 }
 
 /** A post's values for the given sort keys, in order (what a keyset cursor carries). */
-export function postSortValues (post: Post, sort: readonly { key: PostSortKey }[]): (string | number)[] {
+export function postSortValues (post: PostSummary, sort: readonly { key: PostSortKey }[]): (string | number)[] {
   const byKey: Record<PostSortKey, string | number> = { id: post.id, title: post.title, created_at: post.createdAt, updated_at: post.updatedAt }
   return sort.map(t => byKey[t.key])
 }

@@ -55,7 +55,9 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     const { status, q, ...paging } = req.query
     const filter = { ...(status !== undefined ? { status } : {}), ...(q !== undefined ? { q } : {}) }
     const lr = parseListRequest(req, paging, postsCollection, filter, FIELD_NAMES[version], cursors)
-    const page = await reader.list(storeQueryOf(lr, filter), req.principal)
+    // List items show the content only when `fields` asks for it; it is most of a row's bytes.
+    const query = storeQueryOf(lr, filter)
+    const page = lr.fields?.includes('content') === true ? await reader.list(query, req.principal) : await reader.listSummaries(query, req.principal)
     const base = linkBase(req)
     return sendPage(req, reply, lr, page, cursors, {
       render: p => renderListItem(p, version, base, lr.fields),

@@ -1,7 +1,7 @@
-import type { Post } from '../../domain/post.ts'
+import type { Post, PostSummary } from '../../domain/post.ts'
 import type { ApiVersion } from '../../http/versioning.ts'
 
-function common (post: Post) {
+function common (post: PostSummary & { content?: string }) {
   return {
     title: post.title,
     content: post.content,
@@ -23,8 +23,11 @@ export function renderPost (post: Post, version: ApiVersion, base: string) {
   }
 }
 
-/** A list item: `{id, title}` (v1) or `{postId, title, _links.self}` (v2), or exactly `fields`. */
-export function renderListItem (post: Post, version: ApiVersion, base: string, fields: readonly string[] | null) {
+/**
+ * A list item: `{id, title}` (v1) or `{postId, title, _links.self}` (v2), or exactly `fields`
+ * (the store reads the content only when `fields` names it).
+ */
+export function renderListItem (post: PostSummary & { content?: string }, version: ApiVersion, base: string, fields: readonly string[] | null) {
   const full: Record<string, unknown> = { [version === 1 ? 'id' : 'postId']: post.id, ...common(post) }
   const names = fields ?? [version === 1 ? 'id' : 'postId', 'title']
   const item: Record<string, unknown> = {}

@@ -1,4 +1,4 @@
-import { Kysely, Migrator, type MigrationResultSet, PostgresDialect, type PostgresPool, sql } from 'kysely'
+import { Kysely, type LogConfig, Migrator, type MigrationResultSet, PostgresDialect, type PostgresPool, sql } from 'kysely'
 import pg from 'pg'
 import { isStoreUnavailable } from '../errors.ts'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
@@ -28,6 +28,8 @@ export interface PostgresOptions {
    * connection lost in a network partition is given up by the deadline of the request using it.
    */
   requestTimeoutMs?: number
+  /** Kysely's query log: every statement as sent, with its parameters (tests read the SQL of a call). */
+  log?: LogConfig
 }
 
 const APPLICATION_NAME = 'blog-post-service'
@@ -144,7 +146,7 @@ export function openPostgresStore (url: string, opts: PostgresOptions): KyselySt
     statementTimeoutMs: opts.statementTimeoutMs ?? 15_000,
     ...(opts.requestTimeoutMs !== undefined ? { requestTimeoutMs: opts.requestTimeoutMs } : {}),
   }))
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool) }) })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool) }), ...(opts.log !== undefined ? { log: opts.log } : {}) })
   const parts: DialectParts = {
     kind: 'postgres',
     // PostgreSQL text cannot hold NUL; the HTTP layer refuses it, the store must not fail on it.
