@@ -1,6 +1,6 @@
 import { AppError } from '../errors.ts'
 import type { ListPage, ListQuery, PostFilter, PostStore } from '../store/store.ts'
-import type { Post, PostInput, PostSortKey } from './post.ts'
+import type { Post, PostInput, PostSortKey, PostSummary } from './post.ts'
 import { mayChange, type Principal, type Viewer } from './principal.ts'
 
 /** A client's condition on the current post (If-Match, If-Unmodified-Since); true to go ahead. */
@@ -24,6 +24,11 @@ export class PostService {
 
   async list (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<Post>> {
     return await this.store.list(query, viewer)
+  }
+
+  /** `list` without the posts' content. */
+  async listSummaries (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<PostSummary>> {
+    return await this.store.listSummaries(query, viewer)
   }
 
   async create (input: PostInput, author: Principal): Promise<Post> {

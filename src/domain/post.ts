@@ -16,6 +16,9 @@ export interface Post {
   revision: number
 }
 
+/** A post without its content: what a list reads when its items do not show the content. */
+export type PostSummary = Omit<Post, 'content'>
+
 /** What a client may set: the whole of it on create and replace. */
 export interface PostInput {
   title: string

@@ -56,7 +56,8 @@ function unavailable (code: 'SERVICE_UNAVAILABLE' | 'REQUEST_TIMEOUT', detail?: 
   return new AppError(code, detail, { headers: { 'retry-after': String(RETRY_AFTER_S) } })
 }
 
-interface Deadline { timer: NodeJS.Timeout, reply: FastifyReply }
+/** When a request runs out of time (`performance.now()` milliseconds), and its reply. */
+interface Deadline { at: number, reply: FastifyReply }
 
 /** Marks a request abandoned: its `abandoned` signal aborts now, or aborted when first read. */
 function abandon (req: FastifyRequest, reason: Error): void {
@@ -73,7 +74,37 @@ function abandon (req: FastifyRequest, reason: Error): void {
 export const overloadPlugin = fp(async function overload (app: FastifyInstance, opts: { config: Config }) {
   const timeoutMs = opts.config.requestTimeoutMs
   // A Map, not a WeakMap: shutdown must reach every request still in flight. Entries leave on answer.
+  // Every request gets the same timeout, so the Map's insertion order is deadline order: one timer,
+  // set for the oldest entry, replaces a timer per request (arming and clearing a timer for each
+  // request was ~1.5% of a read's CPU).
   const deadlines = new Map<FastifyRequest, Deadline>()
+  let sweeper: NodeJS.Timeout | null = null
+
+  function arm (): void {
+    if (sweeper !== null) return
+    const first = deadlines.values().next()
+    if (first.done === true) return
+    sweeper = setTimeout(sweep, Math.max(0, first.value.at - performance.now()))
+  }
+
+  /** Forgets a request's deadline; with none left, no timer keeps the process alive. */
+  function forget (req: FastifyRequest): void {
+    deadlines.delete(req)
+    if (deadlines.size === 0 && sweeper !== null) {
+      clearTimeout(sweeper)
+      sweeper = null
+    }
+  }
+
+  function sweep (): void {
+    sweeper = null
+    const now = performance.now()
+    for (const [req, d] of deadlines) {
+      if (d.at > now) break
+      expire(req, d.reply)
+    }
+    arm()
+  }
 
   app.decorateRequest('abandonController', null)
   app.decorateRequest('abandonReason', null)
@@ -122,15 +153,11 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
   }
 
   function settle (req: FastifyRequest): void {
-    const d = deadlines.get(req)
-    if (d === undefined) return
-    clearTimeout(d.timer)
-    deadlines.delete(req)
+    forget(req)
   }
 
   function expire (req: FastifyRequest, reply: FastifyReply, err = unavailable('REQUEST_TIMEOUT')): void {
-    clearTimeout(deadlines.get(req)?.timer)
-    deadlines.delete(req)
+    forget(req)
     if (reply.sent || reply.raw.headersSent) return
     // Hijacked and written at once: the abandoned work may still call reply.code(), send() or
     // throw, and none of that may touch this answer (Fastify drops sends on a hijacked reply).
@@ -160,7 +187,8 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
   app.addHook('onRequest', (req, reply, done) => {
     // Not req.signal: Node closes the request stream once its body is read, long before the answer.
     // A client that goes away is caught by onRequestAbort below.
-    deadlines.set(req, { timer: setTimeout(expire, timeoutMs, req, reply), reply })
+    deadlines.set(req, { at: performance.now() + timeoutMs, reply })
+    arm()
     done()
   })
   // Once an answer is on its way (serialising or in onSend), the deadline no longer applies:

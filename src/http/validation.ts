@@ -54,14 +54,25 @@ export function createValidatorCompiler (shared: readonly object[]): FastifySche
   }
   // Every route is registered once per version and prefix: equal schemas share one validator,
   // which more than halves the compiling at start-up. ajv's own cache is by object, not content.
+  // Each is compiled on its first use, like the serializers (src/http/serialization.ts): most
+  // routes' validators are not needed in a process's first second, and compiling them all was a
+  // tenth of the start-up.
   const compiled = new Map<string, ValidateFunction>()
   const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
     const key = `${httpPart === 'body' ? 'body' : 'url'}\u0000${JSON.stringify(schema)}`
     let validate = compiled.get(key)
     if (validate === undefined) {
-      validate = httpPart === 'body'
+      let real: ValidateFunction | undefined
+      const compile = () => httpPart === 'body'
         ? body.compile(schema as object) as ValidateFunction
         : strictIntegers(url.compile(schema as object), schema as { properties?: Record<string, { type?: unknown }> })
+      const lazy = function (data: unknown) {
+        real ??= compile()
+        const ok = real(data)
+        lazy.errors = real.errors
+        return ok
+      } as ValidateFunction
+      validate = lazy
       compiled.set(key, validate)
     }
     return validate

@@ -1,5 +1,5 @@
 import type { ExportJob, ExportLease, ExportRequest } from '../domain/export.ts'
-import type { Post, PostInput, PostSortKey, PostStatus } from '../domain/post.ts'
+import type { Post, PostInput, PostSortKey, PostStatus, PostSummary } from '../domain/post.ts'
 import type { Viewer } from '../domain/principal.ts'
 
 export type SortDirection = 'asc' | 'desc'
@@ -50,6 +50,8 @@ export interface PostStore {
   findById (id: number, viewer: Viewer): Promise<Post | null>
   /** Posts `viewer` may see; visibility is part of the query, so pages stay full. */
   list (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<Post>>
+  /** The same page without the posts' content, for lists that do not show it (it is most of a row). */
+  listSummaries (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<PostSummary>>
   create (input: PostInput, author: string, now: Date): Promise<Post>
   /**
    * Replaces the client-set fields when the row is still at `expectedRevision`:

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey } from '../../domain/post.ts'
+import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, type PostSummary } from '../../domain/post.ts'
 import { PostService } from '../../domain/post-service.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { fieldError, validationFailed } from '../../errors.ts'
@@ -57,11 +57,14 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     collection: postsCollection,
     fieldNames: FIELD_NAMES[version],
     defaultFields: () => [v.idName, 'title'],
-    data: (p: Post) => postData(p, version),
+    data: (p: PostSummary & { content?: string }) => postData(p, version),
     // Contract §1: list items of version 1 are `{id, title}` alone.
     selfLink: version === 2,
     audience: 'public',
-    read: async (req, query: ListQuery<PostSortKey, PostFilter>) => await reader.list(query, req.principal),
+    // List items show the content only when `fields` asks for it; it is most of a row's bytes.
+    read: async (req, query: ListQuery<PostSortKey, PostFilter>, lr) => lr.fields?.includes('content') === true
+      ? await reader.list(query, req.principal)
+      : await reader.listSummaries(query, req.principal),
   }))
 
   app.get<{ Params: PostIdParams }>('/posts/:post_id', ctx.route({

@@ -1,7 +1,7 @@
-import type { Post } from '../../domain/post.ts'
+import type { Post, PostSummary } from '../../domain/post.ts'
 import type { ApiVersion } from '../../http/versioning.ts'
 
-function common (post: Post) {
+function common (post: PostSummary & { content?: string }) {
   return {
     title: post.title,
     content: post.content,
@@ -24,6 +24,6 @@ export function renderPost (post: Post, version: ApiVersion, base: string) {
 }
 
 /** A post's members by field name (what a list item's `fields` choose from). */
-export function postData (post: Post, version: ApiVersion): Record<string, unknown> {
+export function postData (post: PostSummary & { content?: string }, version: ApiVersion): Record<string, unknown> {
   return { [version === 1 ? 'id' : 'postId']: post.id, ...common(post) }
 }

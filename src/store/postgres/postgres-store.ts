@@ -1,4 +1,4 @@
-import { Kysely, type Migration, Migrator, type MigrationResultSet, PostgresDialect, type PostgresPool, sql } from 'kysely'
+import { Kysely, type LogConfig, type Migration, Migrator, type MigrationResultSet, PostgresDialect, type PostgresPool, sql } from 'kysely'
 import pg from 'pg'
 import { isStoreUnavailable } from '../errors.ts'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
@@ -19,6 +19,8 @@ export interface PostgresOptions {
   requestTimeoutMs?: number
   /** The resources' tables and repositories (the registry's); none by default. */
   modules?: readonly StoreModule[]
+  /** Kysely's query log: every statement as sent, with its parameters (tests read the SQL of a call). */
+  log?: LogConfig
 }
 
 const APPLICATION_NAME = 'blog-post-service'
@@ -136,7 +138,7 @@ export function openPostgresStore (url: string, opts: PostgresOptions): KyselySt
     statementTimeoutMs: opts.statementTimeoutMs ?? 15_000,
     ...(opts.requestTimeoutMs !== undefined ? { requestTimeoutMs: opts.requestTimeoutMs } : {}),
   }))
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool) }) })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool) }), ...(opts.log !== undefined ? { log: opts.log } : {}) })
   const parts: DialectParts = {
     kind: 'postgres',
     // PostgreSQL text cannot hold NUL; the HTTP layer refuses it, the store must not fail on it.

@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Kysely, type Migration, Migrator, type MigrationResultSet, type SqliteDatabase, SqliteDialect, sql } from 'kysely'
+import { Kysely, type LogConfig, type Migration, Migrator, type MigrationResultSet, type SqliteDatabase, SqliteDialect, sql } from 'kysely'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
 import type { StoreModule } from '../module.ts'
 import * as m0001 from './migrations/0001-initial.ts'
@@ -88,6 +88,8 @@ export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL'
   /** The resources' tables and repositories (the registry's); none by default. */
   modules?: readonly StoreModule[]
+  /** Kysely's query log: every statement as sent, with its parameters (tests read the SQL of a call). */
+  log?: LogConfig
 }
 
 /**
@@ -103,7 +105,7 @@ export function openSqliteStore (file: string, opts: SqliteOptions = {}): Kysely
   database.pragma(`synchronous = ${opts.synchronous === 'NORMAL' ? 'NORMAL' : 'FULL'}`)
   database.pragma('busy_timeout = 5000')
   database.pragma('foreign_keys = ON')
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) })
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }), ...(opts.log !== undefined ? { log: opts.log } : {}) })
   const parts: DialectParts = {
     kind: 'sqlite',
     textSearch: (eb, q) => {
