@@ -110,14 +110,14 @@ export async function rawBurst (port: number, n: number, request: string, timeou
 
 const CLOSED_LOOP_SCRIPT = `
 const http = require('node:http')
-const [port, connections, durationMs, path] = [Number(process.argv[1]), Number(process.argv[2]), Number(process.argv[3]), process.argv[4]]
-const agent = new http.Agent({ keepAlive: true, maxSockets: connections })
+const [port, connections, durationMs, path, fresh] = [Number(process.argv[1]), Number(process.argv[2]), Number(process.argv[3]), process.argv[4], process.argv[5] === 'fresh']
+const agent = fresh ? false : new http.Agent({ keepAlive: true, maxSockets: connections })
 const statuses = {}
 let slowest = 0
 const end = performance.now() + durationMs
 const one = () => new Promise(resolve => {
   const started = performance.now()
-  const req = http.get({ host: '127.0.0.1', port, path, agent }, res => {
+  const req = http.get({ host: '127.0.0.1', port, path, agent, headers: fresh ? { connection: 'close' } : {} }, res => {
     res.resume()
     res.on('end', () => {
       statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
@@ -129,20 +129,21 @@ const one = () => new Promise(resolve => {
 })
 const worker = async () => { while (performance.now() < end) await one() }
 Promise.all(Array.from({ length: connections }, worker)).then(() => {
-  agent.destroy()
+  if (agent) agent.destroy()
   process.stdout.write(JSON.stringify({ statuses, slowest }))
 })
 `
 
 /**
- * Steady closed-loop load, as a benchmark client makes it: `connections` keep-alive connections,
- * each sending its next GET `path` as soon as the last is answered, for `durationMs`, from another
- * process. Returns how many answers had each status, and the slowest answer's time.
+ * Steady closed-loop load, as a benchmark client makes it: `connections` keep-alive connections
+ * (with `fresh`, a new connection for every request), each sending its next GET `path` as soon as
+ * the last is answered, for `durationMs`, from another process. Returns how many answers had each
+ * status, and the slowest answer's time.
  */
-export async function closedLoop (port: number, connections: number, durationMs: number, path: string): Promise<{ statuses: Record<string, number>, slowest: number }> {
+export async function closedLoop (port: number, connections: number, durationMs: number, path: string, opts: { fresh?: boolean } = {}): Promise<{ statuses: Record<string, number>, slowest: number }> {
   const { execFile } = await import('node:child_process')
   return await new Promise((resolve, reject) => {
-    execFile(process.execPath, ['-e', CLOSED_LOOP_SCRIPT, String(port), String(connections), String(durationMs), path], (err, stdout) => {
+    execFile(process.execPath, ['-e', CLOSED_LOOP_SCRIPT, String(port), String(connections), String(durationMs), path, opts.fresh === true ? 'fresh' : 'kept'], (err, stdout) => {
       if (err) reject(err)
       else resolve(JSON.parse(stdout) as { statuses: Record<string, number>, slowest: number })
     })

@@ -217,23 +217,26 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
 const IN_FLIGHT = Symbol('inFlight')
 const BODY_READ = Symbol('bodyRead')
 const WAITED = Symbol('waited')
-const READY_SINCE = Symbol('readySince')
+const ANSWERED = Symbol('answered')
 type Tracked = FastifyRequest & { [IN_FLIGHT]?: boolean, [BODY_READ]?: number, [WAITED]?: number }
-/** A connection, with the moment its last answer ended. */
-type TrackedSocket = Socket & { [READY_SINCE]?: number }
+/** A connection, and whether it has had an answer (it is past the accept queue). */
+type TrackedSocket = Socket & { [ANSWERED]?: boolean }
 
 /**
  * Load shedding by what a client feels. When the loop is saturated the wait is in the sockets
- * (and in the kernel's accept queue), where no event-loop delay shows it: requests are read one
- * after another, each waiting for those before it. A request's bytes cannot have arrived before
- * the last moment the loop waited idle for I/O (nothing was pending then), nor, on a kept-alive
- * connection, before the previous answer on it ended (a client sends its next request once it has
- * its answer). The time since the later of the two bounds what it has waited (a new connection
- * may have sat in the accept queue since the loop was last idle: only the first applies); past OVERLOAD_MAX_WAIT_MS (checked again before the handler, body read time excluded)
- * it is answered 503 at once, which costs far less than serving it, so the queue drains and
- * answered requests stay fast. Under steady load whose requests each wait less than the bound
- * (a benchmark's closed loop), nothing is shed, although the loop is never idle.
- * OVERLOAD_MAX_IN_FLIGHT bounds requests waiting on the store (a pool, a lock) the same way.
+ * (and in the kernel's accept queue, from which libuv takes one connection per turn of the loop),
+ * where no event-loop delay shows it. What a request has waited is bounded by when its bytes can
+ * have arrived at the earliest:
+ * - on a connection that has had an answer, after the end of the turn before last that handled
+ *   requests: a socket that was readable when the loop last polled was read in that turn;
+ * - on a new connection, after the last moment the loop waited idle for I/O (nothing was pending
+ *   then): it may have sat in the accept queue ever since.
+ * Past OVERLOAD_MAX_WAIT_MS (checked again before the handler, body read time excluded) the
+ * request is answered 503 at once, which costs far less than serving it, so the queues drain and
+ * answered requests stay fast. Steady load on kept-alive connections whose turns stay short (a
+ * benchmark's closed loop) is therefore never shed, although the loop is never idle; a flood of
+ * new connections, or one burst read in a long turn, is. OVERLOAD_MAX_IN_FLIGHT bounds requests
+ * waiting on the store (a pool, a lock) the same way.
  */
 function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWaitMs' | 'overloadMaxInFlight'>): void {
   const maxWait = config.overloadMaxWaitMs
@@ -242,6 +245,20 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
   let busySince = -1
   let idleSeen = 0
   let inFlight = 0
+  // The ends of the last two turns of the loop that handled a request or an answer: an immediate
+  // armed by that work runs in the turn's check phase, right after its I/O callbacks.
+  const turnEnds = [-1, -1]
+  let armed = false
+  const endTurn = () => {
+    armed = false
+    turnEnds[0] = turnEnds[1]!
+    turnEnds[1] = performance.now()
+  }
+  const markTurn = () => {
+    if (armed) return
+    armed = true
+    setImmediate(endTurn)
+  }
   const release = (req: Tracked) => {
     if (req[IN_FLIGHT] !== true) return
     req[IN_FLIGHT] = false
@@ -261,6 +278,7 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
     const socket = req.raw.socket as TrackedSocket
     if (!(socket instanceof Socket)) return checkInFlight(req, reply)
     const now = performance.now()
+    if (maxWait > 0) markTurn()
     // The loop's idle time grows only while it waits for I/O with nothing to do.
     const idle = performance.eventLoopUtilization().idle
     if (busySince < 0 || idle > idleSeen) {
@@ -269,7 +287,7 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
     }
     if (EXEMPT_FROM_SHEDDING.has(pathOf(req.url))) return
     if (maxWait > 0) {
-      req[WAITED] = now - Math.max(busySince, socket[READY_SINCE] ?? busySince)
+      req[WAITED] = now - Math.max(busySince, socket[ANSWERED] === true ? turnEnds[0]! : -1)
       if (req[WAITED] > maxWait) throw overloaded('requests wait too long')
     }
     checkInFlight(req, reply)
@@ -277,7 +295,10 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
   app.addHook('onResponse', async (req: Tracked) => {
     release(req)
     const socket: unknown = req.raw.socket
-    if (maxWait > 0 && socket instanceof Socket) (socket as TrackedSocket)[READY_SINCE] = performance.now()
+    if (maxWait > 0 && socket instanceof Socket) {
+      (socket as TrackedSocket)[ANSWERED] = true
+      markTurn()
+    }
   })
   if (maxWait === 0) return
   app.addHook('preParsing', async (req: Tracked, _reply, payload) => {

@@ -1,3 +1,4 @@
+import http from 'node:http'
 import assert from 'node:assert/strict'
 import type net from 'node:net'
 import { after, before, describe, it } from 'node:test'
@@ -56,19 +57,39 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
     })
   })
 
-  it('sheds nothing under steady saturation whose requests each wait less than the bound', async () => {
+  it('sheds nothing under steady saturation whose requests each wait less than the bound, nor a kept-alive client that paused', async () => {
     // 6 keep-alive connections, each sending its next request as soon as it has an answer: the
-    // loop is never idle, yet each request waits only for the 5 ahead of it (~5 × 10 ms).
-    // Counting the wait from the loop's last idle moment shed nearly all of this load.
+    // loop is never idle, yet each request waits only for the 5 ahead of it (~5 × 10 ms). Counting
+    // the wait from the loop's last idle moment shed most of this load. Meanwhile one client on a
+    // kept-alive connection pauses longer than the bound between its requests: counting its wait
+    // from its previous answer shed each of them.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+    const get = async () => await new Promise<number>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port, path: '/test/busy?ms=1', agent }, res => { res.resume(); res.on('end', () => { resolve(res.statusCode ?? 0) }) }).on('error', reject)
+    })
+    // Its connection is made before the load starts (a new connection under sustained saturation
+    // may have waited in the accept queue ever since the loop was last idle, and is shed).
+    assert.equal(await get(), 200)
+    const paused = (async () => {
+      const statuses: number[] = []
+      for (let i = 0; i < 3; i++) {
+        await sleep(WAIT_MS * 2)
+        statuses.push(await get())
+      }
+      return statuses
+    })()
     const load = await closedLoop(port, 6, 1500, '/test/busy?ms=10')
+    const pausedStatuses = await paused
+    agent.destroy()
     const answered = Object.values(load.statuses).reduce((a, b) => a + b, 0)
     assert.ok(answered > 20, `answered ${answered}`)
     assert.deepEqual(load.statuses, { 200: answered }, `statuses: ${JSON.stringify(load.statuses)}`)
+    assert.deepEqual(pausedStatuses, [200, 200, 200], 'the client that paused on its kept-alive connection')
     recordResult('overload-steady', {
       test: 'Steady saturation within the bound (OVERLOAD_MAX_WAIT_MS=200)',
-      injected: '6 keep-alive connections in a closed loop for 1.5 s, 10 ms of CPU per request, from another process',
-      count: answered,
-      result: `${answered} served, 0 shed (slowest ${Math.round(load.slowest)} ms)`,
+      injected: '6 keep-alive connections in a closed loop for 1.5 s, 10 ms of CPU per request, from another process; one more kept-alive client pausing 400 ms between requests',
+      count: answered + pausedStatuses.length,
+      result: `${answered + pausedStatuses.length} served, 0 shed (slowest ${Math.round(load.slowest)} ms)`,
     })
   })
 
