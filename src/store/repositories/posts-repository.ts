@@ -22,16 +22,9 @@ function toSummary (row: SummaryRow): PostSummary {
 }
 
 function toPost (row: PostRow): Post {
-  return {
-    id: Number(row.id),
-    title: row.title,
-    content: row.content,
-    status: row.status,
-    author: row.author,
-    createdAt: iso(row.created_at),
-    updatedAt: iso(row.updated_at),
-    revision: Number(row.revision),
-  }
+  const post = toSummary(row) as Post
+  post.content = row.content
+  return post
 }
 
 const SORT_COLUMNS = { id: 'id', title: 'title', created_at: 'created_at', updated_at: 'updated_at' } as const
