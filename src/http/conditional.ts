@@ -108,6 +108,15 @@ export function preconditionHolds (req: FastifyRequest, v: Validators): boolean 
   return true
 }
 
+/**
+ * The request's precondition (If-Match, If-Unmodified-Since) on the current state of a `kind`
+ * resource, to check before changing it; undefined when the request names none.
+ */
+export function preconditionOf (req: FastifyRequest, kind: string): ((current: Revisioned) => boolean) | undefined {
+  if (!hasPrecondition(req)) return undefined
+  return current => preconditionHolds(req, validatorsOf(req, kind, current))
+}
+
 /** Whether the request names any precondition at all. */
 export function hasPrecondition (req: FastifyRequest): boolean {
   const ius = req.headers['if-unmodified-since']

@@ -1,7 +1,7 @@
 import type { Generated, Kysely } from 'kysely'
 import { isAdmin, type Viewer } from '../domain/principal.ts'
 import { readPage } from './read-page.ts'
-import type { ListPage, ListQuery, WriteResult } from './store.ts'
+import type { ListPage, ListQuery } from './store.ts'
 import { type Database, type DialectParts, iso, type Timestamp } from './tables.ts'
 
 /** The columns of a table whose rows belong to who made them and move between states. */
@@ -32,6 +32,12 @@ export interface OwnedRecord {
 
 // One table of each kind, named by the caller: the columns are what this code relies on.
 interface Tables { rows: OwnedColumns & Record<string, unknown>, children: ChildColumns & Record<string, unknown> }
+
+/** What a state change found: done, no such row (for the viewer), or the row in another state or revision. */
+export type MoveResult<T> =
+  | { readonly outcome: 'done', readonly value: T }
+  | { readonly outcome: 'missing' }
+  | { readonly outcome: 'stale', readonly current: T }
 
 export interface OwnedTable {
   readonly table: string
@@ -115,15 +121,16 @@ export class OwnedRows<T extends OwnedRecord, F extends object = Record<string, 
 
   /**
    * Moves the row from one of `from` to `to` in one statement, when it is still at `revision` if
-   * given; `stale` when it is in another state or at another revision.
+   * given; `stale`, with the row as it is, when it is in another state or at another revision.
    */
-  async move (id: number, viewer: Viewer, from: readonly string[], to: string, now: Date, revision?: number): Promise<WriteResult<T>> {
+  async move (id: number, viewer: Viewer, from: readonly string[], to: string, now: Date, revision?: number): Promise<MoveResult<T>> {
     let q = this.db.updateTable(this.spec.table as 'rows').set(eb => ({ status: to, updated_at: this.dialect.timestamp(now), revision: eb('revision', '+', 1) }))
       .where('id', '=', id).where('status', 'in', [...from])
     if (revision !== undefined) q = q.where('revision', '=', revision)
     if (!isAdmin(viewer)) q = q.where('owner', '=', viewer?.subject ?? '')
     const row = await q.returningAll().executeTakeFirst()
     if (row) return { outcome: 'done', value: (await this.withChildren([row], true))[0]! }
-    return (await this.find(id, viewer)) ? { outcome: 'stale' } : { outcome: 'missing' }
+    const current = await this.find(id, viewer)
+    return current ? { outcome: 'stale', current } : { outcome: 'missing' }
   }
 }

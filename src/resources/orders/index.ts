@@ -17,7 +17,7 @@ import { type Order, type OrderStatus, ordersStore } from './store.ts'
 
 /** The state machine: each action, the states it starts from, and where it leads. */
 export const ORDER_MOVES = { cancel: { from: ['PROCESSING'], to: 'CANCELLED', refused: 'ORDER_NOT_CANCELLABLE' } } satisfies Record<string, Move<OrderStatus>>
-const notFound = (id: number) => () => new AppError('ORDER_NOT_FOUND', `No order ${id} exists, or it is not yours.`)
+const notFound = (id: number) => new AppError('ORDER_NOT_FOUND', `No order ${id} exists, or it is not yours.`)
 const config = { requiredScope: 'orders:write' } as const
 const tags = ['orders']
 const READ_ERRORS = problemResponses(...COMMON_ERRORS, 403, 404, 422)
@@ -33,7 +33,11 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     const actions = Object.fromEntries(allowedActions(ORDER_MOVES, o.status).map(a => [a, { href: `${self}/${a}`, method: 'POST' }]))
     return { ...data(o), _links: { self: { href: self }, items: { href: `${self}/items` }, ...actions } }
   }
-  const find = async (req: FastifyRequest<{ Params: S.OrderIdParams }>) => await store.orders.find(req.params.order_id, req.principal) ?? (() => { throw notFound(req.params.order_id)() })()
+  const find = async (req: FastifyRequest<{ Params: S.OrderIdParams }>) => {
+    const order = await store.orders.find(req.params.order_id, req.principal)
+    if (order === null) throw notFound(req.params.order_id)
+    return order
+  }
 
   app.get('/orders', ctx.route({
     config,
@@ -76,7 +80,7 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     config: { ...config, optionalBody: true },
     schema: { tags, summary: 'Cancel an order', description: 'Only while PROCESSING; otherwise 409 ORDER_NOT_CANCELLABLE. No body, or `{}`.', params: S.OrderIdParamsSchema, body: EmptyBodySchema, response: { 200: Type.Ref(OrderRef), 204: Type.Null(), ...problemResponses(...COMMON_ERRORS, 403, 404, 409, 412, 413, 415, 422) } },
   }), async (req, reply) => await answerWrite(req, reply, async uow => {
-    const order = await act(req, 'orders', uow.orders, req.params.order_id, ORDER_MOVES.cancel, notFound(req.params.order_id))
+    const order = await act(req, 'orders', uow.orders, req.params.order_id, ORDER_MOVES.cancel, () => notFound(req.params.order_id))
     return writtenResource(req, 'orders', order, render(req, order), 200)
   }))
 }

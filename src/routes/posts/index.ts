@@ -4,7 +4,7 @@ import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, type P
 import { PostService } from '../../domain/post-service.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { fieldError, validationFailed } from '../../errors.ts'
-import { hasPrecondition, preconditionHolds, sendResource, validatorsOf } from '../../http/conditional.ts'
+import { preconditionOf, sendResource } from '../../http/conditional.ts'
 import { PATCH_TYPES } from '../../http/content-type.ts'
 import { applyPatch, type Json, patchBodySchema } from '../../http/patch.ts'
 import { listHandler } from '../../http/collection.ts'
@@ -37,13 +37,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   const PostRef = Type.Ref(v.post)
   const BodyRef = Type.Ref(v.body)
 
-  const validators = (req: FastifyRequest, post: Post) => validatorsOf(req, 'posts', post)
   const written = (req: FastifyRequest, post: Post, status: 200 | 201) => writtenResource(req, 'posts', post, renderPost(post, version, linkBase(req)), status)
-
-  function precondition (req: FastifyRequest) {
-    if (!hasPrecondition(req)) return undefined
-    return (current: Post) => preconditionHolds(req, validators(req, current))
-  }
 
   app.get('/posts', ctx.route({
     schema: {
@@ -116,7 +110,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     }
     const input = normalisePostInput(req.body)
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts).update(id, req.principal as Principal, () => input, precondition(req)), 200)
+      return written(req, await new PostService(uow.posts).update(id, req.principal as Principal, () => input, preconditionOf(req, 'posts')), 200)
     })
   })
 
@@ -147,7 +141,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
       return normalisePostInput(after as unknown as PostBody)
     }
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts).update(id, req.principal as Principal, patched, precondition(req)), 200)
+      return written(req, await new PostService(uow.posts).update(id, req.principal as Principal, patched, preconditionOf(req, 'posts')), 200)
     })
   })
 
@@ -162,7 +156,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     },
   }), async (req, reply: FastifyReply) => {
     await req.server.store.transaction(async uow => {
-      await new PostService(uow.posts).delete(req.params.post_id, req.principal as Principal, precondition(req))
+      await new PostService(uow.posts).delete(req.params.post_id, req.principal as Principal, preconditionOf(req, 'posts'))
     }, { signal: req.abandoned })
     return reply.code(204).header('cache-control', 'private, no-store').send()
   })
