@@ -105,6 +105,18 @@ export function parseJsonBody (raw: Buffer): unknown {
   return value
 }
 
+/** Whether the request's framing says a body follows (a length above 0, or chunks). */
+function carriesBody (headers: { 'content-length'?: string, 'transfer-encoding'?: string }): boolean {
+  const length = headers['content-length']
+  return (length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined
+}
+
+/** 415: what the endpoint `takes`, and what the request sent. */
+function unsupported (header: string | undefined, takes: string, headers: Record<string, string> = {}): AppError {
+  const sent = header === undefined ? 'no Content-Type' : `"${header}"`
+  return new AppError('UNSUPPORTED_MEDIA_TYPE', `This endpoint takes ${takes}; the request sent ${sent}.`, { headers })
+}
+
 /**
  * Request bodies are JSON only (contract §4): the framework's text/plain parser is removed, one
  * strict JSON parser serves every JSON media type, and each route's `bodyTypes` is enforced before
@@ -135,11 +147,8 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
   app.addHook('onRequest', async (req) => {
     if (routeOf(req).url === undefined || req.routeOptions.schema?.body !== undefined) return
     const header = req.headers['content-type']
-    const length = req.headers['content-length']
-    const hasBody = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined
-    if (hasBody && !JSON_BODY_TYPES.includes(essence(header ?? '').type)) {
-      const sent = header === undefined ? 'no Content-Type' : `"${header}"`
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `This endpoint takes no body; a body, if sent, must be JSON (application/json or the vendor type); the request sent ${sent}.`)
+    if (carriesBody(req.headers) && !JSON_BODY_TYPES.includes(essence(header ?? '').type)) {
+      throw unsupported(header, 'no body; a body, if sent, must be JSON (application/json or the vendor type)')
     }
     if (header !== undefined) delete req.headers['content-type']
   })
@@ -152,8 +161,7 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
     // Unknown routes go on to 404/405; routes that take no body (GET, DELETE) ignore body headers.
     if (routeOf(req).url === undefined || routeOf(req).schema?.body === undefined) return payload
     const header = req.headers['content-type']
-    const length = req.headers['content-length']
-    const hasBody = header !== undefined || (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined
+    const hasBody = header !== undefined || carriesBody(req.headers)
     const allowed = routeOf(req).config.bodyTypes ?? JSON_BODY_TYPES
     const isPatch = allowed.some(t => (PATCH_TYPES as readonly string[]).includes(t))
     // A patch must say which format it is in, even when empty.
@@ -166,8 +174,7 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
       throw new AppError('UNSUPPORTED_MEDIA_TYPE', `The body is declared as version ${version}, but version ${routeVersion} serves this request. Send application/json or application/vnd.blog.v${routeVersion}+json, or ask for version ${version} by path or Accept.`, { headers: acceptPatch })
     }
     if (!allowed.includes(type) || (charset !== null && charset !== 'utf-8' && charset !== 'utf8')) {
-      const sent = header === undefined ? 'no Content-Type' : `"${header}"`
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `This endpoint takes ${allowed.join(' or ')} (UTF-8); the request sent ${sent}.`, { headers: acceptPatch })
+      throw unsupported(header, `${allowed.join(' or ')} (UTF-8)`, acceptPatch)
     }
     return payload
   })
