@@ -3,6 +3,7 @@ import { type TProperties, Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, fieldError, type FieldError, validationFailed } from '../errors.ts'
 import type { ListPage, SortTerm } from '../store/store.ts'
+import { fieldName } from '../store/tables.ts'
 import { type Audience, appendVary } from './caching.ts'
 import { sendRepresentation, weakEtag } from './conditional.ts'
 import { appendLink } from './links.ts'
@@ -247,11 +248,9 @@ export function setPagingHeaders<T, K extends string> (
   appendVary(reply, 'Prefer')
 }
 
-const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
-
 /** An item's values for the sort keys, in order (what a keyset cursor carries): key `created_at` is the item's `createdAt`. */
 export function sortValuesOf (item: object, sort: readonly SortTerm[]): (string | number)[] {
-  return sort.map(t => (item as Record<string, string | number>)[camel(t.key)]!)
+  return sort.map(t => (item as Record<string, string | number>)[fieldName(t.key)]!)
 }
 
 /**

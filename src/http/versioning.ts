@@ -69,7 +69,7 @@ export function negotiate (url: string, accept: string | undefined): Negotiation
   let json: { q: number, order: number, specificity: number } | null = null
   let wildcard: { q: number, order: number } | null = null
   const ranges = accept === undefined || accept.trim() === '' ? ['*/*'] : accept.split(',')
-  ranges.forEach((range, order) => {
+  for (const [order, range] of ranges.entries()) {
     const [type = '', ...params] = range.split(';').map(s => s.trim())
     const mt = type.toLowerCase()
     let q = 1
@@ -77,26 +77,24 @@ export function negotiate (url: string, accept: string | undefined): Negotiation
       const [k, v] = p.split('=').map(s => s.trim())
       if (k?.toLowerCase() === 'q') q = Number(v)
     }
-    if (Number.isNaN(q)) return
+    if (Number.isNaN(q)) continue
     const vendor = VENDOR.exec(mt)
     if (vendor) {
       const v = Number(vendor[1])
-      if (!(q > 0)) return
+      if (!(q > 0)) continue
       if (API_VERSIONS.includes(v as ApiVersion)) candidates.push({ version: v as ApiVersion, vendor: true, q, order })
       else unknownVendor = true
-      return
+      continue
     }
     // application/x-ndjson: what an export's file is; the version then comes from the path or is 1.
     const specificity = mt === 'application/json' || mt === 'application/x-ndjson' ? 3 : mt === 'application/*' ? 2 : mt === '*/*' ? 1 : 0
-    if (specificity === 0) return
+    if (specificity === 0) continue
     if (json === null || specificity > json.specificity) json = { q, order, specificity }
     if (specificity < 3 && q > 0 && (wildcard === null || q > wildcard.q)) wildcard = { q, order }
-  })
-  const plain = json as { q: number, order: number } | null
-  if (plain !== null && plain.q > 0) candidates.push({ version: null, vendor: false, q: plain.q, order: plain.order })
+  }
+  if (json !== null && json.q > 0) candidates.push({ version: null, vendor: false, q: json.q, order: json.order })
   // Plain JSON refused, but a wildcard accepts the vendor type of the version asked for (or 1).
-  const any = wildcard as { q: number, order: number } | null
-  if (plain !== null && !(plain.q > 0) && any !== null) candidates.push({ version: (pathVersion ?? 1) as ApiVersion, vendor: true, q: any.q, order: any.order })
+  if (json !== null && !(json.q > 0) && wildcard !== null) candidates.push({ version: (pathVersion ?? 1) as ApiVersion, vendor: true, q: wildcard.q, order: wildcard.order })
   const usable = pathVersion === null ? candidates : candidates.filter(c => c.version === null || c.version === pathVersion)
   if (usable.length === 0) {
     if (candidates.length > 0) return { ok: false, reason: 'version-conflict' }

@@ -2,7 +2,7 @@ import type { Generated, Kysely } from 'kysely'
 import { isAdmin, type Viewer } from '../domain/principal.ts'
 import { readPage } from './read-page.ts'
 import type { ListPage, ListQuery } from './store.ts'
-import { type Database, type DialectParts, iso, type Timestamp } from './tables.ts'
+import { type Database, type DialectParts, fieldName, iso, type Timestamp } from './tables.ts'
 
 /** The columns of a table whose rows belong to who made them and move between states. */
 export interface OwnedColumns {
@@ -45,12 +45,10 @@ export interface OwnedTable {
   readonly children?: { readonly table: string, readonly key: string, readonly as: string }
 }
 
-const camel = (column: string) => column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
-
 /** A row as its record: camelCase names; ids, revisions as numbers; timestamps as ISO strings. */
 function recordOf<T> (row: Record<string, unknown>, children?: { as: string, rows: unknown[] }): T {
   const out: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(row)) out[camel(k)] = k.endsWith('_at') && v !== null ? iso(v as Timestamp) : v
+  for (const [k, v] of Object.entries(row)) out[fieldName(k)] = k.endsWith('_at') && v !== null ? iso(v as Timestamp) : v
   out.id = Number(row.id)
   out.revision = Number(row.revision)
   if (children) out[children.as] = children.rows

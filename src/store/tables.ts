@@ -131,6 +131,18 @@ export interface DialectParts {
   readonly skipLocked: boolean
 }
 
+const FIELD_NAMES = new Map<string, string>()
+
+/** A record's name for a column (`created_at` → `createdAt`): records are their rows in camelCase. */
+export function fieldName (column: string): string {
+  let name = FIELD_NAMES.get(column)
+  if (name === undefined) {
+    name = column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
+    FIELD_NAMES.set(column, name)
+  }
+  return name
+}
+
 const ISO_UTC_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 export function iso (v: Timestamp): string {
