@@ -112,27 +112,30 @@ export class PostsRepository implements PostStore {
   }
 
   async list (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<Post>> {
-    const [rows, total] = await Promise.all([this.readRows('page', query, viewer, filtered => filtered.selectAll()), this.count(query, viewer)])
-    const page = pageOf(rows, query, total)
-    return { ...page, items: page.items.map(toPost) }
+    return await this.page('page', query, viewer, filtered => filtered.selectAll(), toPost)
   }
 
   async listSummaries (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<PostSummary>> {
-    const [rows, total] = await Promise.all([this.readRows('summaries', query, viewer, filtered => filtered.select(SUMMARY_COLUMNS)), this.count(query, viewer)])
-    const page = pageOf(rows, query, total)
-    return { ...page, items: page.items.map(toSummary) }
+    return await this.page('summaries', query, viewer, filtered => filtered.select(SUMMARY_COLUMNS), toSummary)
   }
 
-  private async readRows<R> (
+  /** One page of `select`'s columns (`what` names the selection in the query's shape), with its count when asked. */
+  private async page<R, T> (
     what: string,
     query: ListQuery<PostSortKey, PostFilter>,
     viewer: Viewer,
-    select: (filtered: ReturnType<PostsRepository['filtered']>) => SelectQueryBuilder<Database, 'posts', R>
-  ): Promise<R[]> {
+    select: (filtered: ReturnType<PostsRepository['filtered']>) => SelectQueryBuilder<Database, 'posts', R>,
+    map: (row: R) => T
+  ): Promise<ListPage<T>> {
     const filterArgs = this.filterArgs(query.filter, viewer)
     const args = [...filterArgs, ...pageValues(query)]
-    return await this.run(this.listShape(what, query, viewer), query.filter, args, value =>
-      pageQuery(select(this.filtered(query.filter, viewer, value)), query, key => `posts.${SORT_COLUMNS[key as PostSortKey]}`, i => value(filterArgs.length + i)))
+    const [rows, total] = await Promise.all([
+      this.run(this.listShape(what, query, viewer), query.filter, args, value =>
+        pageQuery(select(this.filtered(query.filter, viewer, value)), query, key => `posts.${SORT_COLUMNS[key as PostSortKey]}`, i => value(filterArgs.length + i))),
+      this.count(query, viewer),
+    ])
+    const page = pageOf(rows, query, total)
+    return { ...page, items: page.items.map(map) }
   }
 
   /** Every post of the list, when the query asks for the count. */
