@@ -3,8 +3,8 @@ import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { KyselyStore } from '../src/store/kysely-store.ts'
 import { openStore } from '../src/store/open-store.ts'
-import { freshDatabase, JWT_SECRET, storeKinds } from './helper.ts'
-import { startInstance, token } from './process-helper.ts'
+import { freshDatabase, storeKinds } from './helper.ts'
+import { processEnv, startInstance, token } from './process-helper.ts'
 
 const ROUNDS = 2
 const PER_ROUND = 30
@@ -17,17 +17,8 @@ for (const kind of await storeKinds()) {
   describe(`Idempotency-Key across a crash [${kind}]`, () => {
     it('never keeps a post without its record or a record without its post, and a retry completes each once', async (t) => {
       const db = await freshDatabase(kind)
-      const env = {
-        DATABASE_URL: db.url,
-        DATA_DIR: db.dataDir,
-        AUTH_JWT_SECRET: JWT_SECRET,
-        BOOTSTRAP_ADMIN_KEY: 'false',
-        LOG_LEVEL: 'silent',
-        // A claim left by the killed process is taken over REQUEST_TIMEOUT_MS + 5 s later.
-        REQUEST_TIMEOUT_MS: '1000',
-        // The burst lands on a cold process; it is about crashes, not about shedding load.
-        OVERLOAD_MAX_WAIT_MS: '0',
-      }
+      // A claim left by the killed process is taken over REQUEST_TIMEOUT_MS + 5 s later.
+      const env = processEnv(db, { REQUEST_TIMEOUT_MS: '1000' })
       const headers = { authorization: `Bearer ${await token('crasher', ['posts:write'])}`, 'content-type': 'application/json' }
       const keys: string[] = []
       try {

@@ -5,8 +5,8 @@ import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import pg from 'pg'
-import { freshDatabase, JWT_SECRET, postgresAvailable, REDIS_URL, redisAvailable } from './helper.ts'
-import { BIN, type Instance, ROOT, startInstance, stop, token } from './process-helper.ts'
+import { freshDatabase, postgresAvailable, REDIS_URL, redisAvailable } from './helper.ts'
+import { BIN, type Instance, processEnv, ROOT, startInstance, stop, token } from './process-helper.ts'
 
 const RATE_LIMIT_MAX = 30
 const run = promisify(execFile)
@@ -22,20 +22,15 @@ describe('several instances on one PostgreSQL and Redis', { skip: !reachable && 
 
   before(async () => {
     db = await freshDatabase('postgres')
-    env = {
-      DATABASE_URL: db.url,
+    env = processEnv({ url: db.url }, {
       REDIS_URL,
       REDIS_KEY_PREFIX: `blog-test-${randomBytes(6).toString('hex')}:`,
-      AUTH_JWT_SECRET: JWT_SECRET,
-      BOOTSTRAP_ADMIN_KEY: 'false',
       MIGRATE_ON_START: 'false',
       RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
       RATE_LIMIT_WINDOW_S: '60',
       PG_POOL_MAX: '4',
       LOG_LEVEL: 'warn',
-      // Concurrent bursts on cold processes test sharing between instances, not load shedding.
-      OVERLOAD_MAX_WAIT_MS: '0',
-    }
+    })
     alice = { authorization: `Bearer ${await token('alice', ['posts:write'])}`, 'content-type': 'application/json' }
   })
   after(async () => {

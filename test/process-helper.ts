@@ -14,6 +14,23 @@ export async function token (sub: string, scopes: string[]): Promise<string> {
     .setSubject(sub).setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(JWT_SECRET))
 }
 
+/**
+ * The settings every service process of a test starts with: its database, the tests' JWT secret,
+ * no bootstrap key, quiet logs, and no shedding by wait (bursts on cold processes test crashes
+ * and sharing, not load shedding); `extra` adds or overrides.
+ */
+export function processEnv (db: { url: string, dataDir?: string }, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: db.url,
+    ...(db.dataDir !== undefined ? { DATA_DIR: db.dataDir } : {}),
+    AUTH_JWT_SECRET: JWT_SECRET,
+    BOOTSTRAP_ADMIN_KEY: 'false',
+    LOG_LEVEL: 'silent',
+    OVERLOAD_MAX_WAIT_MS: '0',
+    ...extra,
+  }
+}
+
 export interface Instance {
   name: string
   base: string

@@ -5,8 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Viewer } from '../../src/domain/principal.ts'
 import { loadConfig } from '../../src/config.ts'
 import { openStore } from '../../src/store/open-store.ts'
-import { freshDatabase, JWT_SECRET, storeKinds } from '../helper.ts'
-import { startInstance, token } from '../process-helper.ts'
+import { freshDatabase, storeKinds } from '../helper.ts'
+import { processEnv, startInstance, token } from '../process-helper.ts'
 import { recordResult } from '../reliability-record.ts'
 
 /**
@@ -65,16 +65,7 @@ for (const kind of await storeKinds()) {
     it(`loses no acknowledged write and resurrects no acknowledged delete over ${ROUNDS} kill points`, async () => {
       const db = await freshDatabase(kind)
       drop = db.drop
-      const env = {
-        DATABASE_URL: db.url,
-        DATA_DIR: db.dataDir,
-        AUTH_JWT_SECRET: JWT_SECRET,
-        BOOTSTRAP_ADMIN_KEY: 'false',
-        LOG_LEVEL: 'silent',
-        RATE_LIMIT_MAX: '0',
-        OVERLOAD_MAX_WAIT_MS: '0',
-        OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
-      }
+      const env = processEnv(db, { RATE_LIMIT_MAX: '0', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0' })
       const authorization = `Bearer ${await token('writer', ['posts:write'])}`
       const ledger: Ledger = { created: new Map(), deleted: new Set(), deleting: new Set() }
       const admin: Viewer = { subject: 'checker', scopes: new Set(['admin']), kind: 'jwt' }
