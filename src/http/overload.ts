@@ -152,10 +152,6 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
     })
   }
 
-  function settle (req: FastifyRequest): void {
-    forget(req)
-  }
-
   function expire (req: FastifyRequest, reply: FastifyReply, err = unavailable('REQUEST_TIMEOUT')): void {
     forget(req)
     if (reply.sent || reply.raw.headersSent) return
@@ -194,20 +190,20 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
   // Once an answer is on its way (serialising or in onSend), the deadline no longer applies:
   // a second answer racing the first would write the headers twice.
   app.addHook('preSerialization', (req, _reply, payload, done) => {
-    settle(req)
+    forget(req)
     done(null, payload)
   })
   app.addHook('onSend', (req, _reply, payload, done) => {
-    settle(req)
+    forget(req)
     done(null, payload)
   })
   app.addHook('onResponse', (req, _reply, done) => {
-    settle(req)
+    forget(req)
     done()
   })
   app.addHook('onRequestAbort', (req, done) => {
     if (deadlines.has(req)) {
-      settle(req)
+      forget(req)
       abandon(req, new Error('the client closed the connection'))
     }
     done()
@@ -217,8 +213,9 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
 const IN_FLIGHT = Symbol('inFlight')
 const BODY_READ = Symbol('bodyRead')
 const WAITED = Symbol('waited')
+const EXEMPT = Symbol('exempt')
 const ANSWERED = Symbol('answered')
-type Tracked = FastifyRequest & { [IN_FLIGHT]?: boolean, [BODY_READ]?: number, [WAITED]?: number }
+type Tracked = FastifyRequest & { [IN_FLIGHT]?: boolean, [BODY_READ]?: number, [WAITED]?: number, [EXEMPT]?: boolean }
 /** A connection, and whether it has had an answer (it is past the accept queue). */
 type TrackedSocket = Socket & { [ANSWERED]?: boolean }
 
@@ -265,7 +262,6 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
     inFlight--
   }
   const checkInFlight = (req: Tracked, reply: FastifyReply): void => {
-    if (EXEMPT_FROM_SHEDDING.has(pathOf(req.url))) return
     if (maxInFlight > 0 && inFlight >= maxInFlight) throw overloaded('too many requests in flight')
     inFlight++
     req[IN_FLIGHT] = true
@@ -273,44 +269,53 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
   }
   const overloaded = (why: string) => unavailable('SERVICE_UNAVAILABLE', `The service is overloaded (${why}). Retry after the time in Retry-After.`)
 
-  app.addHook('onRequest', async (req: Tracked, reply) => {
-    // Requests not read from a socket (app.inject) waited in no socket.
+  // Hooks with a callback, not async, like the deadline's: they run on every request.
+  app.addHook('onRequest', (req: Tracked, reply, done) => {
     const socket = req.raw.socket as TrackedSocket
-    if (!(socket instanceof Socket)) return checkInFlight(req, reply)
-    const now = performance.now()
-    if (maxWait > 0) markTurn()
-    // The loop's idle time grows only while it waits for I/O with nothing to do.
-    const idle = performance.eventLoopUtilization().idle
-    if (busySince < 0 || idle > idleSeen) {
-      busySince = now
-      idleSeen = idle
+    // Requests not read from a socket (app.inject) waited in no socket.
+    const fromSocket = socket instanceof Socket
+    if (fromSocket) {
+      const now = performance.now()
+      if (maxWait > 0) markTurn()
+      // The loop's idle time grows only while it waits for I/O with nothing to do.
+      const idle = performance.eventLoopUtilization().idle
+      if (busySince < 0 || idle > idleSeen) {
+        busySince = now
+        idleSeen = idle
+      }
+      if (maxWait > 0) req[WAITED] = now - Math.max(busySince, socket[ANSWERED] === true ? turnEnds[0]! : -1)
     }
-    if (EXEMPT_FROM_SHEDDING.has(pathOf(req.url))) return
-    if (maxWait > 0) {
-      req[WAITED] = now - Math.max(busySince, socket[ANSWERED] === true ? turnEnds[0]! : -1)
-      if (req[WAITED] > maxWait) throw overloaded('requests wait too long')
+    req[EXEMPT] = EXEMPT_FROM_SHEDDING.has(pathOf(req.url))
+    try {
+      if (req[EXEMPT]) return done()
+      if (fromSocket && maxWait > 0 && req[WAITED]! > maxWait) throw overloaded('requests wait too long')
+      checkInFlight(req, reply)
+      done()
+    } catch (err) {
+      done(err as Error)
     }
-    checkInFlight(req, reply)
   })
-  app.addHook('onResponse', async (req: Tracked) => {
+  app.addHook('onResponse', (req: Tracked, _reply, done) => {
     release(req)
     const socket: unknown = req.raw.socket
     if (maxWait > 0 && socket instanceof Socket) {
       (socket as TrackedSocket)[ANSWERED] = true
       markTurn()
     }
+    done()
   })
   if (maxWait === 0) return
-  app.addHook('preParsing', async (req: Tracked, _reply, payload) => {
+  app.addHook('preParsing', (req: Tracked, _reply, payload, done) => {
     req[BODY_READ] = performance.now()
-    return payload
+    done(null, payload)
   })
-  app.addHook('preValidation', async (req: Tracked) => {
+  app.addHook('preValidation', (req: Tracked, _reply, done) => {
     if (req[BODY_READ] !== undefined) req[BODY_READ] = performance.now() - req[BODY_READ]
+    done()
   })
-  app.addHook('preHandler', async (req: Tracked, reply) => {
-    if (EXEMPT_FROM_SHEDDING.has(pathOf(req.url))) return
-    if ((req[WAITED] ?? 0) + reply.elapsedTime - (req[BODY_READ] ?? 0) > maxWait) throw overloaded('requests wait too long')
+  app.addHook('preHandler', (req: Tracked, reply, done) => {
+    if (req[EXEMPT] !== true && (req[WAITED] ?? 0) + reply.elapsedTime - (req[BODY_READ] ?? 0) > maxWait) done(overloaded('requests wait too long'))
+    else done()
   })
 }
 
