@@ -226,13 +226,20 @@ type TrackedSocket = Socket & { [ANSWERED]?: boolean }
  * have arrived at the earliest:
  * - on a connection that has had an answer, after the end of the turn before last that handled
  *   requests: a socket that was readable when the loop last polled was read in that turn;
- * - on a new connection, after the last moment the loop waited idle for I/O (nothing was pending
- *   then): it may have sat in the accept queue ever since.
+ * - on a new connection, after the last poll that found the kernel's accept queue empty: libuv
+ *   takes one connection from that queue per turn of the loop, so a turn that accepted none
+ *   polled an empty queue, and a connection accepted later arrived after that poll (at the
+ *   earliest, the end of the turn before it). While a flood keeps the queue full, every turn
+ *   accepts one and the bound stays where the flood began; one new client among a steady load on
+ *   kept-alive connections finds it a turn or two old.
+ *   And never before the last moment the loop waited idle for I/O (nothing was pending then).
  * Past OVERLOAD_MAX_WAIT_MS (checked again before the handler, body read time excluded) the
  * request is answered 503 at once, which costs far less than serving it, so the queues drain and
- * answered requests stay fast. Steady load on kept-alive connections whose turns stay short (a
- * benchmark's closed loop) is therefore never shed, although the loop is never idle; a flood of
- * new connections, or one burst read in a long turn, is. OVERLOAD_MAX_IN_FLIGHT bounds requests
+ * answered requests stay fast. (So are the requests queued behind one turn longer than the bound,
+ * a stall rather than a standing queue: waiting for the queue to prove it stands served requests
+ * far beyond the bound under real overload, docs/reliability.md.) Steady load on kept-alive
+ * connections whose turns stay short (a benchmark's closed loop) is therefore never shed, although
+ * the loop is never idle; a flood of new connections, or one burst read in a long turn, is. OVERLOAD_MAX_IN_FLIGHT bounds requests
  * waiting on the store (a pool, a lock) the same way.
  */
 function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWaitMs' | 'overloadMaxInFlight'>): void {
@@ -246,8 +253,14 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
   // armed by that work runs in the turn's check phase, right after its I/O callbacks.
   const turnEnds = [-1, -1]
   let armed = false
+  // Whether the current turn took a connection from the accept queue, and when the queue was last
+  // seen empty (the end of the turn before the last turn that took none).
+  let accepted = false
+  let acceptQueueEmpty = -1
   const endTurn = () => {
     armed = false
+    if (!accepted) acceptQueueEmpty = turnEnds[1]!
+    accepted = false
     turnEnds[0] = turnEnds[1]!
     turnEnds[1] = performance.now()
   }
@@ -269,13 +282,19 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
   }
   const overloaded = (why: string) => unavailable('SERVICE_UNAVAILABLE', `The service is overloaded (${why}). Retry after the time in Retry-After.`)
 
+  if (maxWait > 0) {
+    app.server.on('connection', () => {
+      accepted = true
+      markTurn()
+    })
+  }
   // Hooks with a callback, not async, like the deadline's: they run on every request.
   app.addHook('onRequest', (req: Tracked, reply, done) => {
     const socket = req.raw.socket as TrackedSocket
     // Requests not read from a socket (app.inject) waited in no socket.
     const fromSocket = socket instanceof Socket
+    const now = performance.now()
     if (fromSocket) {
-      const now = performance.now()
       if (maxWait > 0) markTurn()
       // The loop's idle time grows only while it waits for I/O with nothing to do.
       const idle = performance.eventLoopUtilization().idle
@@ -283,7 +302,7 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
         busySince = now
         idleSeen = idle
       }
-      if (maxWait > 0) req[WAITED] = now - Math.max(busySince, socket[ANSWERED] === true ? turnEnds[0]! : -1)
+      if (maxWait > 0) req[WAITED] = now - Math.max(busySince, socket[ANSWERED] === true ? turnEnds[0]! : acceptQueueEmpty)
     }
     req[EXEMPT] = EXEMPT_FROM_SHEDDING.has(pathOf(req.url))
     try {

@@ -57,9 +57,9 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
     })
   })
 
-  it('sheds nothing under steady saturation whose requests each wait less than the bound, nor a kept-alive client that paused', async () => {
+  it('sheds nothing under steady saturation whose requests each wait less than the bound, nor a kept-alive client that paused, nor a new client', async () => {
     // 6 keep-alive connections, each sending its next request as soon as it has an answer: the
-    // loop is never idle, yet each request waits only for the 5 ahead of it (~5 × 10 ms). Counting
+    // loop is never idle, yet each request waits only for the 5 ahead of it (~5 × 5 ms). Counting
     // the wait from the loop's last idle moment shed most of this load. Meanwhile one client on a
     // kept-alive connection pauses longer than the bound between its requests: counting its wait
     // from its previous answer shed each of them.
@@ -67,8 +67,12 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
     const get = async () => await new Promise<number>((resolve, reject) => {
       http.get({ host: '127.0.0.1', port, path: '/test/busy?ms=1', agent }, res => { res.resume(); res.on('end', () => { resolve(res.statusCode ?? 0) }) }).on('error', reject)
     })
-    // Its connection is made before the load starts (a new connection under sustained saturation
-    // may have waited in the accept queue ever since the loop was last idle, and is shed).
+    // And a new client connects while the loop has been saturated for longer than the bound:
+    // counting its wait from the loop's last idle moment shed it (a busy service then refused
+    // every new client, though its accept queue was empty). Its wait counts from the turn before
+    // the last one that found the accept queue empty, and its request is read in the turn after
+    // the one that accepted it: up to three turns of ~6 × 5 ms, well within the bound. (With 10 ms
+    // requests, three turns came to the bound on a slow machine.)
     assert.equal(await get(), 200)
     const paused = (async () => {
       const statuses: number[] = []
@@ -78,18 +82,29 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
       }
       return statuses
     })()
-    const load = await closedLoop(port, 6, 1500, '/test/busy?ms=10')
+    const newcomers = (async () => {
+      await sleep(WAIT_MS * 3)
+      const statuses: number[] = []
+      for (let i = 0; i < 3; i++) {
+        statuses.push((await rawRequest(port, 'GET /test/busy?ms=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).status)
+        await sleep(WAIT_MS)
+      }
+      return statuses
+    })()
+    const load = await closedLoop(port, 6, 1500, '/test/busy?ms=5')
     const pausedStatuses = await paused
+    const newcomerStatuses = await newcomers
     agent.destroy()
     const answered = Object.values(load.statuses).reduce((a, b) => a + b, 0)
     assert.ok(answered > 20, `answered ${answered}`)
     assert.deepEqual(load.statuses, { 200: answered }, `statuses: ${JSON.stringify(load.statuses)}`)
     assert.deepEqual(pausedStatuses, [200, 200, 200], 'the client that paused on its kept-alive connection')
+    assert.deepEqual(newcomerStatuses, [200, 200, 200], 'the client that connected during the load')
     recordResult('overload-steady', {
       test: 'Steady saturation within the bound (OVERLOAD_MAX_WAIT_MS=200)',
-      injected: '6 keep-alive connections in a closed loop for 1.5 s, 10 ms of CPU per request, from another process; one more kept-alive client pausing 400 ms between requests',
-      count: answered + pausedStatuses.length,
-      result: `${answered + pausedStatuses.length} served, 0 shed (slowest ${Math.round(load.slowest)} ms)`,
+      injected: '6 keep-alive connections in a closed loop for 1.5 s, 5 ms of CPU per request, from another process; one more kept-alive client pausing 400 ms between requests; three new connections made during the load',
+      count: answered + pausedStatuses.length + newcomerStatuses.length,
+      result: `${answered + pausedStatuses.length + newcomerStatuses.length} served, 0 shed (slowest ${Math.round(load.slowest)} ms)`,
     })
   })
 
@@ -97,12 +112,17 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
     // 12 connections × 40 ms: served in turn, each would wait ~440 ms for the 11 ahead of it.
     const load = await closedLoop(port, 12, 1500, '/test/busy')
     assert.deepEqual(Object.keys(load.statuses).sort(), ['200', '503'], `statuses: ${JSON.stringify(load.statuses)}`)
-    assert.ok(load.slowest < WAIT_MS + 10 * WORK_MS, `slowest answer took ${Math.round(load.slowest)} ms`)
+    // Served requests waited at most WAIT_MS, then worked WORK_MS; unshed, each would take ~480 ms.
+    // The 90th percentile, not the slowest: one stall of a shared machine (CI saw 627 ms once)
+    // delays the few answers in flight at that moment, whatever the rule.
+    const served = [...load.times['200']!].sort((a, b) => a - b)
+    const p90 = served[Math.floor(served.length * 0.9)]!
+    assert.ok(p90 < WAIT_MS + 4 * WORK_MS, `90% of served answers within ${Math.round(p90)} ms: ${served.map(Math.round).join(', ')}`)
     recordResult('overload-steady-over', {
       test: 'Steady saturation beyond the bound (OVERLOAD_MAX_WAIT_MS=200)',
       injected: `12 keep-alive connections in a closed loop for 1.5 s, ${WORK_MS} ms of CPU per request (each would wait ~440 ms), from another process`,
       count: load.statuses[200]! + load.statuses[503]!,
-      result: `${load.statuses[200]} served, ${load.statuses[503]} shed with 503, slowest answer ${Math.round(load.slowest)} ms`,
+      result: `${load.statuses[200]} served (90% within ${Math.round(p90)} ms, slowest ${Math.round(served.at(-1)!)}), ${load.statuses[503]} shed with 503, slowest answer ${Math.round(load.slowest)} ms`,
     })
   })
 
