@@ -19,21 +19,24 @@ export function parseRawResponse (text: string): Omit<RawResponse, 'closedAfterM
   return { status: Number(statusLine.split(' ')[1]), headers, body: rest.slice(0, length) }
 }
 
-/**
- * Writes raw bytes (each string of `parts` after the one before, `gapMs` apart, for as long as the
- * connection is open) and reads until the server closes the connection, or rejects after `timeoutMs`.
- */
-/** Whether `bytes` hold a whole final response (not 1xx), framed by Content-Length. */
+/** Whether `bytes` hold a whole final response (not 1xx), framed by Content-Length or chunking. */
 function completeResponse (bytes: Buffer, head: boolean): boolean {
   let text = bytes.toString('latin1')
   while (/^HTTP\/1\.[01] 1\d\d /.test(text) && text.includes('\r\n\r\n')) text = text.slice(text.indexOf('\r\n\r\n') + 4)
   const end = text.indexOf('\r\n\r\n')
   if (end === -1 || !text.startsWith('HTTP/')) return false
+  // RFC 9112 §6.3: an answer to HEAD, a 204 and a 304 end with their headers (and carry no length).
+  if (head || /^HTTP\/1\.[01] (204|304) /.test(text)) return true
   const length = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, end + 2))?.[1]
   if (length === undefined) return /\r\ntransfer-encoding: *chunked/i.test(text.slice(0, end)) ? text.endsWith('0\r\n\r\n') : false
-  return head || text.length - end - 4 >= Number(length)
+  return text.length - end - 4 >= Number(length)
 }
 
+/**
+ * Writes raw bytes (each string of `parts` after the one before, `gapMs` apart, for as long as the
+ * connection is open) and reads until the server closes the connection (with `untilAnswer`, until
+ * a whole answer has arrived), or rejects after `timeoutMs`.
+ */
 export async function rawRequest (port: number, parts: string | Buffer | (string | Buffer)[], opts: { gapMs?: number, timeoutMs?: number, untilAnswer?: boolean } = {}): Promise<RawResponse> {
   const chunks = [parts].flat()
   const started = performance.now()
@@ -113,6 +116,7 @@ const http = require('node:http')
 const [port, connections, durationMs, path, fresh] = [Number(process.argv[1]), Number(process.argv[2]), Number(process.argv[3]), process.argv[4], process.argv[5] === 'fresh']
 const agent = fresh ? false : new http.Agent({ keepAlive: true, maxSockets: connections })
 const statuses = {}
+const times = {}
 let slowest = 0
 const end = performance.now() + durationMs
 const one = () => new Promise(resolve => {
@@ -120,8 +124,10 @@ const one = () => new Promise(resolve => {
   const req = http.get({ host: '127.0.0.1', port, path, agent, headers: fresh ? { connection: 'close' } : {} }, res => {
     res.resume()
     res.on('end', () => {
+      const ms = performance.now() - started
       statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
-      slowest = Math.max(slowest, performance.now() - started)
+      ;(times[res.statusCode] ??= []).push(ms)
+      slowest = Math.max(slowest, ms)
       resolve()
     })
   })
@@ -130,22 +136,31 @@ const one = () => new Promise(resolve => {
 const worker = async () => { while (performance.now() < end) await one() }
 Promise.all(Array.from({ length: connections }, worker)).then(() => {
   if (agent) agent.destroy()
-  process.stdout.write(JSON.stringify({ statuses, slowest }))
+  process.stdout.write(JSON.stringify({ statuses, times, slowest }))
 })
 `
+
+export interface ClosedLoopResult {
+  /** How many answers had each status. */
+  statuses: Record<string, number>
+  /** Each answer's time in ms, by status, in the order they came. */
+  times: Record<string, number[]>
+  /** The slowest answer's time in ms, any status. */
+  slowest: number
+}
 
 /**
  * Steady closed-loop load, as a benchmark client makes it: `connections` keep-alive connections
  * (with `fresh`, a new connection for every request), each sending its next GET `path` as soon as
  * the last is answered, for `durationMs`, from another process. Returns how many answers had each
- * status, and the slowest answer's time.
+ * status, each answer's time by status, and the slowest answer's time.
  */
-export async function closedLoop (port: number, connections: number, durationMs: number, path: string, opts: { fresh?: boolean } = {}): Promise<{ statuses: Record<string, number>, slowest: number }> {
+export async function closedLoop (port: number, connections: number, durationMs: number, path: string, opts: { fresh?: boolean } = {}): Promise<ClosedLoopResult> {
   const { execFile } = await import('node:child_process')
   return await new Promise((resolve, reject) => {
     execFile(process.execPath, ['-e', CLOSED_LOOP_SCRIPT, String(port), String(connections), String(durationMs), path, opts.fresh === true ? 'fresh' : 'kept'], (err, stdout) => {
       if (err) reject(err)
-      else resolve(JSON.parse(stdout) as { statuses: Record<string, number>, slowest: number })
+      else resolve(JSON.parse(stdout) as ClosedLoopResult)
     })
   })
 }
