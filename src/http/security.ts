@@ -22,6 +22,15 @@ const EXPOSED_HEADERS = [
 ]
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 
+/**
+ * Of helmet's headers, those that mean something on a JSON answer (OWASP's REST Security Cheat
+ * Sheet, plus CORP and Referrer-Policy). The others govern HTML documents or old browsers and
+ * plug-ins (Cross-Origin-Opener-Policy, Origin-Agent-Cluster, X-DNS-Prefetch-Control,
+ * X-Download-Options, X-Permitted-Cross-Domain-Policies, X-XSS-Protection): only /docs, the one
+ * HTML page, gets them. Each header is work on every answer (docs/performance.md).
+ */
+const API_HEADERS = ['strict-transport-security', 'x-content-type-options', 'x-frame-options', 'referrer-policy', 'cross-origin-resource-policy'] as const
+
 function isDocsPath (url: string): boolean {
   return url === '/docs' || url.startsWith('/docs/') || url.startsWith('/docs?')
 }
@@ -63,7 +72,8 @@ export const securityPlugin = fp(async function security (app: FastifyInstance, 
     referrerPolicy: { policy: 'no-referrer' },
     xFrameOptions: { action: 'deny' },
   })
-  const api = { ...fixed, 'content-security-policy': API_CSP }
+  const api: Record<string, string> = { 'content-security-policy': API_CSP }
+  for (const name of API_HEADERS) if (fixed[name] !== undefined) api[name] = fixed[name]
   const docs = { ...fixed, 'content-security-policy': DOCS_CSP }
   app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
     reply.headers(isDocsPath(req.url) ? docs : api)

@@ -11,6 +11,7 @@ import { API_CSP, DOCS_CSP } from '../../src/http/security.ts'
 import { buildTestApp, JWT_SECRET, skipOutsideCI, type TestApp } from '../helper.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+const DOCUMENT_ONLY = ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control', 'x-download-options', 'x-permitted-cross-domain-policies', 'x-xss-protection']
 const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find(p => fs.existsSync(p))
 
 describe('security headers', () => {
@@ -28,7 +29,16 @@ describe('security headers', () => {
       assert.equal(res.headers['referrer-policy'], 'no-referrer')
       assert.equal(res.headers['cross-origin-resource-policy'], 'same-origin')
       assert.equal(res.headers['x-powered-by'], undefined)
+      assert.match(String(res.headers['strict-transport-security']), /^max-age=\d+/)
+      // Headers for HTML documents and old browsers stay on /docs (below).
+      for (const name of DOCUMENT_ONLY) assert.equal(res.headers[name], undefined, `${url} ${name}`)
     }
+  })
+
+  it('gives /docs, the one HTML page, the headers that govern documents too', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/docs' })
+    for (const name of DOCUMENT_ONLY) assert.notEqual(res.headers[name], undefined, name)
+    assert.equal(res.headers['x-frame-options'], 'DENY')
   })
 
   it('lets /docs load its own scripts and styles, and nothing from elsewhere', async () => {
