@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError, fieldError, validationFailed } from '../errors.ts'
 import { routeOf } from './route.ts'
@@ -118,6 +118,32 @@ function unsupported (header: string | undefined, takes: string, headers: Record
 }
 
 /**
+ * Before a body is read: its type must be one the route takes (415 otherwise, with Accept-Patch
+ * on patch routes), and a vendor type must name the version serving the request. Unknown routes
+ * go on to 404/405; routes that take no body (GET, DELETE) were dealt with in onRequest.
+ */
+function checkBodyType (req: FastifyRequest): void {
+  const route = routeOf(req)
+  if (route.url === undefined || route.schema?.body === undefined) return
+  const header = req.headers['content-type']
+  const hasBody = header !== undefined || carriesBody(req.headers)
+  const allowed = route.config.bodyTypes ?? JSON_BODY_TYPES
+  const isPatch = allowed.some(t => (PATCH_TYPES as readonly string[]).includes(t))
+  // A patch must say which format it is in, even when empty.
+  if (!hasBody && !isPatch) return
+  const { type, charset } = essence(header ?? '')
+  const version = vendorVersion(type)
+  const routeVersion = route.config.apiVersion
+  const acceptPatch: Record<string, string> = isPatch ? { 'accept-patch': allowed.join(', ') } : {}
+  if (version !== null && routeVersion !== undefined && version !== routeVersion) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `The body is declared as version ${version}, but version ${routeVersion} serves this request. Send application/json or application/vnd.blog.v${routeVersion}+json, or ask for version ${version} by path or Accept.`, { headers: acceptPatch })
+  }
+  if (!allowed.includes(type) || (charset !== null && charset !== 'utf-8' && charset !== 'utf8')) {
+    throw unsupported(header, `${allowed.join(' or ')} (UTF-8)`, acceptPatch)
+  }
+}
+
+/**
  * Request bodies are JSON only (contract §4): the framework's text/plain parser is removed, one
  * strict JSON parser serves every JSON media type, and each route's `bodyTypes` is enforced before
  * the body is read, so the answer is 415, not 400. A vendor type names the version of the body:
@@ -144,38 +170,30 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
   // A route that takes no body (GET, DELETE) ignores a JSON one (contract §4: a body must be JSON,
   // else 415) and body headers without a body. Fastify would refuse a malformed Content-Type
   // (`""`, `a;;;`) with its own 415 before any hook could say so: the header goes once checked.
-  app.addHook('onRequest', async (req) => {
-    if (routeOf(req).url === undefined || req.routeOptions.schema?.body !== undefined) return
+  // Hooks with a callback, not async: they run on every request (a promise and a microtask each).
+  app.addHook('onRequest', (req, _reply, done) => {
+    const route = routeOf(req)
+    if (route.url === undefined || route.schema?.body !== undefined) return done()
     const header = req.headers['content-type']
     if (carriesBody(req.headers) && !JSON_BODY_TYPES.includes(essence(header ?? '').type)) {
-      throw unsupported(header, 'no body; a body, if sent, must be JSON (application/json or the vendor type)')
+      done(unsupported(header, 'no body; a body, if sent, must be JSON (application/json or the vendor type)'))
+      return
     }
     if (header !== undefined) delete req.headers['content-type']
+    done()
   })
 
-  app.addHook('preValidation', async (req) => {
+  app.addHook('preValidation', (req, _reply, done) => {
     if (req.body === undefined && routeOf(req).config.optionalBody === true) req.body = {}
+    done()
   })
 
-  app.addHook('preParsing', async (req, _reply, payload) => {
-    // Unknown routes go on to 404/405; routes that take no body (GET, DELETE) ignore body headers.
-    if (routeOf(req).url === undefined || routeOf(req).schema?.body === undefined) return payload
-    const header = req.headers['content-type']
-    const hasBody = header !== undefined || carriesBody(req.headers)
-    const allowed = routeOf(req).config.bodyTypes ?? JSON_BODY_TYPES
-    const isPatch = allowed.some(t => (PATCH_TYPES as readonly string[]).includes(t))
-    // A patch must say which format it is in, even when empty.
-    if (!hasBody && !isPatch) return payload
-    const { type, charset } = essence(header ?? '')
-    const version = vendorVersion(type)
-    const routeVersion = routeOf(req).config.apiVersion
-    const acceptPatch: Record<string, string> = isPatch ? { 'accept-patch': allowed.join(', ') } : {}
-    if (version !== null && routeVersion !== undefined && version !== routeVersion) {
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `The body is declared as version ${version}, but version ${routeVersion} serves this request. Send application/json or application/vnd.blog.v${routeVersion}+json, or ask for version ${version} by path or Accept.`, { headers: acceptPatch })
+  app.addHook('preParsing', (req, _reply, payload, done) => {
+    try {
+      checkBodyType(req)
+      done(null, payload)
+    } catch (err) {
+      done(err as Error)
     }
-    if (!allowed.includes(type) || (charset !== null && charset !== 'utf-8' && charset !== 'utf8')) {
-      throw unsupported(header, `${allowed.join(' or ')} (UTF-8)`, acceptPatch)
-    }
-    return payload
   })
 }, { name: 'content-type' })
