@@ -21,6 +21,7 @@ import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import readline from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
 import { SignJWT } from 'jose'
@@ -43,7 +44,8 @@ const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repea
 type ServerKind = 'ceiling' | 'fastify' | 'service'
 const LABEL: Record<ServerKind, string> = { ceiling: 'bare node:http (ceiling)', fastify: 'bare Fastify', service: 'this service' }
 
-interface Server { kind: ServerKind, child: ChildProcess, port: number, startupMs: number }
+/** `log`: the service's log file (its stdout), kept for `logSummary`. */
+interface Server { kind: ServerKind, child: ChildProcess, port: number, startupMs: number, log?: string }
 /** One wrk run. `cpu`: the share of a core the server used; `cpuSeconds`: the CPU time it used. */
 interface Run { requests: number, seconds: number, p50: number, p99: number, errors: number, cpu: number, cpuSeconds: number }
 interface Scenario { name: string, args: (s: Server) => string[] }
@@ -118,11 +120,16 @@ async function startServer (kind: ServerKind, env: Record<string, string>): Prom
   } else {
     [cmd, args] = pin(0, process.execPath, ['--import', 'tsx', path.join(ROOT, `bench/${kind === 'ceiling' ? 'reference-server' : 'bare-fastify-server'}.ts`)])
   }
+  // The service logs at its default level, info (one line per request), to a file, as it would
+  // to a log collector; the file is read for warnings and errors when the server stops.
+  const log = kind === 'service' ? path.join(os.tmpdir(), `blog-bench-service-${process.pid}-${port}.log`) : undefined
+  const stdout = log === undefined ? 'ignore' : fs.openSync(log, 'w')
   const started = performance.now()
-  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', stdout, 'inherit'] })
+  if (typeof stdout === 'number') fs.closeSync(stdout)
   for (let i = 0; i < 3000; i++) {
     try {
-      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return { kind, child, port, startupMs: performance.now() - started }
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return { kind, child, port, startupMs: performance.now() - started, log }
     } catch {}
     await sleep(5)
   }
@@ -131,9 +138,32 @@ async function startServer (kind: ServerKind, env: Record<string, string>): Prom
 }
 
 async function stop (s: Server): Promise<void> {
-  if (s.child.exitCode !== null) return
+  if (s.child.exitCode !== null || s.child.signalCode !== null) return
   s.child.kill('SIGTERM')
   await new Promise(resolve => s.child.once('exit', resolve))
+}
+
+/**
+ * The warnings and errors in a stopped service's log, counted by message and problem code (a
+ * 503 from load shedding, a pool timeout, a 500), then the log is deleted: what the errors
+ * column counts, explained.
+ */
+async function logSummary (s: Server): Promise<string> {
+  if (s.log === undefined || !fs.existsSync(s.log)) return ''
+  const counts = new Map<string, number>()
+  const lines = readline.createInterface({ input: fs.createReadStream(s.log, 'utf8'), crlfDelay: Infinity })
+  for await (const line of lines) {
+    if (!/"level":[4-6]\d/.test(line)) continue
+    let key = line.slice(0, 120)
+    try {
+      const e = JSON.parse(line) as { level: number, msg?: string, code?: string, status?: number, route?: string, err?: { message?: string } }
+      key = `${e.level >= 50 ? 'error' : 'warn'} "${e.msg ?? ''}"${e.code === undefined ? '' : ` ${e.code}`}${e.status === undefined ? '' : ` ${e.status}`}` +
+        `${e.route === undefined ? '' : ` on ${e.route}`}${e.err?.message === undefined ? '' : ` (${e.err.message.slice(0, 100)})`}`
+    } catch {}
+    counts.set(key, (counts.get(key) ?? 0) + 1)
+  }
+  fs.rmSync(s.log, { force: true })
+  return counts.size === 0 ? 'none' : [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n} × ${k}`).join('; ')
 }
 
 function wrk (s: Server, args: string[], seconds: number): Run {
@@ -274,6 +304,7 @@ async function main (): Promise<void> {
     const results = drive(servers, list)
     const rss = new Map(servers.map(s => [s.kind, rssPeakMiB(s.child.pid!)]))
     for (const s of servers) await stop(s)
+    const serviceLog = await logSummary(service)
     servers.length = 0
 
     say(`\n## SQLite, ${POSTS.toLocaleString('en')} posts of ~2 KB\n`)
@@ -285,6 +316,7 @@ async function main (): Promise<void> {
     }
     say(`Peak RSS (VmHWM, start-up and load) — ceiling ${rss.get('ceiling')!.toFixed(0)} MiB, bare Fastify ${rss.get('fastify')!.toFixed(0)} MiB, ` +
       `this service ${rss.get('service')!.toFixed(0)} MiB. Start-up to ready (spawn → first 200 from /healthz) — this service ${service.startupMs.toFixed(0)} ms.`)
+    say(`\nThe service's log, warnings and errors (all scenarios): ${serviceLog}.`)
 
     const svc = (name: string) => results.get(`${name}|service`)!
     const ratio = (name: string) => rps(svc(name)) / rps(results.get(`${name}|ceiling`)!)
@@ -301,6 +333,7 @@ async function main (): Promise<void> {
 
     if (BIG_POSTS > 0) {
       const big = await bigTemplate()
+      say(`\n${warmPageCache(big)}`)
       const bigServers = [
         await startServer('ceiling', { BENCH_DB: big }),
         await startServer('service', { ...common, DATABASE_URL: `sqlite:${big}`, DATA_DIR: dir }),
@@ -314,6 +347,7 @@ async function main (): Promise<void> {
       const bigList = scenarios(BIG_POSTS, token, bigDeep).filter(sc => sc.name === 'read one' || sc.name.startsWith('cursor'))
       const bigResults = drive(bigServers, bigList)
       for (const s of bigServers) await stop(s)
+      const bigLog = await logSummary(bigServers[1]!)
       servers.length = 0
       say(`\n## SQLite, ${BIG_POSTS.toLocaleString('en')} posts of ~2 KB (read-only scenarios; one file for both servers)\n`)
       for (const sc of bigList) {
@@ -326,6 +360,7 @@ async function main (): Promise<void> {
         target(`${sc.name} at ${BIG_POSTS.toLocaleString('en')} ≥ 0.75× its figure at ${POSTS.toLocaleString('en')}`, own >= 0.75,
           `${own.toFixed(2)}× (by CPU per request ${ownCpu.toFixed(2)}×)`)
       }
+      say(`The service's log, warnings and errors: ${bigLog}.`)
     }
 
     if (process.env.BENCH_PG !== '0') await postgres(common, token, say)
@@ -335,9 +370,31 @@ async function main (): Promise<void> {
     say(`\n${targets.filter(t => t.met).length} of ${targets.length} targets met.`)
     process.stdout.write(`${out.join('\n')}\n`)
   } finally {
-    for (const s of servers) await stop(s)
+    for (const s of servers) {
+      await stop(s)
+      if (s.log !== undefined) fs.rmSync(s.log, { force: true })
+    }
     fs.rmSync(dir, { recursive: true, force: true })
   }
+}
+
+/**
+ * Reads a database file once, so that the OS keeps it in its page cache, as a server with the
+ * memory for its data has it after a while. Without this the 1 000 000-post runs measured the
+ * disk of a shared machine (both servers at 48–65% CPU, waiting on reads), not the lookups.
+ */
+function warmPageCache (file: string): string {
+  const size = fs.statSync(file).size
+  if (size > os.totalmem() / 2) return `The ${(size / 2 ** 30).toFixed(1)} GiB file is over half the memory: not read into the page cache first (the runs may wait on the disk).`
+  const t0 = performance.now()
+  const buf = Buffer.allocUnsafe(8 * 2 ** 20)
+  const fd = fs.openSync(file, 'r')
+  try {
+    while (fs.readSync(fd, buf) > 0) { /* into the page cache */ }
+  } finally {
+    fs.closeSync(fd)
+  }
+  return `The ${(size / 2 ** 30).toFixed(1)} GiB file was read once into the OS page cache first (${((performance.now() - t0) / 1000).toFixed(1)} s), as a server with the memory for its data holds it.`
 }
 
 /** The 1 000 000-post file, kept between runs in the temporary directory while the migrations are unchanged. */
@@ -390,8 +447,11 @@ async function postgres (common: Record<string, string>, token: string, say: (s:
       const r = results.get(`${sc.name}|service`)!
       say(`| ${sc.name} | ${rps(r).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.errors} | ${(100 * r.cpu).toFixed(0)}% | ${cpuPerRequest(r).toFixed(0)} | ${rss.toFixed(0)} |`)
     }
+    await stop(server)
+    say(`\nThe service's log, warnings and errors (all scenarios): ${await logSummary(server)}.`)
   } finally {
     await stop(server)
+    if (server.log !== undefined) fs.rmSync(server.log, { force: true })
   }
 }
 
