@@ -7,7 +7,7 @@ import { fieldError, type FieldCode, type FieldError } from '../errors.ts'
 type AddFormats = (ajv: Ajv, formats: string[]) => Ajv
 const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
 
-function makeAjv (coerce: boolean): Ajv {
+function makeAjv (coerce: boolean, validateSchema: boolean): Ajv {
   // Unlike Fastify's defaults: never drop unknown members silently (they are 422), report every
   // violation, and coerce only strings from the URL, never body values.
   const ajv = new Ajv({
@@ -17,6 +17,7 @@ function makeAjv (coerce: boolean): Ajv {
     coerceTypes: coerce,
     strict: false,
     verbose: true,
+    validateSchema,
   })
   addFormats(ajv, ['date-time', 'email', 'uri', 'uuid', 'int32', 'int64'])
   // `trimmedLength: { minimum, maximum }`: a string's length after trimming white space.
@@ -46,8 +47,10 @@ function makeAjv (coerce: boolean): Ajv {
  * each get their own ajv, both knowing the app's shared schemas (referenced by `$id`).
  */
 export function createValidatorCompiler (shared: readonly object[]): FastifySchemaCompiler<unknown> & { body: Ajv } {
-  const body = makeAjv(false)
-  const url = makeAjv(true)
+  // The shared schemas are checked against the JSON Schema meta-schema once, by the body instance:
+  // compiling the meta-schema in both was half of this function's ~60 ms at start-up.
+  const body = makeAjv(false, true)
+  const url = makeAjv(true, false)
   for (const schema of shared) {
     body.addSchema(schema)
     url.addSchema(schema)
