@@ -7,6 +7,14 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 type AddFormats = (ajv: Ajv2020) => Ajv2020
 const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats
 
+/** An answer's body as sent before content coding (br or gzip, when the request asked for it). */
+export function decodedBody (res: LightMyRequestResponse): string {
+  const coding = res.headers['content-encoding']
+  if (coding === 'br') return brotliDecompressSync(res.rawPayload).toString('utf8')
+  if (coding === 'gzip') return gunzipSync(res.rawPayload).toString('utf8')
+  return res.body
+}
+
 interface Doc {
   paths: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, { schema?: object }> }> }>>
   components?: object
@@ -76,8 +84,6 @@ export function validateResponse (app: FastifyInstance, opts: InjectOptions, res
     c.cache.set(key, validate)
   }
   if (validate === null) return
-  const encoding = res.headers['content-encoding']
-  const raw = encoding === 'br' ? brotliDecompressSync(res.rawPayload) : encoding === 'gzip' ? gunzipSync(res.rawPayload) : res.rawPayload
-  const body: unknown = JSON.parse(raw.toString('utf8'))
+  const body: unknown = JSON.parse(decodedBody(res))
   assert.ok(validate(body), `${key}: body does not match the documented schema: ${JSON.stringify(validate.errors)}\n${res.body.slice(0, 500)}`)
 }

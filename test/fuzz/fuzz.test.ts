@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict'
-import zlib from 'node:zlib'
 import type net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
@@ -8,6 +7,7 @@ import { POST_STATUSES, type Post } from '../../src/domain/post.ts'
 import type { Viewer } from '../../src/domain/principal.ts'
 import { PROBLEMS } from '../../src/errors.ts'
 import { buildTestApp, storeKinds, type TestApp } from '../helper.ts'
+import { decodedBody } from '../openapi-validator.ts'
 import { rawRequest } from '../raw-http.ts'
 import { recordResult } from '../reliability-record.ts'
 
@@ -121,14 +121,6 @@ function encodeSegment (value: unknown): string {
 }
 
 interface FuzzRequest { method: string, url: string, headers: Record<string, string>, payload?: string | Buffer }
-
-/** The body as sent before content coding: answers of 1 KiB and more are compressed when asked for. */
-function decodedBody (res: LightMyRequestResponse): string {
-  const coding = res.headers['content-encoding']
-  if (coding === 'br') return zlib.brotliDecompressSync(res.rawPayload).toString('utf8')
-  if (coding === 'gzip') return zlib.gunzipSync(res.rawPayload).toString('utf8')
-  return res.body
-}
 
 /** Checks one answer against the properties every answer must have. */
 function checkAnswer (req: FuzzRequest, res: { statusCode: number, headers: Record<string, unknown>, body: string }): void {
