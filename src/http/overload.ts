@@ -226,21 +226,20 @@ type TrackedSocket = Socket & { [ANSWERED]?: boolean }
  * have arrived at the earliest:
  * - on a connection that has had an answer, after the end of the turn before last that handled
  *   requests: a socket that was readable when the loop last polled was read in that turn;
- * - on a new connection, after the last poll that found the kernel's accept queue empty: libuv
- *   takes one connection from that queue per turn of the loop, so a turn that accepted none
- *   polled an empty queue, and a connection accepted later arrived after that poll (at the
- *   earliest, the end of the turn before it). While a flood keeps the queue full, every turn
- *   accepts one and the bound stays where the flood began; one new client among a steady load on
- *   kept-alive connections finds it a turn or two old.
- *   And never before the last moment the loop waited idle for I/O (nothing was pending then).
+ * - on a new connection, after the last poll that found the kernel's accept queue empty: a turn
+ *   that accepted no connection polled an empty queue, so a connection accepted later arrived
+ *   after it (at the earliest, the end of the turn before it). While a flood keeps the queue full,
+ *   every turn accepts one and the bound stays where the flood began; one new client among a
+ *   steady load on kept-alive connections finds it a few turns old;
+ * - and never before the last moment the loop waited idle for I/O (nothing was pending then).
  * Past OVERLOAD_MAX_WAIT_MS (checked again before the handler, body read time excluded) the
  * request is answered 503 at once, which costs far less than serving it, so the queues drain and
- * answered requests stay fast. (So are the requests queued behind one turn longer than the bound,
- * a stall rather than a standing queue: waiting for the queue to prove it stands served requests
- * far beyond the bound under real overload, docs/reliability.md.) Steady load on kept-alive
- * connections whose turns stay short (a benchmark's closed loop) is therefore never shed, although
- * the loop is never idle; a flood of new connections, or one burst read in a long turn, is. OVERLOAD_MAX_IN_FLIGHT bounds requests
- * waiting on the store (a pool, a lock) the same way.
+ * answered requests stay fast. Steady load on kept-alive connections whose turns stay short (a
+ * benchmark's closed loop) is therefore never shed, although the loop is never idle; a flood of
+ * new connections, or one burst read in a long turn, is. So are the requests queued behind one
+ * turn longer than the bound (a stall, not a standing queue): a rule that waited for the queue to
+ * prove it stands served requests far beyond the bound under real overload (docs/reliability.md).
+ * OVERLOAD_MAX_IN_FLIGHT bounds requests waiting on the store (a pool, a lock) the same way.
  */
 function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWaitMs' | 'overloadMaxInFlight'>): void {
   const maxWait = config.overloadMaxWaitMs
@@ -293,8 +292,8 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
     const socket = req.raw.socket as TrackedSocket
     // Requests not read from a socket (app.inject) waited in no socket.
     const fromSocket = socket instanceof Socket
-    const now = performance.now()
     if (fromSocket) {
+      const now = performance.now()
       if (maxWait > 0) markTurn()
       // The loop's idle time grows only while it waits for I/O with nothing to do.
       const idle = performance.eventLoopUtilization().idle
