@@ -86,11 +86,7 @@ function readingArrays (statement: SQLite.Statement): SqliteStatement {
   const toRow = rowMaker(names)
   return {
     reader: true,
-    all: parameters => {
-      const rows = statement.all(parameters) as unknown[][]
-      for (let i = 0; i < rows.length; i++) rows[i] = toRow(rows[i]!) as never
-      return rows
-    },
+    all: parameters => (statement.all(parameters) as unknown[][]).map(toRow),
     run: parameters => statement.run(parameters),
     iterate: function * (parameters) {
       for (const values of statement.iterate(parameters) as IterableIterator<unknown[]>) yield toRow(values)
