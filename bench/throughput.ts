@@ -64,7 +64,7 @@ function requireWrk (): void {
 
 /** Posts as the service stores them: all published, by `bench`, a second apart, ~2 KB each. */
 function seedSqlite (file: string, count: number): void {
-  execFileSync(process.execPath, [path.join(ROOT, 'dist/cli/main.js'), 'migrate'], { env: { ...process.env, DATABASE_URL: `sqlite:${file}` } })
+  execFileSync(process.execPath, [path.join(ROOT, 'dist/blog.js'), 'migrate'], { env: { ...process.env, DATABASE_URL: `sqlite:${file}` } })
   const db = new Database(file)
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = OFF')
@@ -83,7 +83,7 @@ function seedSqlite (file: string, count: number): void {
 }
 
 async function seedPostgres (url: string): Promise<void> {
-  execFileSync(process.execPath, [path.join(ROOT, 'dist/cli/main.js'), 'migrate'], { env: { ...process.env, DATABASE_URL: url } })
+  execFileSync(process.execPath, [path.join(ROOT, 'dist/blog.js'), 'migrate'], { env: { ...process.env, DATABASE_URL: url } })
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   await client.query(`
@@ -270,7 +270,7 @@ const HEADER = '| server | req/s | p50 ms | p99 ms | errors | server CPU | CPU Â
 
 async function main (): Promise<void> {
   requireWrk()
-  if (!fs.existsSync(path.join(ROOT, 'dist/cli/main.js'))) throw new Error('dist/ is missing: run npm run build first')
+  if (!fs.existsSync(path.join(ROOT, 'dist/blog.js'))) throw new Error('dist/ is missing: run npm run build first')
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-bench-'))
   const token = await jwt()
   const out: string[] = []
