@@ -5,6 +5,9 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { buildApp } from '../../src/app.ts'
+import { loadConfig } from '../../src/config.ts'
+import { openStore } from '../../src/store/open-store.ts'
 import { freePort } from '../helper.ts'
 import { type Instance, processEnv, ROOT, stop, token } from '../process-helper.ts'
 
@@ -15,16 +18,19 @@ const START = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8
  * it. The rest of the suite runs the TypeScript sources, so this runs the start script's own
  * command, as `npm start` would, and goes through what the bundle could break: the native SQLite
  * addon, the validators and serializers compiled at run time, the OpenAPI document and /docs's
- * assets (packages left outside the bundle), metrics, a signed write and a conditional read.
+ * assets (packages left outside the bundle), metrics, a signed write and a conditional read; then
+ * it asks the bundle and the sources the same twenty questions and compares the answers.
  */
 describe('npm start (the bundled build)', () => {
   let dir: string
   let server: Instance
+  let settings: Record<string, string>
 
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-start-'))
     const port = await freePort()
-    const env = { ...process.env, ...processEnv({ url: `sqlite:${path.join(dir, 'blog.db')}`, dataDir: dir }), PORT: String(port), HOST: '127.0.0.1' }
+    settings = processEnv({ url: `sqlite:${path.join(dir, 'blog.db')}`, dataDir: dir })
+    const env = { ...process.env, ...settings, PORT: String(port), HOST: '127.0.0.1' }
     const child = spawn('sh', ['-c', `exec ${START}`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
     const output: string[] = []
     child.stdout.on('data', (d: Buffer) => output.push(d.toString()))
@@ -103,5 +109,69 @@ describe('npm start (the bundled build)', () => {
     const metrics = await fetch(`${server.base}/metrics`)
     assert.equal(metrics.status, 200)
     assert.match(await metrics.text(), /^http_requests_total\{method="POST",route="\/posts",status="201"\} 1$/m)
+  })
+
+  it('answers as the TypeScript sources do, request for request (same database, same settings)', async () => {
+    // The rest of the suite runs the sources; this holds the bundle to the same answers. Ids and
+    // dates that differ per answer are left out; everything else (status, the contract's
+    // headers, every byte of the body) must be equal.
+    const config = loadConfig(settings)
+    const store = await openStore(config)
+    const app = await buildApp({ config, store, logger: false })
+    try {
+      const auth = `Bearer ${await token('differ', ['posts:write'])}`
+      const host = new URL(server.base).host
+      const created = await fetch(`${server.base}/posts`, {
+        method: 'POST',
+        headers: { authorization: auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ title: 'Compared', content: 'The same answer from both builds.' }),
+      })
+      const { id } = await created.json() as { id: number }
+      const etag = (await fetch(`${server.base}/posts/${id}`)).headers.get('etag')!
+      const next = /<([^>]+)>; rel="next"/.exec((await fetch(`${server.base}/posts?limit=1`)).headers.get('link') ?? '')?.[1]
+      assert.ok(next !== undefined, 'page 1 of one item has a next link')
+      const requests: { method: string, url: string, headers?: Record<string, string>, body?: string }[] = [
+        { method: 'GET', url: '/posts?limit=2' },
+        { method: 'GET', url: new URL(next, server.base).pathname + new URL(next, server.base).search },
+        { method: 'GET', url: `/posts/${id}` },
+        { method: 'GET', url: `/v2/posts/${id}` },
+        { method: 'GET', url: '/posts?limit=1&fields=id,title,status', headers: { accept: 'application/vnd.blog.v2+json' } },
+        { method: 'GET', url: `/posts/${id}`, headers: { 'if-none-match': etag } },
+        { method: 'HEAD', url: `/posts/${id}` },
+        { method: 'OPTIONS', url: '/posts' },
+        { method: 'GET', url: '/posts/999999', headers: { 'accept-language': 'de' } },
+        { method: 'GET', url: '/posts?limit=101' },
+        { method: 'GET', url: '/posts?colour=red' },
+        { method: 'GET', url: '/posts?cursor=not-a-cursor' },
+        { method: 'GET', url: '/posts/abc' },
+        { method: 'GET', url: `/posts/${id}`, headers: { accept: 'text/html' } },
+        { method: 'DELETE', url: `/posts/${id}` },
+        { method: 'PATCH', url: `/posts/${id}`, headers: { authorization: auth, 'content-type': 'text/plain' }, body: 'x' },
+        { method: 'PUT', url: `/posts/${id}`, headers: { authorization: auth, 'content-type': 'application/json', 'if-match': '"stale"' }, body: '{"title":"No","content":"Never written."}' },
+        { method: 'POST', url: '/posts', headers: { authorization: auth, 'content-type': 'application/json' }, body: '{"title":' },
+        { method: 'GET', url: '/nowhere' },
+        { method: 'GET', url: '/openapi.json' },
+      ]
+      const COMPARED = ['content-type', 'etag', 'last-modified', 'cache-control', 'vary', 'link', 'allow', 'accept-patch', 'content-language',
+        'api-version', 'deprecation', 'sunset', 'location', 'retry-after', 'ratelimit-policy', 'content-security-policy', 'x-content-type-options']
+      const volatile = (body: string) => body.replace(/"(trace_id|request_id)":"[^"]*"/g, '"$1":"…"')
+      for (const r of requests) {
+        const label = `${r.method} ${r.url} ${JSON.stringify(r.headers ?? {})}`
+        // fetch asks for gzip unless told otherwise; inject asks for nothing.
+        const headers = { 'accept-encoding': 'identity', ...r.headers }
+        const bundled = await fetch(server.base + r.url, { method: r.method, headers, body: r.body })
+        const sources = await app.inject({ method: r.method as 'GET', url: r.url, headers: { host, ...headers }, ...(r.body !== undefined ? { payload: r.body } : {}) })
+        assert.equal(bundled.status, sources.statusCode, label)
+        for (const name of COMPARED) {
+          assert.equal(bundled.headers.get(name) ?? undefined, [sources.headers[name]].flat().join(', ') || undefined, `${label}: ${name}`)
+        }
+        assert.equal(volatile(await bundled.text()), volatile(sources.body), label)
+      }
+      // The stale PUT changed nothing in either.
+      assert.equal((await fetch(`${server.base}/posts/${id}`)).headers.get('etag'), etag)
+    } finally {
+      await app.close()
+      await store.close()
+    }
   })
 })
