@@ -39,9 +39,15 @@ export interface Instance {
   exited: Promise<number | null>
 }
 
-export async function startInstance (name: string, env: Record<string, string>): Promise<Instance> {
+/**
+ * Starts a service process on a free port and waits until /readyz answers 200. It runs
+ * `bin/blog.js serve` unless `command` says otherwise (a shell command line, run with `exec` so
+ * that signals reach the service itself).
+ */
+export async function startInstance (name: string, env: Record<string, string>, command?: string): Promise<Instance> {
   const port = await freePort()
-  const child = spawn(process.execPath, [BIN, 'serve'], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const [cmd, args] = command === undefined ? [process.execPath, [BIN, 'serve']] : ['sh', ['-c', `exec ${command}`]]
+  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] })
   const output: string[] = []
   child.stdout!.on('data', (d: Buffer) => output.push(d.toString()))
   child.stderr!.on('data', (d: Buffer) => output.push(d.toString()))

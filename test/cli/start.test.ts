@@ -1,15 +1,12 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { openStore } from '../../src/store/open-store.ts'
-import { freePort } from '../helper.ts'
-import { type Instance, processEnv, ROOT, stop, token } from '../process-helper.ts'
+import { type Instance, processEnv, ROOT, startInstance, stop, token } from '../process-helper.ts'
 
 const START = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
 
@@ -28,26 +25,8 @@ describe('npm start (the bundled build)', () => {
 
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-start-'))
-    const port = await freePort()
     settings = processEnv({ url: `sqlite:${path.join(dir, 'blog.db')}`, dataDir: dir })
-    const env = { ...process.env, ...settings, PORT: String(port), HOST: '127.0.0.1' }
-    const child = spawn('sh', ['-c', `exec ${START}`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    const output: string[] = []
-    child.stdout.on('data', (d: Buffer) => output.push(d.toString()))
-    child.stderr.on('data', (d: Buffer) => output.push(d.toString()))
-    const exited = new Promise<number | null>(resolve => child.once('exit', code => { resolve(code) }))
-    server = { name: 'start', base: `http://127.0.0.1:${port}`, child, output, exited }
-    for (let i = 0; ; i++) {
-      if (child.exitCode !== null) throw new Error(`npm start's command exited with ${child.exitCode}:\n${output.join('')}`)
-      try {
-        if ((await fetch(`${server.base}/readyz`)).status === 200) break
-      } catch {}
-      if (i > 300) {
-        child.kill('SIGKILL')
-        throw new Error(`npm start's command did not become ready:\n${output.join('')}`)
-      }
-      await sleep(100)
-    }
+    server = await startInstance('npm start', settings, START)
   })
 
   after(async () => {
