@@ -100,21 +100,28 @@ function list (raw: string | undefined): string[] {
  * Signs and checks cursors. A cursor is `<payload>.<mac>`: the payload holds the position and a
  * hash of the query it belongs to; the HMAC key is shared by every instance (the store keeps it).
  */
-export class CursorCodec {
-  // The same positions come back again and again (every client's `next` from page 1, a link
-  // followed by many clients): their MACs are kept rather than computed again (a cursor's
-  // HMAC was ~3% of a list request). Bounded; a miss only costs the HMAC.
-  private readonly macs = new Lru<Buffer>(4096)
-
-  constructor (private readonly secret: Buffer) {}
-
-  private mac (payload: string): Buffer {
-    let mac = this.macs.get(payload)
-    if (mac === undefined) {
-      mac = createHmac('sha256', this.secret).update(payload).digest().subarray(0, 16)
-      this.macs.set(payload, mac)
+/**
+ * `compute`, with its last 4 096 results kept by argument. Paging hashes the same few strings again
+ * and again (every client's `next` link from page 1, the same list queries): a hash or an HMAC was
+ * ~3% of a list request each. Bounded; a miss costs what `compute` costs.
+ */
+function memoized<T> (compute: (key: string) => T): (key: string) => T {
+  const kept = new Lru<T>(4096)
+  return key => {
+    let value = kept.get(key)
+    if (value === undefined) {
+      value = compute(key)
+      kept.set(key, value)
     }
-    return mac
+    return value
+  }
+}
+
+export class CursorCodec {
+  private readonly mac: (payload: string) => Buffer
+
+  constructor (secret: Buffer) {
+    this.mac = memoized(payload => createHmac('sha256', secret).update(payload).digest().subarray(0, 16))
   }
 
   encode (direction: 'after' | 'before', values: readonly (string | number)[], signature: string): string {
@@ -143,17 +150,8 @@ export class CursorCodec {
   }
 }
 
-// A list query's signature is a hash of what decides its rows; most requests repeat a few queries.
-const signatures = new Lru<string>(4096)
-
-function querySignature (query: string): string {
-  let signature = signatures.get(query)
-  if (signature === undefined) {
-    signature = createHash('sha256').update(query).digest('base64url').slice(0, 16)
-    signatures.set(query, signature)
-  }
-  return signature
-}
+/** A list query's signature: a hash of what decides its rows (its collection, sort and filters). */
+const querySignature = memoized(query => createHash('sha256').update(query).digest('base64url').slice(0, 16))
 
 /**
  * Reads the shared paging parameters of a list request. `filters` are the collection's own
