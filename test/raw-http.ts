@@ -140,6 +140,46 @@ Promise.all(Array.from({ length: connections }, worker)).then(() => {
 })
 `
 
+// The same closed loop as a benchmark client (wrk) makes it: every connection opened at once, each
+// sending its first request the moment it connects and its next the moment an answer is complete.
+const RAW_CLOSED_LOOP_SCRIPT = `
+const net = require('node:net')
+const [port, connections, durationMs, path] = [Number(process.argv[1]), Number(process.argv[2]), Number(process.argv[3]), process.argv[4]]
+const request = 'GET ' + path + ' HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'
+const statuses = {}
+const times = {}
+let slowest = 0
+let open = connections
+const end = performance.now() + durationMs
+for (let i = 0; i < connections; i++) {
+  const socket = net.connect(port, '127.0.0.1')
+  let buffered = Buffer.alloc(0)
+  let started = 0
+  const send = () => { started = performance.now(); socket.write(request) }
+  socket.on('connect', send)
+  socket.on('data', chunk => {
+    buffered = Buffer.concat([buffered, chunk])
+    for (;;) {
+      const head = buffered.indexOf('\\r\\n\\r\\n')
+      if (head === -1) return
+      const text = buffered.subarray(0, head).toString('latin1')
+      const length = Number(/content-length: *(\\d+)/i.exec(text)?.[1] ?? 0)
+      if (buffered.length < head + 4 + length) return
+      buffered = buffered.subarray(head + 4 + length)
+      const status = text.slice(9, 12)
+      const ms = performance.now() - started
+      statuses[status] = (statuses[status] ?? 0) + 1
+      ;(times[status] ??= []).push(ms)
+      slowest = Math.max(slowest, ms)
+      if (performance.now() < end && !/connection: *close/i.test(text)) send()
+      else socket.end()
+    }
+  })
+  socket.on('error', () => { statuses.error = (statuses.error ?? 0) + 1 })
+  socket.on('close', () => { if (--open === 0) process.stdout.write(JSON.stringify({ statuses, times, slowest })) })
+}
+`
+
 export interface ClosedLoopResult {
   /** How many answers had each status. */
   statuses: Record<string, number>
@@ -152,13 +192,16 @@ export interface ClosedLoopResult {
 /**
  * Steady closed-loop load, as a benchmark client makes it: `connections` keep-alive connections
  * (with `fresh`, a new connection for every request), each sending its next GET `path` as soon as
- * the last is answered, for `durationMs`, from another process. Returns how many answers had each
+ * the last is answered, for `durationMs`, from another process. With `raw`, as wrk makes it: every
+ * connection opened at once and its first request sent the moment it connects (Node's agent
+ * spreads its connections out). Returns how many answers had each
  * status, each answer's time by status, and the slowest answer's time.
  */
-export async function closedLoop (port: number, connections: number, durationMs: number, path: string, opts: { fresh?: boolean } = {}): Promise<ClosedLoopResult> {
+export async function closedLoop (port: number, connections: number, durationMs: number, path: string, opts: { fresh?: boolean, raw?: boolean } = {}): Promise<ClosedLoopResult> {
   const { execFile } = await import('node:child_process')
+  const script = opts.raw === true ? RAW_CLOSED_LOOP_SCRIPT : CLOSED_LOOP_SCRIPT
   return await new Promise((resolve, reject) => {
-    execFile(process.execPath, ['-e', CLOSED_LOOP_SCRIPT, String(port), String(connections), String(durationMs), path, opts.fresh === true ? 'fresh' : 'kept'], (err, stdout) => {
+    execFile(process.execPath, ['-e', script, String(port), String(connections), String(durationMs), path, opts.fresh === true ? 'fresh' : 'kept'], (err, stdout) => {
       if (err) reject(err)
       else resolve(JSON.parse(stdout) as ClosedLoopResult)
     })

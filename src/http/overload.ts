@@ -215,9 +215,13 @@ const BODY_READ = Symbol('bodyRead')
 const WAITED = Symbol('waited')
 const EXEMPT = Symbol('exempt')
 const ANSWERED = Symbol('answered')
+const BURST = Symbol('burst')
 type Tracked = FastifyRequest & { [IN_FLIGHT]?: boolean, [BODY_READ]?: number, [WAITED]?: number, [EXEMPT]?: boolean }
-/** A connection, and whether it has had an answer (it is past the accept queue). */
-type TrackedSocket = Socket & { [ANSWERED]?: boolean }
+/**
+ * A connection: whether it has had an answer (it is past the accept queue), and the burst it came
+ * in (which run of turns that took a connection from the accept queue accepted it).
+ */
+type TrackedSocket = Socket & { [ANSWERED]?: boolean, [BURST]?: number }
 
 /**
  * Load shedding by what a client feels. When the loop is saturated the wait is in the sockets
@@ -230,7 +234,12 @@ type TrackedSocket = Socket & { [ANSWERED]?: boolean }
  *   that accepted no connection polled an empty queue, so a connection accepted later arrived
  *   after it (at the earliest, the end of the turn before it). While a flood keeps the queue full,
  *   every turn accepts one and the bound stays where the flood began; one new client among a
- *   steady load on kept-alive connections finds it a few turns old;
+ *   steady load on kept-alive connections finds it a few turns old. Not counted: the share of
+ *   those turns spent on later requests of connections accepted since the queue was last empty
+ *   (the same burst). A client pool that opens its connections at once is accepted one per turn,
+ *   each turn serving every connection of the pool already in, so its last connection waits
+ *   ~C²/2 requests to be accepted though the pool's first requests are C requests of work; a flood
+ *   of one-request connections, or of new connections beside kept-alive load, still counts whole;
  * - and never before the last moment the loop waited idle for I/O (nothing was pending then).
  * Past OVERLOAD_MAX_WAIT_MS (checked again before the handler, body read time excluded) the
  * request is answered 503 at once, which costs far less than serving it, so the queues drain and
@@ -256,12 +265,27 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
   // seen empty (the end of the turn before the last turn that took none).
   let accepted = false
   let acceptQueueEmpty = -1
+  // The burst: the connections accepted since the queue was last seen empty. `burstOwn` is the
+  // time since then spent on the burst's own later requests, apportioned per turn by the count of
+  // requests the turn started (wall times of concurrent requests overlap; counts do not).
+  let burst = 0
+  let burstOwn = 0
+  let turnRequests = 0
+  let turnBurstRequests = 0
   const endTurn = () => {
     armed = false
-    if (!accepted) acceptQueueEmpty = turnEnds[1]!
+    const end = performance.now()
+    if (turnBurstRequests > 0) burstOwn += (end - Math.max(turnEnds[1]!, busySince)) * turnBurstRequests / turnRequests
+    turnRequests = 0
+    turnBurstRequests = 0
+    if (!accepted) {
+      acceptQueueEmpty = turnEnds[1]!
+      burst++
+      burstOwn = 0
+    }
     accepted = false
     turnEnds[0] = turnEnds[1]!
-    turnEnds[1] = performance.now()
+    turnEnds[1] = end
   }
   const markTurn = () => {
     if (armed) return
@@ -282,8 +306,9 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
   const overloaded = (why: string) => unavailable('SERVICE_UNAVAILABLE', `The service is overloaded (${why}). Retry after the time in Retry-After.`)
 
   if (maxWait > 0) {
-    app.server.on('connection', () => {
+    app.server.on('connection', (socket: TrackedSocket) => {
       accepted = true
+      socket[BURST] = burst
       markTurn()
     })
   }
@@ -301,7 +326,16 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
         busySince = now
         idleSeen = idle
       }
-      if (maxWait > 0) req[WAITED] = now - Math.max(busySince, socket[ANSWERED] === true ? turnEnds[0]! : acceptQueueEmpty)
+      if (maxWait > 0) {
+        const sinceTurn = now - Math.max(busySince, turnEnds[0]!)
+        turnRequests++
+        if (socket[ANSWERED] === true) {
+          req[WAITED] = sinceTurn
+          if (socket[BURST] === burst) turnBurstRequests++
+        } else {
+          req[WAITED] = Math.max(sinceTurn, now - Math.max(busySince, acceptQueueEmpty) - burstOwn)
+        }
+      }
     }
     req[EXEMPT] = EXEMPT_FROM_SHEDDING.has(pathOf(req.url))
     try {
