@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { type Kysely, type Migration, sql } from 'kysely'
+import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
 import * as m0004 from './migrations/0004-exports.ts'
 import type { StoreModule } from './module.ts'
@@ -46,29 +47,25 @@ export class KyselyStore implements Store {
   readonly kind: 'sqlite' | 'postgres'
   private secret: Buffer | null = null
 
+  /** Units of work grouped per turn of the event loop, for a dialect that has one writer (SQLite). */
+  private readonly groups: GroupCommit | null
+
   constructor (readonly db: Kysely<Database>, readonly dialect: DialectParts, readonly modules: readonly StoreModule[] = []) {
     this.kind = dialect.kind
+    this.groups = dialect.groupCommit ? new GroupCommit(db, dialect.begin) : null
     Object.assign(this, repositories(db, dialect, modules))
   }
 
   async transaction<T> (fn: (uow: UnitOfWork) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
     opts.signal?.throwIfAborted()
     const callbacks: (() => unknown)[] = []
-    // One connection for the whole unit of work (on SQLite, the one connection, held by Kysely's
-    // mutex until the end), with BEGIN/COMMIT issued here so the dialect chooses how to begin.
-    const value = await this.db.connection().execute(async conn => {
-      await sql.raw(this.dialect.begin).execute(conn)
-      try {
-        const result = await fn({ ...repositories(conn, this.dialect, this.modules), onCommit: f => { callbacks.push(f) } })
-        // An abandoned request (timed out, client gone) commits nothing, so its 503 never hides a change.
-        opts.signal?.throwIfAborted()
-        await sql.raw('COMMIT').execute(conn)
-        return result
-      } catch (err) {
-        await sql.raw('ROLLBACK').execute(conn).catch(() => {})
-        throw err
-      }
-    })
+    const work = async (conn: Kysely<Database>): Promise<T> => {
+      const result = await fn({ ...repositories(conn, this.dialect, this.modules), onCommit: f => { callbacks.push(f) } })
+      // An abandoned request (timed out, client gone) commits nothing, so its 503 never hides a change.
+      opts.signal?.throwIfAborted()
+      return result
+    }
+    const value = this.groups !== null ? await this.groups.run(work) : await this.alone(work)
     for (const f of callbacks) {
       try {
         await f()
@@ -77,6 +74,24 @@ export class KyselyStore implements Store {
       }
     }
     return value
+  }
+
+  /**
+   * A unit of work in a transaction of its own: one connection for the whole unit (PostgreSQL's
+   * pool hands out one per unit), with BEGIN/COMMIT issued here so the dialect chooses how to begin.
+   */
+  private async alone<T> (work: (conn: Kysely<Database>) => Promise<T>): Promise<T> {
+    return await this.db.connection().execute(async conn => {
+      await sql.raw(this.dialect.begin).execute(conn)
+      try {
+        const result = await work(conn)
+        await sql.raw('COMMIT').execute(conn)
+        return result
+      } catch (err) {
+        await sql.raw('ROLLBACK').execute(conn).catch(() => {})
+        throw err
+      }
+    })
   }
 
   async serverSecret (): Promise<Buffer> {

@@ -220,7 +220,9 @@ export interface Store extends Repositories {
    * A unit of work: `fn` gets repositories bound to one transaction, which commits once when `fn`
    * resolves and rolls back when it throws or `signal` has fired. onCommit callbacks run after the
    * commit. Don't use the store's own repositories inside `fn` (on PostgreSQL they would need a
-   * second connection, and would not see the transaction's writes).
+   * second connection, and would not see the transaction's writes). On SQLite the units of one turn
+   * of the event loop share one transaction, each in a savepoint of its own, and one commit (one
+   * sync of the disk): each is still all or nothing, and resolves only once committed.
    */
   transaction<T> (fn: (uow: UnitOfWork) => Promise<T>, opts?: TransactionOptions): Promise<T>
   /** A random secret made once per database and shared by every instance (signs cursors). */

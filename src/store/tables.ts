@@ -129,6 +129,13 @@ export interface DialectParts {
    * work's BEGIN IMMEDIATE is already exclusive.
    */
   readonly skipLocked: boolean
+  /**
+   * Whether the units of work of one turn of the event loop share one transaction, each in its
+   * own savepoint, and one commit (src/store/group-commit.ts). SQLite: yes, it has one connection
+   * and one writer, and each commit syncs the disk. PostgreSQL: no, units run side by side on the
+   * pool's connections, and a commit on one must not wait for another's.
+   */
+  readonly groupCommit: boolean
 }
 
 const FIELD_NAMES = new Map<string, string>()

@@ -152,6 +152,7 @@ export function openSqliteStore (file: string, opts: SqliteOptions = {}): Kysely
     timestamp: d => d.toISOString(),
     begin: 'BEGIN IMMEDIATE',
     skipLocked: false,
+    groupCommit: true,
     columnTypes: { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB' },
     initialMigration: m0001,
     migrator: (kdb, migrations) => new SqliteMigrator(database, kdb, migrations),

@@ -1,0 +1,135 @@
+import { CompiledQuery, type Kysely } from 'kysely'
+import type { Database } from './tables.ts'
+
+const SAVEPOINT = CompiledQuery.raw('SAVEPOINT unit')
+const RELEASE = CompiledQuery.raw('RELEASE unit')
+const ROLLBACK_TO = CompiledQuery.raw('ROLLBACK TO unit')
+const COMMIT = CompiledQuery.raw('COMMIT')
+const ROLLBACK = CompiledQuery.raw('ROLLBACK')
+
+/** One unit of work waiting for its group: what it runs, and how its caller learns the outcome. */
+interface Unit {
+  readonly work: (conn: Kysely<Database>) => Promise<unknown>
+  readonly resolve: (value: unknown) => void
+  readonly reject: (err: unknown) => void
+}
+
+/** The units of one turn of the event loop, run in one transaction. */
+class Group {
+  readonly units: Unit[] = []
+  /** Set in the turn's check phase: once the queue is empty the group commits. */
+  turnEnded = false
+  private waiting: (() => void) | null = null
+
+  wake (): void {
+    const resolve = this.waiting
+    this.waiting = null
+    resolve?.()
+  }
+
+  async nextUnit (): Promise<void> {
+    await new Promise<void>(resolve => { this.waiting = resolve })
+  }
+}
+
+/**
+ * Group commit for a database with one writer whose commit waits for the disk (SQLite in WAL mode
+ * at `synchronous = FULL` syncs the log at every COMMIT). The units of work started in one turn of
+ * the event loop run one after another in one transaction, each inside its own savepoint, and the
+ * transaction commits once, in the turn's check phase: one sync for every write of the turn
+ * instead of one per request.
+ *
+ * Each unit keeps its own all-or-nothing: one that throws is rolled back to its savepoint, alone,
+ * and its caller gets the error at once. The others learn their outcome only with the COMMIT:
+ * nobody is told "done" before the writes are on disk, and when the COMMIT fails (or SQLite
+ * rolled the whole transaction back on its own, as it may on a full disk or an I/O error) every
+ * unit of the group gets the error, none a success. Readers outside the group wait for the
+ * connection until the group has committed, so nobody reads what is not yet durable.
+ */
+export class GroupCommit {
+  private open: Group | null = null
+  private readonly begin: CompiledQuery
+
+  constructor (private readonly db: Kysely<Database>, begin: string) {
+    this.begin = CompiledQuery.raw(begin)
+  }
+
+  /** Runs `work` in this turn's group (opening one if none is open); resolves once it is committed. */
+  async run<T> (work: (conn: Kysely<Database>) => Promise<T>): Promise<T> {
+    return await new Promise<T>((resolve, reject) => {
+      const group = this.open ?? this.start()
+      group.units.push({ work, resolve: resolve as (value: unknown) => void, reject })
+      group.wake()
+    })
+  }
+
+  private start (): Group {
+    const group = new Group()
+    this.open = group
+    setImmediate(() => {
+      group.turnEnded = true
+      group.wake()
+    })
+    this.db.connection().execute(async conn => { await this.drive(group, conn) }).catch((err: unknown) => {
+      // No connection (the store is closing): nothing ran, so every unit fails alike.
+      this.close(group)
+      for (const unit of group.units.splice(0)) unit.reject(err)
+    })
+    return group
+  }
+
+  /** Units that arrive after this go to a new group. */
+  private close (group: Group): void {
+    if (this.open === group) this.open = null
+  }
+
+  private async drive (group: Group, conn: Kysely<Database>): Promise<void> {
+    const done: { unit: Unit, value: unknown }[] = []
+    const failAll = async (err: unknown) => {
+      this.close(group)
+      await conn.executeQuery(ROLLBACK).catch(() => {})
+      for (const d of done.splice(0)) d.unit.reject(err)
+      for (const unit of group.units.splice(0)) unit.reject(err)
+    }
+    try {
+      await conn.executeQuery(this.begin)
+    } catch (err) {
+      await failAll(err)
+      return
+    }
+    for (;;) {
+      const unit = group.units.shift()
+      if (unit === undefined) {
+        if (group.turnEnded) break
+        await group.nextUnit()
+        continue
+      }
+      try {
+        await conn.executeQuery(SAVEPOINT)
+        const value = await unit.work(conn)
+        await conn.executeQuery(RELEASE)
+        done.push({ unit, value })
+      } catch (err) {
+        try {
+          await conn.executeQuery(ROLLBACK_TO)
+          await conn.executeQuery(RELEASE)
+        } catch {
+          // The savepoint is gone: SQLite rolled the whole transaction back (a full disk, an I/O
+          // error). The units before this one lost their writes too, for the same reason.
+          unit.reject(err)
+          await failAll(err)
+          return
+        }
+        unit.reject(err)
+      }
+    }
+    this.close(group)
+    try {
+      await conn.executeQuery(COMMIT)
+    } catch (err) {
+      await failAll(err)
+      return
+    }
+    for (const d of done) d.unit.resolve(d.value)
+  }
+}
