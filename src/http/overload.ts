@@ -20,6 +20,12 @@ declare module 'fastify' {
     abandonController: AbortController | null
     /** Internal to this plugin: why the request was abandoned, once it was. */
     abandonReason: Error | null
+    /**
+     * The request's writes are being committed: its deadline no longer applies, nor does a
+     * shutdown's 503, since either would say "nothing was changed" of a write about to be
+     * committed. Its answer follows the commit (on SQLite, at the end of the loop's turn).
+     */
+    commitStarted (): void
   }
   interface FastifyInstance {
     /** Answers every request still in flight with 503 and aborts its work (the end of a graceful shutdown). */
@@ -106,6 +112,7 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
     arm()
   }
 
+  app.decorateRequest('commitStarted', function (this: FastifyRequest) { forget(this) })
   app.decorateRequest('abandonController', null)
   app.decorateRequest('abandonReason', null)
   // An AbortController per request was a measurable share of a read's cost, for a signal that

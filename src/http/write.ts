@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { StoredResponse, UnitOfWork } from '../store/store.ts'
+import type { StoredResponse, TransactionOptions, UnitOfWork } from '../store/store.ts'
 import { PRIVATE_CACHE } from './caching.ts'
 import { type Revisioned, validatorsOf } from './conditional.ts'
 import { completeIdempotentWrite } from './idempotency.ts'
@@ -68,6 +68,18 @@ export async function answerWrite (req: FastifyRequest, reply: FastifyReply, wor
     const r = writeResponse(req, reply, await work(uow))
     await completeIdempotentWrite(req, uow, r)
     return r
-  }, { signal: req.abandoned, onCallbackError: err => { req.log.error({ err }, 'work after commit failed') } })
+  }, unitOptions(req))
   return sendStored(reply, response)
+}
+
+/**
+ * A request's unit of work: rolled back when the request is abandoned (timed out, client gone),
+ * and past the request's deadline once it is being committed; failed after-commit work is logged.
+ */
+export function unitOptions (req: FastifyRequest): TransactionOptions {
+  return {
+    signal: req.abandoned,
+    onCommitting: () => { req.commitStarted() },
+    onCallbackError: err => { req.log.error({ err }, 'work after commit failed') },
+  }
 }

@@ -20,8 +20,12 @@ function isPgUnavailable (code: string): boolean {
   return /^(08|53)[0-9A-Z]{3}$/.test(code) || /^57P0[1-5]$/.test(code) || code === '57014' || PG_REFUSED_CONNECTION.has(code)
 }
 
-/** SQLite result codes: the file is locked beyond busy_timeout, full, or cannot be read or written. */
-const SQLITE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|PROTOCOL)(_|$)/
+/**
+ * SQLite result codes: the file is locked beyond busy_timeout, full, or cannot be read or written;
+ * or the transaction was rolled back under the statement (ABORT_ROLLBACK, also what a group
+ * commit's other units get then, src/store/group-commit.ts).
+ */
+const SQLITE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|PROTOCOL|ABORT_ROLLBACK)(_|$)/
 
 /** pg and pg-pool raise these without a code. */
 const PG_MESSAGES = [

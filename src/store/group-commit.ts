@@ -7,6 +7,19 @@ const ROLLBACK_TO = CompiledQuery.raw('ROLLBACK TO unit')
 const COMMIT = CompiledQuery.raw('COMMIT')
 const ROLLBACK = CompiledQuery.raw('ROLLBACK')
 
+/**
+ * What the other units of a group get when SQLite rolled the whole transaction back during one
+ * unit: their writes were lost with it. `SQLITE_ABORT_ROLLBACK` is SQLite's own code for a
+ * statement ended by a rollback, so the answer is 503 (src/store/errors.ts).
+ */
+export class GroupRolledBack extends Error {
+  readonly code = 'SQLITE_ABORT_ROLLBACK'
+
+  constructor (cause: unknown) {
+    super('The transaction this write was part of was rolled back by the database; nothing was committed.', { cause })
+  }
+}
+
 /** One unit of work waiting for its group: what it runs, and how its caller learns the outcome. */
 interface Unit {
   readonly work: (conn: Kysely<Database>) => Promise<unknown>
@@ -67,6 +80,8 @@ export class GroupCommit {
     const group = new Group()
     this.open = group
     setImmediate(() => {
+      // Units of later turns go to the next group, even if one of this turn's is still running.
+      this.close(group)
       group.turnEnded = true
       group.wake()
     })
@@ -85,16 +100,16 @@ export class GroupCommit {
 
   private async drive (group: Group, conn: Kysely<Database>): Promise<void> {
     const done: { unit: Unit, value: unknown }[] = []
-    const failAll = async (err: unknown) => {
+    const failAll = (err: unknown) => {
       this.close(group)
-      await conn.executeQuery(ROLLBACK).catch(() => {})
       for (const d of done.splice(0)) d.unit.reject(err)
       for (const unit of group.units.splice(0)) unit.reject(err)
     }
     try {
       await conn.executeQuery(this.begin)
     } catch (err) {
-      await failAll(err)
+      // No transaction was opened, so there is nothing to roll back.
+      failAll(err)
       return
     }
     for (;;) {
@@ -115,9 +130,12 @@ export class GroupCommit {
           await conn.executeQuery(RELEASE)
         } catch {
           // The savepoint is gone: SQLite rolled the whole transaction back (a full disk, an I/O
-          // error). The units before this one lost their writes too, for the same reason.
+          // error). The units before this one lost their writes too; they are told so by an error
+          // of the store (a 503 to a client), not by this unit's own, which may be an answer to
+          // this unit's request alone.
           unit.reject(err)
-          await failAll(err)
+          await conn.executeQuery(ROLLBACK).catch(() => {})
+          failAll(new GroupRolledBack(err))
           return
         }
         unit.reject(err)
@@ -127,9 +145,15 @@ export class GroupCommit {
     try {
       await conn.executeQuery(COMMIT)
     } catch (err) {
-      await failAll(err)
+      await conn.executeQuery(ROLLBACK).catch(() => {})
+      failAll(err)
       return
     }
     for (const d of done) d.unit.resolve(d.value)
+  }
+
+  /** Resolves once no group holds the connection (before the store closes it). */
+  async drain (): Promise<void> {
+    await this.db.connection().execute(async () => {})
   }
 }

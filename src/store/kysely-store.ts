@@ -63,6 +63,8 @@ export class KyselyStore implements Store {
       const result = await fn({ ...repositories(conn, this.dialect, this.modules), onCommit: f => { callbacks.push(f) } })
       // An abandoned request (timed out, client gone) commits nothing, so its 503 never hides a change.
       opts.signal?.throwIfAborted()
+      // From here the work is committed (or the whole commit fails): it can no longer be abandoned.
+      opts.onCommitting?.()
       return result
     }
     const value = this.groups !== null ? await this.groups.run(work) : await this.alone(work)
@@ -117,6 +119,8 @@ export class KyselyStore implements Store {
   }
 
   async close (): Promise<void> {
+    // A group of units still open commits (or fails) before the connection goes.
+    await this.groups?.drain().catch(() => {})
     await this.db.destroy()
   }
 }

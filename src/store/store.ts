@@ -197,6 +197,12 @@ export interface UnitOfWork extends Repositories {
 export interface TransactionOptions {
   /** The request's signal: when it has fired by the time `fn` returns, the work is rolled back. */
   readonly signal?: AbortSignal
+  /**
+   * Called once `fn` has returned and `signal` was checked for the last time: the work will now be
+   * committed, or fail with the whole commit. Until the commit (on SQLite, the end of the event
+   * loop's turn) the request must not be answered as abandoned.
+   */
+  readonly onCommitting?: () => void
   /** Told about an onCommit callback that failed; the commit stands. */
   readonly onCallbackError?: (err: unknown) => void
 }

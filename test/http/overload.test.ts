@@ -89,6 +89,12 @@ describe('REQUEST_TIMEOUT_MS', () => {
           lateSend = (async () => { await reply.send({ late: true }) })()
           return reply
         })
+        // What a write does once its unit of work is committing (src/http/write.ts, unitOptions).
+        app.get('/test/committing', { schema: { hide: true } }, async (req) => {
+          req.commitStarted()
+          await sleep(700)
+          return { committed: !req.abandoned.aborted }
+        })
         app.get('/test/slow-throw', { schema: { hide: true } }, async (req) => {
           await new Promise(resolve => req.abandoned.addEventListener('abort', resolve, { once: true }))
           throw new Error('failed after the deadline')
@@ -105,6 +111,14 @@ describe('REQUEST_TIMEOUT_MS', () => {
     const reason = await abandoned
     assert.equal((reason as { code?: string }).code, 'REQUEST_TIMEOUT')
     await lateSend
+  })
+
+  it('no longer applies once the writes of the request are being committed: the answer is the commit', async () => {
+    // A 503 then would say nothing changed of a write about to be committed (on SQLite, at the
+    // end of the loop's turn, which can fall after a timer's deadline).
+    const res = await b.app.inject({ method: 'GET', url: '/test/committing' })
+    assert.equal(res.statusCode, 200, res.body)
+    assert.deepEqual(json(res), { committed: true })
   })
 
   it('survives work that fails after its request was abandoned', async () => {

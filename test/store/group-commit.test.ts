@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { type LogEvent, sql } from 'kysely'
+import { isStoreUnavailable } from '../../src/store/errors.ts'
+import { GroupCommit } from '../../src/store/group-commit.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { freshDatabase } from '../helper.ts'
@@ -76,17 +78,77 @@ describe('group commit [sqlite]', () => {
 
   it('answers a unit only after the COMMIT, and makes readers outside the group wait for it', async () => {
     statements.length = 0
-    const events: string[] = []
+    let answeredAt = -1
     const write = store.transaction(async uow => await uow.posts.create(input('durable'), 'alice', new Date()))
-      .then(() => { events.push(`write answered after ${statements.length} statements`) })
-    const read = titles().then(t => { events.push(`read ${t.includes('durable') ? 'saw' : 'missed'} it`) })
-    await Promise.all([write, read])
+      .then(() => { answeredAt = statements.length })
+    const read = titles()
+    const [, seen] = await Promise.all([write, read])
+    // Kysely logs a statement once it has run: the COMMIT was done when the write was answered.
     const commitAt = statements.indexOf('COMMIT')
-    assert.ok(commitAt > 0)
-    assert.equal(events[0], `write answered after ${commitAt + 1} statements`, 'nothing ran between the COMMIT and the answer')
-    const readAt = statements.findIndex(s => /^select/i.test(s) && statements.indexOf(s) > commitAt)
-    assert.ok(readAt > commitAt, `the reader ran after the COMMIT: ${statements.join(' | ')}`)
-    assert.equal(events[1], 'read saw it')
+    assert.ok(commitAt > 0, statements.join(' | '))
+    assert.ok(answeredAt > commitAt, `answered after ${answeredAt} statements, the COMMIT was #${commitAt + 1}`)
+    // The reader asked while the group was open; its SELECT ran after the COMMIT, and saw the write.
+    const selects = statements.map((s, i) => /^select/i.test(s) ? i : -1).filter(i => i >= 0)
+    assert.ok(selects.length > 0 && selects.every(i => i > commitAt), statements.join(' | '))
+    assert.ok(seen.includes('durable'))
+  })
+
+  it('fails every unit of a group when the COMMIT fails, and keeps none of their writes', async () => {
+    // A deferred foreign key is checked at COMMIT: one unit's write makes the COMMIT fail.
+    await sql`CREATE TABLE gc_parent (id INTEGER PRIMARY KEY)`.execute(store.db)
+    await sql`CREATE TABLE gc_child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES gc_parent (id) DEFERRABLE INITIALLY DEFERRED)`.execute(store.db)
+    const groups = new GroupCommit(store.db, 'BEGIN IMMEDIATE')
+    const outcomes = await Promise.allSettled([
+      groups.run(async conn => await sql`INSERT INTO gc_parent (id) VALUES (1)`.execute(conn)),
+      groups.run(async conn => await sql`INSERT INTO gc_child (id, parent) VALUES (1, 999)`.execute(conn)),
+      groups.run(async conn => await sql`INSERT INTO gc_parent (id) VALUES (2)`.execute(conn)),
+    ])
+    assert.deepEqual(outcomes.map(o => o.status), ['rejected', 'rejected', 'rejected'])
+    for (const o of outcomes) assert.match(String((o as PromiseRejectedResult).reason), /FOREIGN KEY/)
+    const rows = await sql<{ n: number }>`SELECT (SELECT count(*) FROM gc_parent) + (SELECT count(*) FROM gc_child) AS n`.execute(store.db)
+    assert.equal(Number(rows.rows[0]!.n), 0)
+    // The connection is usable again: the next group commits.
+    await groups.run(async conn => await sql`INSERT INTO gc_parent (id) VALUES (3)`.execute(conn))
+    assert.equal(Number((await sql<{ n: number }>`SELECT count(*) AS n FROM gc_parent`.execute(store.db)).rows[0]!.n), 1)
+  })
+
+  it('fails every unit of a group when SQLite rolls the transaction back under one of them, with a store error (503) for the others', async () => {
+    await sql`CREATE TABLE gc_rows (id INTEGER PRIMARY KEY)`.execute(store.db)
+    const groups = new GroupCommit(store.db, 'BEGIN IMMEDIATE')
+    const outcomes = await Promise.allSettled([
+      groups.run(async conn => await sql`INSERT INTO gc_rows (id) VALUES (1)`.execute(conn)),
+      // What SQLite does on its own after some errors (a full disk, an I/O error).
+      groups.run(async conn => await sql`ROLLBACK`.execute(conn)),
+      groups.run(async conn => await sql`INSERT INTO gc_rows (id) VALUES (2)`.execute(conn)),
+    ])
+    assert.deepEqual(outcomes.map(o => o.status), ['rejected', 'rejected', 'rejected'])
+    for (const i of [0, 2]) {
+      const reason = (outcomes[i] as PromiseRejectedResult).reason as Error & { code?: string }
+      assert.equal(reason.code, 'SQLITE_ABORT_ROLLBACK')
+      assert.ok(isStoreUnavailable(reason), 'answered 503, not 500')
+    }
+    assert.equal(Number((await sql<{ n: number }>`SELECT count(*) AS n FROM gc_rows`.execute(store.db)).rows[0]!.n), 0)
+  })
+
+  it('settles every unit when the store is closed with a group open', async () => {
+    const db = await freshDatabase('sqlite')
+    const other = openSqliteStore(db.url.slice('sqlite:'.length))
+    try {
+      await other.migrate()
+      const pending = Array.from({ length: 5 }, async (_, i) => await other.transaction(async uow => await uow.posts.create(input(`closing ${i}`), 'alice', new Date())))
+      const closed = other.close()
+      const outcomes = await Promise.race([
+        Promise.allSettled(pending),
+        new Promise<'hung'>(resolve => setTimeout(() => { resolve('hung') }, 5000)),
+      ])
+      assert.notEqual(outcomes, 'hung')
+      await closed
+      // The open group was drained before the connection closed: its units committed.
+      assert.deepEqual((outcomes as PromiseSettledResult<unknown>[]).map(o => o.status), Array(5).fill('fulfilled'))
+    } finally {
+      await other.close().catch(() => {})
+      await db.drop()
+    }
   })
 
   it('tells every unit of a group the truth when the disk is full: a unit answered is a unit kept', async () => {
@@ -102,7 +164,9 @@ describe('group commit [sqlite]', () => {
       })))
       const rejected = outcomes.filter(o => o.status === 'rejected')
       assert.ok(rejected.length > 0, 'the disk filled up')
-      for (const o of rejected) assert.match(String((o as PromiseRejectedResult).reason), /full/i)
+      // The unit that hit the full disk gets SQLITE_FULL; others that lost their writes with it
+      // get the group's rollback: each is a 503 to its client.
+      for (const o of rejected) assert.ok(isStoreUnavailable((o as PromiseRejectedResult).reason), String((o as PromiseRejectedResult).reason))
       await sql.raw('PRAGMA max_page_count = 1073741823').execute(store.db)
       const all = await titles()
       outcomes.forEach((o, i) => {

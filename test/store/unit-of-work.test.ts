@@ -50,6 +50,18 @@ for (const kind of await storeKinds()) {
       assert.ok((await titles()).includes('uow changed'))
     })
 
+    it('says when the work is past its last abandon check (onCommitting), and only then', async () => {
+      const calls: string[] = []
+      await f.store.transaction(async uow => {
+        await uow.posts.create(input('committing'), 'alice', new Date())
+        calls.push('work done')
+      }, { onCommitting: () => { calls.push('committing') } })
+      await assert.rejects(f.store.transaction(async () => { throw new Error('failed') }, { onCommitting: () => { calls.push('failed unit committing') } }))
+      const gone = new AbortController()
+      await assert.rejects(f.store.transaction(async () => { gone.abort(new Error('gone')) }, { signal: gone.signal, onCommitting: () => { calls.push('abandoned unit committing') } }))
+      assert.deepEqual(calls, ['work done', 'committing'])
+    })
+
     it('keeps the commit when an onCommit callback fails, and reports the failure', async () => {
       const reported: unknown[] = []
       await f.store.transaction(async uow => {

@@ -13,7 +13,7 @@ import type { Resource, ResourceContext } from '../../http/resources.ts'
 import { toFieldErrors } from '../../http/validation.ts'
 import type { ListQuery, PostFilter } from '../../store/store.ts'
 import { linkBase } from '../../http/versioning.ts'
-import { answerWrite, writtenResource } from '../../http/write.ts'
+import { answerWrite, unitOptions, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
 import { postData, renderPost } from './representation.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
@@ -157,7 +157,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   }), async (req, reply: FastifyReply) => {
     await req.server.store.transaction(async uow => {
       await new PostService(uow.posts).delete(req.params.post_id, req.principal as Principal, preconditionOf(req, 'posts'))
-    }, { signal: req.abandoned })
+    }, unitOptions(req))
     return reply.code(204).header('cache-control', 'private, no-store').send()
   })
 }
