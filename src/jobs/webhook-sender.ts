@@ -124,21 +124,34 @@ export class WebhookSender {
       'webhook-signature': this.signer.sign(d.id, now, d.payload),
     }
     const client = url.protocol === 'https:' ? https : http
-    return await new Promise<number>((resolve, reject) => {
-      const req = client.request(url, {
-        method: 'POST',
-        headers,
-        lookup: guardedLookup(this.opts.allowLoopback) as never,
-        // A shutdown does not wait for a slow receiver: the attempt is retried, from any instance.
-        signal: AbortSignal.any([AbortSignal.timeout(this.opts.timeoutMs), stopping]),
-      }, res => {
-        // Only the status matters; the body is read and dropped so the socket is freed.
-        res.resume()
-        res.on('end', () => { resolve(res.statusCode ?? 0) })
-        res.on('error', reject)
+    // The attempt's deadline, and a shutdown (which does not wait for a slow receiver: the attempt
+    // is retried, from any instance). A plain timer, not AbortSignal.any([AbortSignal.timeout()]):
+    // Node may garbage-collect a timeout signal held only by a composite one before it fires
+    // (nodejs/node#57736), and a receiver that never answers then held the attempt forever.
+    const deadline = new AbortController()
+    const timer = setTimeout(() => { deadline.abort(new DOMException(`no answer within ${this.opts.timeoutMs} ms`, 'TimeoutError')) }, this.opts.timeoutMs)
+    const stop = () => { deadline.abort(stopping.reason) }
+    stopping.addEventListener('abort', stop, { once: true })
+    if (stopping.aborted) stop()
+    try {
+      return await new Promise<number>((resolve, reject) => {
+        const req = client.request(url, {
+          method: 'POST',
+          headers,
+          lookup: guardedLookup(this.opts.allowLoopback) as never,
+          signal: deadline.signal,
+        }, res => {
+          // Only the status matters; the body is read and dropped so the socket is freed.
+          res.resume()
+          res.on('end', () => { resolve(res.statusCode ?? 0) })
+          res.on('error', reject)
+        })
+        req.on('error', reject)
+        req.end(body)
       })
-      req.on('error', reject)
-      req.end(body)
-    })
+    } finally {
+      clearTimeout(timer)
+      stopping.removeEventListener('abort', stop)
+    }
   }
 }

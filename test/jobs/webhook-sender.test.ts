@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import v8 from 'node:v8'
+import vm from 'node:vm'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pino from 'pino'
@@ -77,6 +79,28 @@ describe('WebhookSender', () => {
     }
     assert.deepEqual(await counts(attempts), { retry: 1, failed: 1 })
     assert.deepEqual(got, ['/slow', '/slow'])
+  })
+
+  it('gives up on a receiver that never answers even when garbage collection runs during the attempt', async () => {
+    // Node can collect a timeout signal held only by AbortSignal.any() before it fires
+    // (nodejs/node#57736); the attempt then waited for ever. Collections are forced here.
+    v8.setFlagsFromString('--expose-gc')
+    const gc = vm.runInNewContext('gc') as () => void
+    got.length = 0
+    await f.store.webhooks.enqueue({ id: 'msg_slow_gc', exportId: null, url: `http://127.0.0.1:${port}/slow`, payload: '{}' }, new Date())
+    const { s, attempts } = sender({ allowLoopback: true, maxAttempts: 1, timeoutMs: 300 })
+    const started = Date.now()
+    s.start()
+    try {
+      while ((await counts(attempts)).failed !== 1) {
+        assert.ok(Date.now() - started < 5000, 'the attempt was never timed out')
+        gc()
+        await sleep(20)
+      }
+    } finally {
+      await s.stop()
+    }
+    assert.deepEqual(got, ['/slow'])
   })
 
   it('backs off exponentially with full jitter, at most an hour', () => {
