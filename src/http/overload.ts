@@ -5,6 +5,7 @@ import underPressure from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
+import { loopStalledMs } from '../loop-stalls.ts'
 import { AppError, PROBLEMS, type ProblemCode, problemSlug } from '../errors.ts'
 import { buildProblem, PROBLEM_MEDIA_TYPE, type Problem, problemHeaders, SUCCESS_ONLY_HEADERS } from './problems.ts'
 import { routeOf } from './route.ts'
@@ -223,7 +224,8 @@ const WAITED = Symbol('waited')
 const EXEMPT = Symbol('exempt')
 const ANSWERED = Symbol('answered')
 const BURST = Symbol('burst')
-type Tracked = FastifyRequest & { [IN_FLIGHT]?: boolean, [BODY_READ]?: number, [WAITED]?: number, [EXEMPT]?: boolean }
+const STALLED_AT = Symbol('stalledAt')
+type Tracked = FastifyRequest & { [IN_FLIGHT]?: boolean, [BODY_READ]?: number, [WAITED]?: number, [EXEMPT]?: boolean, [STALLED_AT]?: number }
 /**
  * A connection: whether it has had an answer (it is past the accept queue), and the burst it came
  * in (which run of turns that took a connection from the accept queue accepted it).
@@ -255,6 +257,8 @@ type TrackedSocket = Socket & { [ANSWERED]?: boolean, [BURST]?: number }
  * new connections, or one burst read in a long turn, is. So are the requests queued behind one
  * turn longer than the bound (a stall, not a standing queue): a rule that waited for the queue to
  * prove it stands served requests far beyond the bound under real overload (docs/reliability.md).
+ * Time the loop spent blocked in a disk sync (src/loop-stalls.ts: SQLite's COMMIT and the WAL
+ * checkpoints it runs) is left out of every wait: shedding cannot shorten it.
  * OVERLOAD_MAX_IN_FLIGHT bounds requests waiting on the store (a pool, a lock) the same way.
  */
 function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWaitMs' | 'overloadMaxInFlight'>): void {
@@ -279,6 +283,10 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
   let burstOwn = 0
   let turnRequests = 0
   let turnBurstRequests = 0
+  // The loop's blocking disk syncs (src/loop-stalls.ts) as they stood at those two turn ends and
+  // when the accept queue was last seen empty: a stall is not a queue, so waits leave it out.
+  const stalledAt = [0, 0]
+  let stalledAtQueueEmpty = 0
   const endTurn = () => {
     armed = false
     const end = performance.now()
@@ -287,12 +295,15 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
     turnBurstRequests = 0
     if (!accepted) {
       acceptQueueEmpty = turnEnds[1]!
+      stalledAtQueueEmpty = stalledAt[1]!
       burst++
       burstOwn = 0
     }
     accepted = false
     turnEnds[0] = turnEnds[1]!
     turnEnds[1] = end
+    stalledAt[0] = stalledAt[1]!
+    stalledAt[1] = loopStalledMs()
   }
   const markTurn = () => {
     if (armed) return
@@ -334,13 +345,18 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
         idleSeen = idle
       }
       if (maxWait > 0) {
-        const sinceTurn = now - Math.max(busySince, turnEnds[0]!)
+        // Syncs since a moment, when the wait is counted from it (not from a later idle moment).
+        const stalled = loopStalledMs()
+        req[STALLED_AT] = stalled
+        const stallsSince = (from: number, at: number) => busySince <= from ? stalled - at : 0
+        const sinceTurn = now - Math.max(busySince, turnEnds[0]!) - stallsSince(turnEnds[0]!, stalledAt[0]!)
         turnRequests++
         if (socket[ANSWERED] === true) {
           req[WAITED] = sinceTurn
           if (socket[BURST] === burst) turnBurstRequests++
         } else {
-          req[WAITED] = Math.max(sinceTurn, now - Math.max(busySince, acceptQueueEmpty) - burstOwn)
+          const queued = now - Math.max(busySince, acceptQueueEmpty) - stallsSince(acceptQueueEmpty, stalledAtQueueEmpty)
+          req[WAITED] = Math.max(sinceTurn, queued - burstOwn)
         }
       }
     }
@@ -373,7 +389,8 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
     done()
   })
   app.addHook('preHandler', (req: Tracked, reply, done) => {
-    if (req[EXEMPT] !== true && (req[WAITED] ?? 0) + reply.elapsedTime - (req[BODY_READ] ?? 0) > maxWait) done(overloaded('requests wait too long'))
+    const stalls = loopStalledMs() - (req[STALLED_AT] ?? 0)
+    if (req[EXEMPT] !== true && (req[WAITED] ?? 0) + reply.elapsedTime - (req[BODY_READ] ?? 0) - stalls > maxWait) done(overloaded('requests wait too long'))
     else done()
   })
 }

@@ -1,4 +1,5 @@
 import { CompiledQuery, type Kysely } from 'kysely'
+import { addLoopStall } from '../loop-stalls.ts'
 import type { Database } from './tables.ts'
 
 const SAVEPOINT = CompiledQuery.raw('SAVEPOINT unit')
@@ -142,8 +143,11 @@ export class GroupCommit {
       }
     }
     this.close(group)
+    const syncing = performance.now()
     try {
       await conn.executeQuery(COMMIT)
+      // better-sqlite3 runs the COMMIT (the sync, a checkpoint) synchronously: the loop was blocked.
+      addLoopStall(performance.now() - syncing)
     } catch (err) {
       await conn.executeQuery(ROLLBACK).catch(() => {})
       failAll(err)

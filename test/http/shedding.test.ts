@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import type net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { addLoopStall } from '../../src/loop-stalls.ts'
 import { buildTestApp, json, type TestApp } from '../helper.ts'
 import { closedLoop, rawBurst, rawRequest } from '../raw-http.ts'
 import { recordResult } from '../reliability-record.ts'
@@ -24,12 +25,39 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
           busyWait(Number(req.query.ms ?? WORK_MS))
           return { ok: true }
         })
+        // The loop blocked for `ms` once, after the answer: a slow disk sync, reported as the
+        // store reports its COMMIT (`sync`), or blocking work of any other kind.
+        app.get<{ Querystring: { ms: string, sync?: string } }>('/test/stall', { schema: { hide: true } }, async req => {
+          setImmediate(() => {
+            busyWait(Number(req.query.ms))
+            if (req.query.sync === '1') addLoopStall(Number(req.query.ms))
+          })
+          return { ok: true }
+        })
       },
     })
     await t.app.listen({ port: 0, host: '127.0.0.1' })
     port = (t.app.server.address() as net.AddressInfo).port
   })
   after(async () => { await t.close() })
+
+  it('does not shed the requests that waited through a slow disk sync, but does those behind other blocking work', async () => {
+    // 4 kept-alive connections in a closed loop of 2 ms requests; meanwhile the loop blocks once
+    // for 500 ms, over the bound. A COMMIT's sync (the store reports its time) is not a queue:
+    // the requests behind it would not have been answered sooner had fewer been waiting. Any
+    // other blocking of that length still counts.
+    const during = async (sync: '0' | '1') => {
+      const load = closedLoop(port, 4, 1200, '/test/busy?ms=2')
+      await sleep(400)
+      assert.equal((await rawRequest(port, `GET /test/stall?ms=500&sync=${sync} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)).status, 200)
+      return (await load).statuses
+    }
+    const sync = await during('1')
+    assert.deepEqual(Object.keys(sync), ['200'], `behind a sync: ${JSON.stringify(sync)}`)
+    await sleep(WAIT_MS * 2)
+    const other = await during('0')
+    assert.ok((other['503'] ?? 0) > 0, `behind other blocking work: ${JSON.stringify(other)}`)
+  })
 
   it('answers a burst beyond capacity with fast 503s, and keeps the answered ones fast', async () => {
     // 40 requests of 40 ms each at once: served in turn, the last would wait 1.6 s.

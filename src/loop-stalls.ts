@@ -1,0 +1,19 @@
+/**
+ * Time this process's event loop spent blocked in a disk sync: SQLite's COMMIT, which at
+ * `synchronous = FULL` syncs the log and now and then runs a WAL checkpoint, synchronously on the
+ * loop. That time is a stall, not a queue of requests: requests that waited through it would not
+ * have been answered sooner had fewer been waiting, and shedding them would not shorten the next
+ * sync, so load shedding does not count it as waiting (src/http/overload.ts). A process-wide
+ * counter: it describes this process's own event loop, nothing another instance needs.
+ */
+let stalledMs = 0
+
+/** Adds `ms` of blocking sync (the store, after a COMMIT). */
+export function addLoopStall (ms: number): void {
+  stalledMs += ms
+}
+
+/** Milliseconds of blocking sync since the process started. */
+export function loopStalledMs (): number {
+  return stalledMs
+}
