@@ -13,32 +13,38 @@ function busyWait (ms: number): void {
   while (performance.now() < end) { /* the handler's cost: the event loop is the bottleneck */ }
 }
 
+/**
+ * An app that sheds by wait beyond `waitMs`, on a real socket, with routes that burn the loop:
+ * `/test/busy?ms=` in the handler (`workMs` by default), `/test/stall?ms=&sync=` once after the
+ * answer, as a slow disk sync reported the way the store reports its COMMIT (`sync=1`) or as
+ * blocking work of any other kind.
+ */
+async function sheddingApp (waitMs: number, workMs: number): Promise<{ t: TestApp, port: number }> {
+  const t = await buildTestApp('sqlite', { OVERLOAD_MAX_WAIT_MS: String(waitMs), OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', RATE_LIMIT_MAX: '0' }, {
+    extend: app => {
+      app.get<{ Querystring: { ms?: string } }>('/test/busy', { schema: { hide: true } }, async req => {
+        busyWait(Number(req.query.ms ?? workMs))
+        return { ok: true }
+      })
+      app.get<{ Querystring: { ms: string, sync?: string } }>('/test/stall', { schema: { hide: true } }, async req => {
+        setImmediate(() => {
+          busyWait(Number(req.query.ms))
+          if (req.query.sync === '1') addLoopStall(Number(req.query.ms))
+        })
+        return { ok: true }
+      })
+    },
+  })
+  await t.app.listen({ port: 0, host: '127.0.0.1' })
+  return { t, port: (t.app.server.address() as net.AddressInfo).port }
+}
+
 describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
   const WAIT_MS = 200
   const WORK_MS = 40
   let t: TestApp
   let port: number
-  before(async () => {
-    t = await buildTestApp('sqlite', { OVERLOAD_MAX_WAIT_MS: String(WAIT_MS), OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', RATE_LIMIT_MAX: '0' }, {
-      extend: app => {
-        app.get<{ Querystring: { ms?: string } }>('/test/busy', { schema: { hide: true } }, async req => {
-          busyWait(Number(req.query.ms ?? WORK_MS))
-          return { ok: true }
-        })
-        // The loop blocked for `ms` once, after the answer: a slow disk sync, reported as the
-        // store reports its COMMIT (`sync`), or blocking work of any other kind.
-        app.get<{ Querystring: { ms: string, sync?: string } }>('/test/stall', { schema: { hide: true } }, async req => {
-          setImmediate(() => {
-            busyWait(Number(req.query.ms))
-            if (req.query.sync === '1') addLoopStall(Number(req.query.ms))
-          })
-          return { ok: true }
-        })
-      },
-    })
-    await t.app.listen({ port: 0, host: '127.0.0.1' })
-    port = (t.app.server.address() as net.AddressInfo).port
-  })
+  before(async () => { ({ t, port } = await sheddingApp(WAIT_MS, WORK_MS)) })
   after(async () => { await t.close() })
 
   it('does not shed the requests that waited through a slow disk sync, but does those behind other blocking work', async () => {
@@ -172,18 +178,7 @@ describe('shedding by wait, when a client pool opens its connections at once', (
   const WAIT_MS = 400
   let t: TestApp
   let port: number
-  before(async () => {
-    t = await buildTestApp('sqlite', { OVERLOAD_MAX_WAIT_MS: String(WAIT_MS), OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', RATE_LIMIT_MAX: '0' }, {
-      extend: app => {
-        app.get<{ Querystring: { ms?: string } }>('/test/busy', { schema: { hide: true } }, async req => {
-          busyWait(Number(req.query.ms))
-          return { ok: true }
-        })
-      },
-    })
-    await t.app.listen({ port: 0, host: '127.0.0.1' })
-    port = (t.app.server.address() as net.AddressInfo).port
-  })
+  before(async () => { ({ t, port } = await sheddingApp(WAIT_MS, 2)) })
   after(async () => { await t.close() })
 
   it('sheds nothing, though libuv accepts the connections one per turn', async () => {
