@@ -305,6 +305,12 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
     stalledAt[0] = stalledAt[1]!
     stalledAt[1] = loopStalledMs()
   }
+  /**
+   * The time since moment `from` (or since the loop's last idle moment, if later), less the disk
+   * syncs since then: `stalled` now, `stalledThen` at `from` (a stall is not a queue).
+   */
+  const waitedSince = (now: number, stalled: number, from: number, stalledThen: number): number =>
+    busySince <= from ? now - from - (stalled - stalledThen) : now - busySince
   const markTurn = () => {
     if (armed) return
     armed = true
@@ -345,18 +351,15 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
         idleSeen = idle
       }
       if (maxWait > 0) {
-        // Syncs since a moment, when the wait is counted from it (not from a later idle moment).
         const stalled = loopStalledMs()
         req[STALLED_AT] = stalled
-        const stallsSince = (from: number, at: number) => busySince <= from ? stalled - at : 0
-        const sinceTurn = now - Math.max(busySince, turnEnds[0]!) - stallsSince(turnEnds[0]!, stalledAt[0]!)
+        const sinceTurn = waitedSince(now, stalled, turnEnds[0]!, stalledAt[0]!)
         turnRequests++
         if (socket[ANSWERED] === true) {
           req[WAITED] = sinceTurn
           if (socket[BURST] === burst) turnBurstRequests++
         } else {
-          const queued = now - Math.max(busySince, acceptQueueEmpty) - stallsSince(acceptQueueEmpty, stalledAtQueueEmpty)
-          req[WAITED] = Math.max(sinceTurn, queued - burstOwn)
+          req[WAITED] = Math.max(sinceTurn, waitedSince(now, stalled, acceptQueueEmpty, stalledAtQueueEmpty) - burstOwn)
         }
       }
     }
