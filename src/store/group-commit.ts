@@ -106,6 +106,10 @@ export class GroupCommit {
       for (const d of done.splice(0)) d.unit.reject(err)
       for (const unit of group.units.splice(0)) unit.reject(err)
     }
+    const rollBackAll = async (err: unknown) => {
+      await conn.executeQuery(ROLLBACK).catch(() => {})
+      failAll(err)
+    }
     try {
       await conn.executeQuery(this.begin)
     } catch (err) {
@@ -135,8 +139,7 @@ export class GroupCommit {
           // of the store (a 503 to a client), not by this unit's own, which may be an answer to
           // this unit's request alone.
           unit.reject(err)
-          await conn.executeQuery(ROLLBACK).catch(() => {})
-          failAll(new GroupRolledBack(err))
+          await rollBackAll(new GroupRolledBack(err))
           return
         }
         unit.reject(err)
@@ -149,8 +152,7 @@ export class GroupCommit {
       // better-sqlite3 runs the COMMIT (the sync, a checkpoint) synchronously: the loop was blocked.
       addLoopStall(performance.now() - syncing)
     } catch (err) {
-      await conn.executeQuery(ROLLBACK).catch(() => {})
-      failAll(err)
+      await rollBackAll(err)
       return
     }
     for (const d of done) d.unit.resolve(d.value)
