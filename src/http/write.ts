@@ -73,10 +73,19 @@ export async function answerWrite (req: FastifyRequest, reply: FastifyReply, wor
 }
 
 /**
+ * Runs a request's deletion as one unit of work and answers it: 204 with no body, `private,
+ * no-store`; abandoned, committed and logged like every other write (unitOptions).
+ */
+export async function answerDelete (req: FastifyRequest, reply: FastifyReply, work: (uow: UnitOfWork) => Promise<void>): Promise<FastifyReply> {
+  await req.server.store.transaction(work, unitOptions(req))
+  return reply.code(204).header('cache-control', PRIVATE_CACHE).send()
+}
+
+/**
  * A request's unit of work: rolled back when the request is abandoned (timed out, client gone),
  * and past the request's deadline once it is being committed; failed after-commit work is logged.
  */
-export function unitOptions (req: FastifyRequest): TransactionOptions {
+function unitOptions (req: FastifyRequest): TransactionOptions {
   return {
     signal: req.abandoned,
     onCommitting: () => { req.commitStarted() },

@@ -13,7 +13,7 @@ import type { Resource, ResourceContext } from '../../http/resources.ts'
 import { toFieldErrors } from '../../http/validation.ts'
 import type { ListQuery, PostFilter } from '../../store/store.ts'
 import { linkBase } from '../../http/versioning.ts'
-import { answerWrite, unitOptions, writtenResource } from '../../http/write.ts'
+import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
 import { postData, renderPost } from './representation.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
@@ -155,10 +155,9 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
       response: { 204: NoContentSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 412, 422) },
     },
   }), async (req, reply: FastifyReply) => {
-    await req.server.store.transaction(async uow => {
+    return await answerDelete(req, reply, async uow => {
       await new PostService(uow.posts).delete(req.params.post_id, req.principal as Principal, preconditionOf(req, 'posts'))
-    }, unitOptions(req))
-    return reply.code(204).header('cache-control', 'private, no-store').send()
+    })
   })
 }
 
