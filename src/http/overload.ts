@@ -195,12 +195,10 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
     arm()
     done()
   })
-  // Once an answer is on its way (serialising or in onSend), the deadline no longer applies:
-  // a second answer racing the first would write the headers twice.
-  app.addHook('preSerialization', (req, _reply, payload, done) => {
-    forget(req)
-    done(null, payload)
-  })
+  // Once an answer is on its way (in onSend), the deadline no longer applies: a second answer
+  // racing the first would write the headers twice. This is the first onSend hook, and nothing
+  // between serialising and onSend waits, so the serialisation needs no hook of its own (and
+  // without any preSerialization hook Fastify serialises without the hook runner).
   app.addHook('onSend', (req, _reply, payload, done) => {
     forget(req)
     done(null, payload)
@@ -225,12 +223,14 @@ const EXEMPT = Symbol('exempt')
 const ANSWERED = Symbol('answered')
 const BURST = Symbol('burst')
 const STALLED_AT = Symbol('stalledAt')
-type Tracked = FastifyRequest & { [IN_FLIGHT]?: boolean, [BODY_READ]?: number, [WAITED]?: number, [EXEMPT]?: boolean, [STALLED_AT]?: number }
+const SOCKET_IN_FLIGHT = Symbol('socketInFlight')
+type Tracked = FastifyRequest & { [IN_FLIGHT]?: boolean | TrackedSocket, [BODY_READ]?: number, [WAITED]?: number, [EXEMPT]?: boolean, [STALLED_AT]?: number }
 /**
- * A connection: whether it has had an answer (it is past the accept queue), and the burst it came
- * in (which run of turns that took a connection from the accept queue accepted it).
+ * A connection: whether it has had an answer (it is past the accept queue), the burst it came in
+ * (which run of turns that took a connection from the accept queue accepted it), and how many of
+ * its requests count as in flight (-1 once it has closed: none of them do any longer).
  */
-type TrackedSocket = Socket & { [ANSWERED]?: boolean, [BURST]?: number }
+type TrackedSocket = Socket & { [ANSWERED]?: boolean, [BURST]?: number, [SOCKET_IN_FLIGHT]?: number }
 
 /**
  * Load shedding by what a client feels. When the loop is saturated the wait is in the sockets
@@ -267,6 +267,9 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
   if (maxWait === 0 && maxInFlight === 0) return
   let busySince = -1
   let idleSeen = 0
+  // Whether this turn's first request has read the loop's idle time: it only grows while the loop
+  // waits for I/O, which it does not do within a turn, so one read per turn is enough.
+  let idleRead = false
   let inFlight = 0
   // The ends of the last two turns of the loop that handled a request or an answer: an immediate
   // armed by that work runs in the turn's check phase, right after its I/O callbacks.
@@ -289,6 +292,7 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
   let stalledAtQueueEmpty = 0
   const endTurn = () => {
     armed = false
+    idleRead = false
     const end = performance.now()
     if (turnBurstRequests > 0) burstOwn += (end - Math.max(turnEnds[1]!, busySince)) * turnBurstRequests / turnRequests
     turnRequests = 0
@@ -316,26 +320,47 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
     armed = true
     setImmediate(endTurn)
   }
+  // A request leaves the count when answered (onResponse), or when its connection closes first:
+  // a listener per connection, not one per request (that was ~2% of a read's instructions).
   const release = (req: Tracked) => {
-    if (req[IN_FLIGHT] !== true) return
+    const counted = req[IN_FLIGHT]
+    if (counted === undefined || counted === false) return
     req[IN_FLIGHT] = false
-    inFlight--
+    if (counted === true) {
+      inFlight--
+    } else if (counted[SOCKET_IN_FLIGHT]! > 0) {
+      counted[SOCKET_IN_FLIGHT]!--
+      inFlight--
+    }
   }
   const checkInFlight = (req: Tracked, reply: FastifyReply): void => {
     if (maxInFlight > 0 && inFlight >= maxInFlight) throw overloaded('too many requests in flight')
+    const socket = req.raw.socket as TrackedSocket | null
+    const counted = socket?.[SOCKET_IN_FLIGHT]
+    if (counted === -1) return
     inFlight++
-    req[IN_FLIGHT] = true
-    reply.raw.once('close', () => { release(req) })
+    if (counted === undefined) {
+      // Not from a connection this server accepted (app.inject): its reply says when it closes.
+      req[IN_FLIGHT] = true
+      reply.raw.once('close', () => { release(req) })
+    } else {
+      req[IN_FLIGHT] = socket!
+      socket![SOCKET_IN_FLIGHT] = counted + 1
+    }
   }
   const overloaded = (why: string) => unavailable('SERVICE_UNAVAILABLE', `The service is overloaded (${why}). Retry after the time in Retry-After.`)
 
-  if (maxWait > 0) {
-    app.server.on('connection', (socket: TrackedSocket) => {
-      accepted = true
-      socket[BURST] = burst
-      markTurn()
+  app.server.on('connection', (socket: TrackedSocket) => {
+    socket[SOCKET_IN_FLIGHT] = 0
+    socket.once('close', () => {
+      inFlight -= socket[SOCKET_IN_FLIGHT]!
+      socket[SOCKET_IN_FLIGHT] = -1
     })
-  }
+    if (maxWait === 0) return
+    accepted = true
+    socket[BURST] = burst
+    markTurn()
+  })
   // Hooks with a callback, not async, like the deadline's: they run on every request.
   app.addHook('onRequest', (req: Tracked, reply, done) => {
     const socket = req.raw.socket as TrackedSocket
@@ -343,14 +368,17 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
     const fromSocket = socket instanceof Socket
     if (fromSocket) {
       const now = performance.now()
-      if (maxWait > 0) markTurn()
-      // The loop's idle time grows only while it waits for I/O with nothing to do.
-      const idle = performance.eventLoopUtilization().idle
-      if (busySince < 0 || idle > idleSeen) {
-        busySince = now
-        idleSeen = idle
-      }
       if (maxWait > 0) {
+        // The loop's idle time grows only while it waits for I/O with nothing to do.
+        if (!idleRead) {
+          idleRead = true
+          const idle = performance.eventLoopUtilization().idle
+          if (busySince < 0 || idle > idleSeen) {
+            busySince = now
+            idleSeen = idle
+          }
+        }
+        markTurn()
         const stalled = loopStalledMs()
         req[STALLED_AT] = stalled
         const sinceTurn = waitedSince(now, stalled, turnEnds[0]!, stalledAt[0]!)

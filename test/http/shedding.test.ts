@@ -256,4 +256,35 @@ describe('shedding by requests in flight (OVERLOAD_MAX_IN_FLIGHT)', () => {
     const again = await Promise.all(Array.from({ length: 3 }, async () => (await t.app.inject({ method: 'GET', url: '/test/wait' })).statusCode))
     assert.deepEqual(again, [200, 200, 200])
   })
+
+  it('counts requests on real connections, and frees a slot when its client goes away before the answer', async () => {
+    await t.app.listen({ port: 0, host: '127.0.0.1' })
+    const port = (t.app.server.address() as net.AddressInfo).port
+    const get = (signal?: AbortSignal) => new Promise<number>((resolve, reject) => {
+      http.get({ port, host: '127.0.0.1', path: '/test/wait', agent: false, signal }, res => {
+        res.resume()
+        res.on('end', () => { resolve(res.statusCode!) })
+      }).on('error', reject)
+    })
+    // Each on a connection of its own: three are served, the rest refused at once.
+    const statuses = await Promise.all(Array.from({ length: 6 }, async () => await get()))
+    assert.deepEqual(statuses.sort(), [200, 200, 200, 503, 503, 503])
+    // Three clients give up 100 ms into their second-long requests. Their handlers run on, but
+    // nobody waits for those answers: the slots are free at once, not when the handlers end.
+    const gone = Array.from({ length: 3 }, async () => {
+      const ac = new AbortController()
+      setTimeout(() => { ac.abort() }, 100)
+      return await get(ac.signal).catch((err: Error) => err.name)
+    })
+    await sleep(300)
+    const started = performance.now()
+    const after = await Promise.all(Array.from({ length: 3 }, async () => await get()))
+    assert.deepEqual(await Promise.all(gone), ['AbortError', 'AbortError', 'AbortError'])
+    assert.deepEqual(after, [200, 200, 200], 'the slots of the clients that went away were free')
+    assert.ok(performance.now() - started >= 900, 'the three were served, not refused')
+    // Every request left the count exactly once: a leak would refuse more than three of these,
+    // a request counted out twice would let more than three in.
+    const last = await Promise.all(Array.from({ length: 6 }, async () => await get()))
+    assert.deepEqual(last.sort(), [200, 200, 200, 503, 503, 503])
+  })
 })
