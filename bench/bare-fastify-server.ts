@@ -2,25 +2,70 @@
  * `npm run bench`'s bare Fastify server: the same routes, data and SQL as the reference server,
  * on Fastify with its defaults (no logger, no plugins, no schemas). Shows what the framework costs.
  *
+ * With BENCH_FLOOR=1 it is the floor: the same server carrying only what the contract puts on
+ * every answer whatever the request, without any of the work behind it: the response headers a
+ * read of this service sends (request id, traceparent, the security set, API-Version, RateLimit,
+ * and on reads ETag, Last-Modified, Cache-Control, Vary), each made per request where the service
+ * makes it per request, and one log line per request at info with the service's fields, through
+ * a child logger carrying the request id, as the service logs. No negotiation, validation, rate
+ * limiting, shedding, conditional requests, metrics or tracing context: what any implementation on
+ * Fastify pays before it does the contract's work, so the ceiling no such implementation can pass.
+ *
  *   BENCH_DB=/tmp/x.db PORT=3912 node --import tsx bench/bare-fastify-server.ts
  */
-import Fastify from 'fastify'
-import { listJson, openPosts, postJson } from './reference-sql.ts'
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyReply, LogController } from 'fastify'
+import { randomHex } from '../src/http/tracing.ts'
+import { listJson, openPosts, type PostRow, postJson } from './reference-sql.ts'
 
 const posts = openPosts(process.env.BENCH_DB ?? 'bench.db')
-const app = Fastify({ logger: false })
+const floor = process.env.BENCH_FLOOR === '1'
+const app = Fastify(floor
+  ? { logger: { level: 'info' }, genReqId: () => randomUUID(), logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }) }
+  : { logger: false })
 const JSON_TYPE = 'application/json; charset=utf-8'
+
+if (floor) {
+  // The headers every answer of the service carries, with the values it sends by default.
+  app.addHook('onRequest', (req, reply, done) => {
+    reply.headers({
+      'x-request-id': req.id,
+      traceparent: `00-${randomHex(16)}-${randomHex(8)}-01`,
+      'content-security-policy': "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      'strict-transport-security': 'max-age=31536000; includeSubDomains',
+      'x-content-type-options': 'nosniff',
+      'x-frame-options': 'DENY',
+      'referrer-policy': 'no-referrer',
+      'cross-origin-resource-policy': 'same-origin',
+      'api-version': '1',
+      'ratelimit-policy': '"default";q=1000000000;w=60',
+      ratelimit: '"default";r=999999999;t=60',
+    })
+    done()
+  })
+  app.addHook('onResponse', (req, reply, done) => {
+    req.log.info({ method: req.method, path: req.url, route: req.routeOptions.url, status: reply.statusCode, duration_ms: reply.elapsedTime, trace_id: randomHex(16) }, 'request')
+    done()
+  })
+}
+
+/** A read's caching headers, as the service sends them for a published post and a public list. */
+function cacheable (reply: FastifyReply, post: PostRow | undefined): FastifyReply {
+  if (!floor) return reply
+  if (post !== undefined) reply.header('etag', `"${post.id}-${post.revision}"`).header('last-modified', new Date(post.updated_at).toUTCString())
+  return reply.header('cache-control', 'public, max-age=60, stale-while-revalidate=300').header('vary', 'Accept, accept-encoding, Authorization')
+}
 
 app.get('/healthz', async () => ({ status: 'ok' }))
 app.get<{ Querystring: { after?: string } }>('/posts', async (req, reply) => {
   const after = req.query.after?.split(',')
   const page = posts.list(after === undefined ? null : [after[0]!, Number(after[1])])
-  return reply.type(JSON_TYPE).send(listJson(page.items))
+  return cacheable(reply, undefined).type(JSON_TYPE).send(listJson(page.items))
 })
 app.get<{ Params: { id: string } }>('/posts/:id', async (req, reply) => {
   const post = posts.get(Number(req.params.id))
   if (post === undefined) return reply.code(404).send({})
-  return reply.type(JSON_TYPE).send(postJson(post))
+  return cacheable(reply, post).type(JSON_TYPE).send(postJson(post))
 })
 app.post<{ Body: { title: string, content: string } }>('/posts', async (req, reply) => {
   return reply.code(201).type(JSON_TYPE).send(postJson(posts.create(req.body.title, req.body.content, 'bench')))

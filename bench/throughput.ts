@@ -4,7 +4,10 @@
  *     settings; only RATE_LIMIT_MAX is set, to a limit the load does not reach, and a JWT secret
  *     so that writes verify a token),
  *   - the ceiling: bare node:http + better-sqlite3 with the same data and SQL (bench/reference-server.ts),
- *   - bare Fastify with the same (bench/bare-fastify-server.ts);
+ *   - bare Fastify with the same (bench/bare-fastify-server.ts),
+ *   - the floor: that bare Fastify server carrying only the headers and the log line the contract
+ *     puts on every answer, none of the work behind them (the same file, BENCH_FLOOR=1): what any
+ *     implementation of the contract on Fastify pays at the least;
  * each on a copy of the same 10 000 posts of ~2 KB, pinned to core 0, driven in turn by wrk pinned
  * to core 1 (64 connections), the scenarios interleaved over BENCH_ROUNDS rounds. Then read one
  * and a deep cursor page at 1 000 000 posts (seeded with SQL), and the service on PostgreSQL when
@@ -41,8 +44,9 @@ const SCRIPT = path.join(ROOT, 'bench/wrk/scenario.lua')
 // ~2 KB of content per post, the same in the seed, the wrk script's writes and every server.
 const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(36)
 
-type ServerKind = 'ceiling' | 'fastify' | 'service'
-const LABEL: Record<ServerKind, string> = { ceiling: 'bare node:http (ceiling)', fastify: 'bare Fastify', service: 'this service' }
+type ServerKind = 'ceiling' | 'fastify' | 'floor' | 'service'
+const LABEL: Record<ServerKind, string> = { ceiling: 'bare node:http (ceiling)', fastify: 'bare Fastify', floor: 'floor: bare Fastify + the contract\'s headers and log line', service: 'this service' }
+const KINDS = ['ceiling', 'fastify', 'floor', 'service'] as const
 
 /** `log`: the service's log file (its stdout), kept for `logSummary`. */
 interface Server { kind: ServerKind, child: ChildProcess, port: number, startupMs: number, log?: string }
@@ -121,11 +125,12 @@ async function startServer (kind: ServerKind, env: Record<string, string>): Prom
     [cmd, args] = pin(0, process.execPath, ['--import', 'tsx', path.join(ROOT, `bench/${kind === 'ceiling' ? 'reference-server' : 'bare-fastify-server'}.ts`)])
   }
   // The service logs at its default level, info (one line per request), to a file, as it would
-  // to a log collector; the file is read for warnings and errors when the server stops.
-  const log = kind === 'service' ? path.join(os.tmpdir(), `blog-bench-service-${process.pid}-${port}.log`) : undefined
+  // to a log collector; the file is read for warnings and errors when the server stops. The floor
+  // writes its lines to a file too, so both pay the same for them.
+  const log = kind === 'service' || kind === 'floor' ? path.join(os.tmpdir(), `blog-bench-${kind}-${process.pid}-${port}.log`) : undefined
   const stdout = log === undefined ? 'ignore' : fs.openSync(log, 'w')
   const started = performance.now()
-  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', stdout, 'inherit'] })
+  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port), ...(kind === 'floor' ? { BENCH_FLOOR: '1' } : {}) }, stdio: ['ignore', stdout, 'inherit'] })
   if (typeof stdout === 'number') fs.closeSync(stdout)
   for (let i = 0; i < 3000; i++) {
     try {
@@ -288,7 +293,7 @@ async function main (): Promise<void> {
     const template = path.join(dir, 'template.db')
     seedSqlite(template, POSTS)
     const common = { AUTH_JWT_SECRET: SECRET, RATE_LIMIT_MAX: '1000000000', BOOTSTRAP_ADMIN_KEY: 'false' }
-    for (const kind of ['ceiling', 'fastify', 'service'] as const) {
+    for (const kind of KINDS) {
       const file = path.join(dir, `${kind}.db`)
       fs.copyFileSync(template, file)
       servers.push(await startServer(kind, { ...common, BENCH_DB: file, DATABASE_URL: `sqlite:${file}`, DATA_DIR: dir }))
@@ -298,6 +303,7 @@ async function main (): Promise<void> {
     const deep = new Map<ServerKind, string>([
       ['ceiling', `/posts?after=${position.join(',')}`],
       ['fastify', `/posts?after=${position.join(',')}`],
+      ['floor', `/posts?after=${position.join(',')}`],
       ['service', `/posts?limit=20&cursor=${await deepCursor(service.port, sqliteSecret(path.join(dir, 'service.db')), position)}`],
     ])
     const list = scenarios(POSTS, token, deep)
@@ -305,16 +311,17 @@ async function main (): Promise<void> {
     const rss = new Map(servers.map(s => [s.kind, rssPeakMiB(s.child.pid!)]))
     for (const s of servers) await stop(s)
     const serviceLog = await logSummary(service)
+    for (const s of servers) if (s.kind === 'floor' && s.log !== undefined) fs.rmSync(s.log, { force: true })
     servers.length = 0
 
     say(`\n## SQLite, ${POSTS.toLocaleString('en')} posts of ~2 KB\n`)
     for (const sc of list) {
       say(`### ${sc.name}\n\n${HEADER}`)
       const ceiling = results.get(`${sc.name}|ceiling`)!
-      for (const kind of ['ceiling', 'fastify', 'service'] as const) say(row(LABEL[kind], results.get(`${sc.name}|${kind}`)!, ceiling, rss.get(kind)))
+      for (const kind of KINDS) say(row(LABEL[kind], results.get(`${sc.name}|${kind}`)!, ceiling, rss.get(kind)))
       say('')
     }
-    say(`Peak RSS (VmHWM, start-up and load) — ceiling ${rss.get('ceiling')!.toFixed(0)} MiB, bare Fastify ${rss.get('fastify')!.toFixed(0)} MiB, ` +
+    say(`Peak RSS (VmHWM, start-up and load) — ceiling ${rss.get('ceiling')!.toFixed(0)} MiB, bare Fastify ${rss.get('fastify')!.toFixed(0)} MiB, floor ${rss.get('floor')!.toFixed(0)} MiB, ` +
       `this service ${rss.get('service')!.toFixed(0)} MiB. Start-up to ready (spawn → first 200 from /healthz) — this service ${service.startupMs.toFixed(0)} ms.`)
     say(`\nThe service's log, warnings and errors (all scenarios): ${serviceLog}.`)
 
@@ -322,10 +329,12 @@ async function main (): Promise<void> {
     const ratio = (name: string) => rps(svc(name)) / rps(results.get(`${name}|ceiling`)!)
     for (const [name, min] of [['read one', 0.6], ['list 20', 0.6], ['mixed 90% GET / 10% PUT', 0.6], ['create', 0.4]] as const) {
       const byCpu = cpuPerRequest(results.get(`${name}|ceiling`)!) / cpuPerRequest(svc(name))
-      target(`${name} ≥ ${min}× the ceiling`, ratio(name) >= min, `${ratio(name).toFixed(2)}× (by CPU per request ${byCpu.toFixed(2)}×)`)
+      const floorRatio = rps(results.get(`${name}|floor`)!) / rps(results.get(`${name}|ceiling`)!)
+      target(`${name} ≥ ${min}× the ceiling`, ratio(name) >= min,
+        `${ratio(name).toFixed(2)}× (by CPU per request ${byCpu.toFixed(2)}×; the floor ${floorRatio.toFixed(2)}×, this service ${(rps(svc(name)) / rps(results.get(`${name}|floor`)!)).toFixed(2)}× the floor)`)
     }
     const p99 = svc('read one').p99 / results.get('read one|ceiling')!.p99
-    target('p99 of read one ≤ 2× the ceiling\'s', p99 <= 2, `${svc('read one').p99.toFixed(1)} ms vs ${results.get('read one|ceiling')!.p99.toFixed(1)} ms (${p99.toFixed(2)}×)`)
+    target('p99 of read one ≤ 2× the ceiling\'s', p99 <= 2, `${svc('read one').p99.toFixed(1)} ms vs ${results.get('read one|ceiling')!.p99.toFixed(1)} ms (${p99.toFixed(2)}×; the floor's ${results.get('read one|floor')!.p99.toFixed(1)} ms)`)
     const errors = list.reduce((a, sc) => a + svc(sc.name).errors, 0)
     target('0 errors (this service, every scenario; wrk counts 4xx/5xx and socket errors)', errors === 0, String(errors))
     target('peak RSS ≤ 160 MB at 10 000 posts', rss.get('service')! * 1.048576 <= 160, `${(rss.get('service')! * 1.048576).toFixed(0)} MB`)
