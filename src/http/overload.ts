@@ -42,6 +42,12 @@ export const RETRY_AFTER_S = 5
 const SAMPLE_INTERVAL_MS = 1000
 /** Probes must tell "overloaded" apart from "dead", so load shedding leaves them alone. */
 const EXEMPT_FROM_SHEDDING = new Set(['/healthz', '/readyz', '/metrics'])
+const EXEMPT = Symbol('exempt')
+
+/** Whether load shedding leaves the request alone (a probe): decided once, read by every shedding hook. */
+function exemptFromShedding (req: FastifyRequest & { [EXEMPT]?: boolean }): boolean {
+  return (req[EXEMPT] ??= EXEMPT_FROM_SHEDDING.has(pathOf(req.url)))
+}
 
 function pathOf (url: string): string {
   const i = url.indexOf('?')
@@ -158,7 +164,7 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
       underPressureNow = () => scope.isUnderPressure()
     })
     app.addHook('onRequest', (req, _reply, done) => {
-      if (underPressureNow() && performance.now() >= sheddingFrom && !EXEMPT_FROM_SHEDDING.has(pathOf(req.url))) {
+      if (underPressureNow() && performance.now() >= sheddingFrom && !exemptFromShedding(req)) {
         done(unavailable('SERVICE_UNAVAILABLE', 'The service is overloaded. Retry after the time in Retry-After.'))
       } else {
         done()
@@ -225,7 +231,6 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
 const IN_FLIGHT = Symbol('inFlight')
 const BODY_READ = Symbol('bodyRead')
 const WAITED = Symbol('waited')
-const EXEMPT = Symbol('exempt')
 const ANSWERED = Symbol('answered')
 const BURST = Symbol('burst')
 const STALLED_AT = Symbol('stalledAt')
@@ -397,9 +402,8 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
         }
       }
     }
-    req[EXEMPT] = EXEMPT_FROM_SHEDDING.has(pathOf(req.url))
     try {
-      if (req[EXEMPT]) return done()
+      if (exemptFromShedding(req)) return done()
       if (fromSocket && maxWait > 0 && req[WAITED]! > maxWait) throw overloaded('requests wait too long')
       checkInFlight(req, reply)
       done()
@@ -427,7 +431,7 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
   })
   app.addHook('preHandler', (req: Tracked, reply, done) => {
     const stalls = loopStalledMs() - (req[STALLED_AT] ?? 0)
-    if (req[EXEMPT] !== true && (req[WAITED] ?? 0) + reply.elapsedTime - (req[BODY_READ] ?? 0) - stalls > maxWait) done(overloaded('requests wait too long'))
+    if (!exemptFromShedding(req) && (req[WAITED] ?? 0) + reply.elapsedTime - (req[BODY_READ] ?? 0) - stalls > maxWait) done(overloaded('requests wait too long'))
     else done()
   })
 }
