@@ -2,6 +2,7 @@ import compress from '@fastify/compress'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Counter } from 'prom-client'
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import type { Config } from './config.ts'
 import { Authenticator, authorizationPlugin, authPlugin } from './http/auth.ts'
@@ -24,7 +25,9 @@ import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
 import { apiVersionConstraint, rewriteUnversionedAlias, versioningPlugin } from './http/versioning.ts'
 import { RESOURCES } from './registry.ts'
-import { documentCrossCutting, documentRoute, FieldErrorSchema, LinkSchema, problemSchema } from './routes/shared/schemas.ts'
+import { documentCrossCutting, documentRoute, FieldErrorSchema, LinkSchema, problemSchema } from './http/schemas.ts'
+import { JobRunner } from './jobs/job.ts'
+import { WebhookSender } from './jobs/webhook-sender.ts'
 import { apiDescription, docsRoutes } from './routes/system/docs-routes.ts'
 import { healthRoutes } from './routes/system/health-routes.ts'
 import { IndexSchema, indexRoutes, VersionsSchema } from './routes/system/index-routes.ts'
@@ -119,17 +122,41 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   await app.register(requestLogPlugin)
   await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
 
+  const jobs = new JobRunner(app.log)
   await registerResources(app, {
     resources: RESOURCES,
     alongside: [indexRoutes(RESOURCES)],
     config,
     store,
     cursors: new CursorCodec(await store.serverSecret()),
+    jobs,
     bodies: validator.body,
   })
+  addJobs(app, jobs, config, store)
   await app.register(healthRoutes, { store })
   await app.register(docsRoutes)
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true, validatorUrl: null } as never })
 
   return app
+}
+
+/** The core's webhook sender and every resource's jobs, run from the app's start to its close. */
+function addJobs (app: FastifyInstance, jobs: JobRunner, config: Config, store: Store): void {
+  const attempts = new Counter({ name: 'webhook_delivery_attempts_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed)', labelNames: ['outcome'], registers: [app.metrics] })
+  jobs.add(new WebhookSender({
+    store,
+    log: app.log.child({ component: 'webhooks' }),
+    secret: config.webhookSecret,
+    allowLoopback: config.webhookAllowLoopback,
+    timeoutMs: config.webhookTimeoutMs,
+    maxAttempts: config.webhookMaxAttempts,
+    retryBaseMs: config.webhookRetryBaseMs,
+    pollMs: config.exports.pollMs,
+    attempts,
+  }))
+  for (const resource of RESOURCES) {
+    for (const job of resource.jobs?.({ config, store, log: app.log, metrics: app.metrics, jobs, resources: RESOURCES }) ?? []) jobs.add(job)
+  }
+  app.addHook('onReady', async () => { jobs.start() })
+  app.addHook('onClose', async () => { await jobs.stop() })
 }

@@ -15,8 +15,6 @@ const CORE_PROBLEMS = {
   INVALID_TOKEN: { status: 401, title: 'Invalid token', detail: 'The credential is malformed, expired, revoked or not signed by a trusted key.' },
   FORBIDDEN: { status: 403, title: 'Forbidden', detail: 'The credential is valid but does not permit this action.' },
   NOT_FOUND: { status: 404, title: 'Not found', detail: 'There is nothing at this path.' },
-  POST_NOT_FOUND: { status: 404, title: 'Post not found', detail: 'No post with this id exists, or you may not see it.' },
-  EXPORT_NOT_FOUND: { status: 404, title: 'Export not found', detail: 'No export with this id exists.' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed', detail: 'This path does not support this method; the Allow header lists those it does.' },
   NOT_ACCEPTABLE: { status: 406, title: 'Not acceptable', detail: 'None of the media types in the Accept header can be produced. Use application/json or application/vnd.blog.v1+json or application/vnd.blog.v2+json.' },
   CLIENT_TIMEOUT: { status: 408, title: 'Request not received in time', detail: 'The request line, headers or body did not arrive in time; the connection is closed.' },
@@ -58,13 +56,20 @@ export const PROBLEMS = { ...CORE_PROBLEMS } as Readonly<Record<ProblemCode, Pro
 /** A resource's problem: its English texts, and their translations into every other language. */
 export interface ResourceProblemDef extends ProblemDef { readonly translations: Readonly<Record<OtherLanguage, Text>> }
 
-/** Adds a resource's problem codes to the catalogue and their translations; a code may be defined once. */
+/**
+ * Adds a resource's problem codes to the catalogue and their translations; a code may be defined
+ * once. The catalogue stays in order of status (the core's codes first within one status, then the
+ * resources' in the order they registered), which is the order the docs and the OpenAPI list them.
+ */
 export function registerProblems (defs: Readonly<Record<string, ResourceProblemDef>>): void {
   for (const [code, { translations, ...def }] of Object.entries(defs)) {
     if (code in PROBLEMS) throw new Error(`problem code ${code} is defined twice`)
     Object.assign(PROBLEMS, { [code]: def })
     for (const [lang, text] of Object.entries(translations)) Object.assign(PROBLEM_TRANSLATIONS[lang as OtherLanguage], { [code]: text })
   }
+  const ordered = Object.entries(PROBLEMS).sort(([, a], [, b]) => a.status - b.status)
+  for (const [code] of ordered) Reflect.deleteProperty(PROBLEMS, code)
+  Object.assign(PROBLEMS, Object.fromEntries(ordered))
 }
 
 /** Codes of `errors[].code` in a 422 body, one per kind of violated constraint. */

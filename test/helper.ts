@@ -6,9 +6,11 @@ import path from 'node:path'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { SignJWT } from 'jose'
 import pg from 'pg'
+import pino from 'pino'
 import { buildApp } from '../src/app.ts'
 import { type Config, loadConfig } from '../src/config.ts'
 import { generateApiKey } from '../src/http/auth.ts'
+import { type Job, JobRunner } from '../src/jobs/job.ts'
 import { openStore } from '../src/store/open-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { validateResponse } from './openapi-validator.ts'
@@ -201,6 +203,13 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
     },
   }
   return t
+}
+
+/** A runner of `job` alone, as the app runs its jobs: `start()`, `wake(job.name)`, `stop()`. */
+export function runnerOf (job: Job, log = pino({ level: process.env.TEST_LOG ?? 'silent' })): JobRunner {
+  const runner = new JobRunner(log)
+  runner.add(job)
+  return runner
 }
 
 /** A TCP port on 127.0.0.1 that nothing listens on now (bound, then released). */

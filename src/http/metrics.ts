@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
-import { problemResponses } from '../routes/shared/schemas.ts'
+import { problemResponses } from './schemas.ts'
 import { SYSTEM_ERRORS } from '../routes/system/health-routes.ts'
 import { routeOf } from './route.ts'
 

@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import { isStoreUnavailable } from '../store/errors.ts'
 import { AppError, fieldError, PROBLEMS, type FieldError, type ProblemCode, problemSlug } from '../errors.ts'
 import { PROBLEM_TRANSLATIONS, type ProblemLanguage, problemLanguage } from '../errors-i18n.ts'
-import { PROBLEM_LIMITS } from '../routes/shared/schemas.ts'
+import { PROBLEM_LIMITS } from './schemas.ts'
 import { toFieldErrors } from './validation.ts'
 import { routeOf } from './route.ts'
 

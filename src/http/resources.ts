@@ -1,9 +1,12 @@
 import { type TSchema, Type } from '@sinclair/typebox'
 import type { Ajv } from 'ajv'
-import type { FastifyInstance, FastifySchema } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifySchema } from 'fastify'
+import type { Registry } from 'prom-client'
 import type { Config } from '../config.ts'
+import type { Viewer } from '../domain/principal.ts'
+import type { Job, JobWaker } from '../jobs/job.ts'
 import type { StoreModule } from '../store/module.ts'
-import type { Store } from '../store/store.ts'
+import type { ListPage, ListQuery, Repositories, Store } from '../store/store.ts'
 import type { CursorCodec } from './paging.ts'
 import { API_VERSIONS, type ApiVersion, vendorMediaType } from './versioning.ts'
 
@@ -13,6 +16,8 @@ export interface ResourceContext {
   readonly config: Config
   readonly store: Store
   readonly cursors: CursorCodec
+  /** Wakes a job (its own, or the core's `webhooks`) after a commit that gave it work. */
+  readonly jobs: JobWaker
   /** Compiles against every shared schema: `bodies.getSchema('PostBodyV2')` validates a whole body. */
   readonly bodies: Ajv
   /**
@@ -48,11 +53,31 @@ export interface Resource {
   /** Its tables and repository, when it brings any (the store opens every registered resource's). */
   readonly store?: StoreModule
   routes (app: FastifyInstance, ctx: ResourceContext): Promise<void>
-  /**
-   * Work the resource does outside requests (a job worker), set up once per app on the root
-   * instance: start it in an `onReady` hook and stop it in an `onClose` hook.
-   */
-  services? (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void>
+  /** Work the resource does outside requests, run on every instance from start to close (src/jobs). */
+  jobs? (ctx: JobContext): readonly Job[]
+  /** A collection an export may write out (exports look for the registry's exportable resource). */
+  readonly exportable?: Exportable
+}
+
+/** What a resource's jobs are made with. */
+export interface JobContext {
+  readonly config: Config
+  readonly store: Store
+  readonly log: FastifyBaseLogger
+  /** The app's Prometheus registry: a job adds its counters here. */
+  readonly metrics: Registry
+  readonly jobs: JobWaker
+  /** Every registered resource (a job may use another's declared capability, never its code). */
+  readonly resources: readonly Resource[]
+}
+
+/**
+ * Rows an export writes out, one per line: read in id order by keyset pages (as an admin reads
+ * them), each as the API version that started the export represents it.
+ */
+export interface Exportable {
+  list (store: Repositories, query: ListQuery<'id', { status?: string }>, viewer: Viewer): Promise<ListPage<{ id: number }>>
+  render (row: { id: number }, version: ApiVersion, linkBase: string): unknown
 }
 
 export interface ResourcesOptions {
@@ -60,6 +85,7 @@ export interface ResourcesOptions {
   readonly config: Config
   readonly store: Store
   readonly cursors: CursorCodec
+  readonly jobs: JobWaker
   readonly bodies: Ajv
   /** Versioned routes that are not a resource (the API index), registered alongside. */
   readonly alongside?: readonly ((app: FastifyInstance, ctx: ResourceContext) => Promise<void>)[]
@@ -69,7 +95,6 @@ const NO_QUERY = Type.Object({}, { additionalProperties: false })
 
 /** Registers every resource once per API version, unprefixed (negotiated by Accept) and under `/vN`. */
 export async function registerResources (app: FastifyInstance, opts: ResourcesOptions): Promise<void> {
-  for (const resource of opts.resources) await resource.services?.(app, { config: opts.config, store: opts.store })
   for (const version of API_VERSIONS) {
     for (const prefix of ['', `/v${version}`]) {
       const documented = prefix === '' ? version === 1 : version !== 1
@@ -79,6 +104,7 @@ export async function registerResources (app: FastifyInstance, opts: ResourcesOp
         config: opts.config,
         store: opts.store,
         cursors: opts.cursors,
+        jobs: opts.jobs,
         bodies: opts.bodies,
         route: ({ config, schema }) => ({
           constraints: { apiVersion: String(version) },

@@ -4,7 +4,7 @@ const MAX_BACKOFF_MS = 30_000
 
 /**
  * Background work that polls: `tick` runs until it reports nothing left to do, then the loop
- * sleeps `pollMs` (or until `wake()`). A failing tick (the store unreachable) is logged and tried
+ * sleeps `pollMs` (or until `wake()`, or until the time `tick` names if that is sooner). A failing tick (the store unreachable) is logged and tried
  * again, after a wait that doubles with each failure in a row (at most 30 s); it never ends the
  * loop or the process.
  */
@@ -21,7 +21,7 @@ export class PollLoop {
     private readonly name: string,
     private readonly pollMs: number,
     private readonly log: FastifyBaseLogger,
-    private readonly tick: (signal: AbortSignal) => Promise<boolean>
+    private readonly tick: (signal: AbortSignal) => Promise<boolean | Date>
   ) {}
 
   start (): void {
@@ -44,12 +44,13 @@ export class PollLoop {
     await this.running
   }
 
-  private async sleep (): Promise<void> {
+  private async sleep (due: Date | null): Promise<void> {
     if (this.woken && this.failures === 0) {
       this.woken = false
       return
     }
-    const ms = Math.min(MAX_BACKOFF_MS, this.pollMs * 2 ** this.failures)
+    const poll = Math.min(MAX_BACKOFF_MS, this.pollMs * 2 ** this.failures)
+    const ms = due === null ? poll : Math.max(0, Math.min(poll, due.getTime() - Date.now()))
     await new Promise<void>(resolve => {
       this.resume = resolve
       this.timer = setTimeout(resolve, ms)
@@ -61,15 +62,15 @@ export class PollLoop {
 
   private async run (): Promise<void> {
     while (!this.stopped) {
-      let more = false
+      let next: boolean | Date = false
       try {
-        more = await this.tick(this.controller.signal)
+        next = await this.tick(this.controller.signal)
         this.failures = 0
       } catch (err) {
         if (!this.stopped) this.log.warn({ err, loop: this.name }, 'background work failed; trying again later')
         this.failures = Math.min(this.failures + 1, 16)
       }
-      if (!more && !this.stopped) await this.sleep()
+      if (next !== true && !this.stopped) await this.sleep(next === false ? null : next)
     }
   }
 }

@@ -7,7 +7,7 @@ import type { Counter } from 'prom-client'
 import { Webhook } from 'standardwebhooks'
 import { addressAllowed, classifyAddress } from '../domain/callback-url.ts'
 import type { Store, WebhookDelivery } from '../store/store.ts'
-import { PollLoop } from './loop.ts'
+import type { Job } from './job.ts'
 
 export interface WebhookSenderOptions {
   readonly store: Store
@@ -23,6 +23,8 @@ export interface WebhookSenderOptions {
   readonly attempts: Counter<'outcome'>
 }
 
+/** The sender's job name: wake it after committing a delivery (`jobs.wake(WEBHOOKS_JOB)`). */
+export const WEBHOOKS_JOB = 'webhooks'
 const BATCH = 5
 const MAX_DELAY_MS = 60 * 60_000
 
@@ -59,20 +61,17 @@ function guardedLookup (allowLoopback: boolean) {
  * exponential backoff and jitter until delivered or `maxAttempts` is reached. At least once: the
  * `Webhook-Id` stays the same on every attempt so receivers can drop duplicates.
  */
-export class WebhookSender {
-  private readonly loop: PollLoop
+export class WebhookSender implements Job {
+  readonly name = WEBHOOKS_JOB
+  readonly pollMs: number
   private readonly signer: Webhook | null
 
   constructor (private readonly opts: WebhookSenderOptions) {
     this.signer = opts.secret === null ? null : new Webhook(opts.secret)
-    this.loop = new PollLoop('webhooks', opts.pollMs, opts.log, async signal => await this.tick(signal))
+    this.pollMs = opts.pollMs
   }
 
-  start (): void { this.loop.start() }
-  wake (): void { this.loop.wake() }
-  async stop (): Promise<void> { await this.loop.stop() }
-
-  private async tick (signal: AbortSignal): Promise<boolean> {
+  async tick (signal: AbortSignal): Promise<boolean> {
     // Held a little longer than one attempt may take, so no other sender takes it meanwhile.
     const due = await this.opts.store.webhooks.claimDue(new Date(), this.opts.timeoutMs + 5_000, BATCH)
     await Promise.all(due.map(async d => { await this.attempt(d, signal) }))

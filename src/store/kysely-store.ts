@@ -2,12 +2,9 @@ import { randomBytes } from 'node:crypto'
 import { type Kysely, type Migration, sql } from 'kysely'
 import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
-import * as m0004 from './migrations/0004-exports.ts'
 import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
-import { ExportsRepository } from './repositories/exports-repository.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
-import { PostsRepository } from './repositories/posts-repository.ts'
 import { WebhooksRepository } from './repositories/webhooks-repository.ts'
 import type { Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
 import type { Database, DialectParts } from './tables.ts'
@@ -17,18 +14,16 @@ export type { Database, DialectParts } from './tables.ts'
 /** The core's repositories, then each module's under its name. */
 function repositories (db: Kysely<Database>, dialect: DialectParts, modules: readonly StoreModule[]): Repositories {
   const core = {
-    posts: new PostsRepository(db, dialect),
     apiKeys: new ApiKeysRepository(db, dialect),
     idempotency: new IdempotencyRepository(db, dialect),
-    exports: new ExportsRepository(db, dialect),
     webhooks: new WebhooksRepository(db, dialect),
   }
   return Object.assign(core, Object.fromEntries(modules.map(m => [m.name, m.repository(db, dialect)]))) as unknown as Repositories
 }
 
-/** The core's migrations and every module's, by name (Kysely applies them in name order; 0003 is the orders module's). */
+/** The core's migrations and every module's, by name (Kysely applies them in name order; 0003 and 0004 are modules'). */
 function migrationsOf (dialect: DialectParts, modules: readonly StoreModule[]): Record<string, Migration> {
-  const all: Record<string, Migration> = { '0001-initial': dialect.initialMigration, '0002-idempotency-keys': m0002.migration(dialect.columnTypes), '0004-exports': m0004.migration(dialect.columnTypes) }
+  const all: Record<string, Migration> = { '0001-initial': dialect.initialMigration, '0002-idempotency-keys': m0002.migration(dialect.columnTypes) }
   for (const [name, m] of modules.flatMap(m => Object.entries(m.migrations))) {
     if (name in all) throw new Error(`two migrations are named ${name}`)
     all[name] = m(dialect.columnTypes)

@@ -1,7 +1,3 @@
-import type { ExportJob, ExportLease, ExportRequest } from '../domain/export.ts'
-import type { Post, PostInput, PostSortKey, PostStatus, PostSummary } from '../domain/post.ts'
-import type { Viewer } from '../domain/principal.ts'
-
 export type SortDirection = 'asc' | 'desc'
 
 export interface SortTerm<K extends string = string> {
@@ -33,33 +29,11 @@ export interface ListPage<T> {
   readonly total?: number
 }
 
-export interface PostFilter {
-  readonly status?: PostStatus
-  /** Full-text search over title and content; every word must match. */
-  readonly q?: string
-}
-
 /** What a conditional write saw: done, the row is gone, or it changed meanwhile. */
 export type WriteResult<T> =
   | { readonly outcome: 'done', readonly value: T }
   | { readonly outcome: 'missing' }
   | { readonly outcome: 'stale' }
-
-export interface PostStore {
-  /** The post if it exists and `viewer` may see it (published, own, or admin). */
-  findById (id: number, viewer: Viewer): Promise<Post | null>
-  /** Posts `viewer` may see; visibility is part of the query, so pages stay full. */
-  list (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<Post>>
-  /** The same page without the posts' content, for lists that do not show it (it is most of a row). */
-  listSummaries (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<PostSummary>>
-  create (input: PostInput, author: string, now: Date): Promise<Post>
-  /**
-   * Replaces the client-set fields when the row is still at `expectedRevision`:
-   * the check and the write are one statement, so of two racing writers one gets `stale`.
-   */
-  replace (id: number, input: PostInput, expectedRevision: number, now: Date): Promise<WriteResult<Post>>
-  delete (id: number, expectedRevision: number): Promise<WriteResult<true>>
-}
 
 export interface ApiKeyRecord {
   readonly id: string
@@ -115,47 +89,6 @@ export interface IdempotencyStore {
   sweep (now: Date): Promise<number>
 }
 
-/** A stretch of an export's file: `data` holds its bytes from `start` on. */
-export interface FileChunk {
-  readonly start: number
-  readonly data: Uint8Array
-}
-
-/** How a run ended: the file is complete, or the job gives up with a reason. */
-export type ExportOutcome =
-  | { readonly status: 'succeeded', readonly size: number, readonly sha256: string }
-  | { readonly status: 'failed', readonly error: string }
-
-/**
- * Export jobs, a durable queue with leases, and their files in byte ranges. The worker's methods take
- * the lease it holds and do nothing (false, null) once that lease was lost to another worker.
- */
-export interface ExportStore {
-  create (owner: string, request: ExportRequest, version: { apiVersion: number, linkBase: string }, now: Date): Promise<ExportJob>
-  /** The job if it exists and belongs to `owner`. */
-  findById (id: number, owner: string): Promise<ExportJob | null>
-  /**
-   * Takes the oldest job that is pending, or running under a lease that has expired (its worker died),
-   * with fewer than `maxAttempts` runs: it becomes `running` under a new lease until `now + leaseMs`,
-   * and any file a previous run left is deleted. Run it in a unit of work; of several claimants one wins.
-   */
-  claim (now: Date, leaseMs: number, maxAttempts: number): Promise<ExportLease | null>
-  /** Jobs whose lease expired after their last allowed run: failed, with a reason. Run it in a unit of work. */
-  expire (now: Date, maxAttempts: number): Promise<ExportJob[]>
-  /** Sets how many posts the run will export, and extends the lease. */
-  begin (lease: ExportLease, total: number, leaseUntil: Date, now: Date): Promise<boolean>
-  /** Appends a stretch of the file (when given), records progress and extends the lease, together. */
-  append (lease: ExportLease, chunk: { seq: number, start: number, data: Uint8Array } | null, exported: number, leaseUntil: Date, now: Date): Promise<boolean>
-  /** Ends the run: the final state, and the lease cleared. Null when the lease was lost. */
-  finish (lease: ExportLease, outcome: ExportOutcome, now: Date): Promise<ExportJob | null>
-  /** Gives the job back to the queue (a shutdown, or a run that failed and may be retried). */
-  release (lease: ExportLease, error: string | null, countAttempt: boolean, now: Date): Promise<boolean>
-  /** Up to `limit` stretches of a file that overlap bytes `from`–`to` (inclusive), in order. */
-  readChunks (id: number, from: number, to: number, limit: number): Promise<FileChunk[]>
-  /** Deletes jobs (and their files) that finished before `cutoff`; returns how many. */
-  deleteFinishedBefore (cutoff: Date): Promise<number>
-}
-
 /** One webhook to send, and how often it was tried. */
 export interface WebhookDelivery {
   readonly id: string
@@ -178,13 +111,11 @@ export interface WebhookStore {
 
 /**
  * Every table's repository; outside a unit of work each statement commits alone. A resource adds
- * its own by declaration merging from its folder (see store/module.ts).
+ * its own by declaration merging from its folder (see store/module.ts), under its module's name.
  */
 export interface Repositories {
-  readonly posts: PostStore
   readonly apiKeys: ApiKeyStore
   readonly idempotency: IdempotencyStore
-  readonly exports: ExportStore
   readonly webhooks: WebhookStore
 }
 
@@ -213,10 +144,10 @@ export interface TransactionOptions {
  * @example
  * const store = await openStore(config)   // SQLite file or PostgreSQL, by DATABASE_URL
  * await store.migrate()
- * const post = await store.transaction(async uow => {
- *   const p = await uow.posts.create({ title: 'Hi', content: '', status: 'published' }, 'alice', new Date())
- *   uow.onCommit(() => console.log('created', p.id))
- *   return p
+ * const key = await store.transaction(async uow => {
+ *   const k = await uow.apiKeys.create({ id, name: 'ci', scopes: ['admin'], hash }, new Date())
+ *   uow.onCommit(() => console.log('created', k.id))
+ *   return k
  * })
  * await store.close()
  */

@@ -1,20 +1,8 @@
 import type { Expression, ExpressionBuilder, Generated, Kysely, Migration, Migrator, SqlBool } from 'kysely'
-import type { PostStatus } from '../domain/post.ts'
 import type { ColumnTypes } from './migrations/column-types.ts'
 
 /** Timestamps are text (ISO 8601) in SQLite and timestamptz in PostgreSQL; both read back as ISO strings. */
 export type Timestamp = string | Date
-
-export interface PostsTable {
-  id: Generated<number>
-  title: string
-  content: string
-  status: PostStatus
-  author: string
-  created_at: Timestamp
-  updated_at: Timestamp
-  revision: number
-}
 
 export interface ApiKeysTable {
   id: string
@@ -47,36 +35,6 @@ export interface IdempotencyKeysTable {
   expires_at: Timestamp
 }
 
-export interface ExportsTable {
-  id: Generated<number>
-  owner: string
-  format: 'ndjson'
-  filter_status: PostStatus | null
-  api_version: number
-  link_base: string
-  callback_url: string | null
-  status: 'pending' | 'running' | 'succeeded' | 'failed'
-  exported: Generated<number>
-  total: number | null
-  attempts: Generated<number>
-  lease_token: string | null
-  lease_until: Timestamp | null
-  error: string | null
-  size: number | null
-  sha256: string | null
-  created_at: Timestamp
-  updated_at: Timestamp
-  finished_at: Timestamp | null
-}
-
-export interface ExportChunksTable {
-  export_id: number
-  seq: number
-  start: number
-  size: number
-  data: Uint8Array
-}
-
 export interface WebhookDeliveriesTable {
   /** The Webhook-Id: the same on every attempt, so a receiver can drop duplicates. */
   id: string
@@ -95,20 +53,21 @@ export interface WebhookDeliveriesTable {
 
 /** Every table; a resource adds its own by declaration merging from its folder (see store/module.ts). */
 export interface Database {
-  posts: PostsTable
   api_keys: ApiKeysTable
   meta: MetaTable
   idempotency_keys: IdempotencyKeysTable
-  exports: ExportsTable
-  export_chunks: ExportChunksTable
   webhook_deliveries: WebhookDeliveriesTable
 }
 
 /** What differs between the databases, supplied by each adapter folder. */
 export interface DialectParts {
   readonly kind: 'sqlite' | 'postgres'
-  /** A condition true for posts whose title or content match every word of `q`. */
-  textSearch (eb: ExpressionBuilder<Database, 'posts'>, q: string): Expression<SqlBool>
+  /**
+   * A condition true for rows of `table` whose text matches every word of `q`. The table's
+   * migration makes the index: SQLite, an FTS5 table `<table>_fts` keyed by rowid = id;
+   * PostgreSQL, a `search_vector` tsvector column. (`any`: the table is named at run time.)
+   */
+  textSearch (eb: ExpressionBuilder<any, any>, table: string, q: string): Expression<SqlBool>
   /** The value to bind for a timestamp column. */
   timestamp (d: Date): Timestamp
   /** Kysely's migrator takes a database lock, so instances starting together migrate once. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import type { PostStatus } from '../../src/domain/post.ts'
+import type { PostStatus } from '../../src/resources/posts/post.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
 
 /** `Link` header → { rel: url }. */

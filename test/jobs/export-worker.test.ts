@@ -3,9 +3,11 @@ import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pino from 'pino'
 import { Counter, Registry } from 'prom-client'
-import type { ExportJob } from '../../src/domain/export.ts'
-import type { Post } from '../../src/domain/post.ts'
-import { ExportWorker, PAGE_SIZE } from '../../src/jobs/export-worker.ts'
+import type { JobRunner } from '../../src/jobs/job.ts'
+import { postsResource } from '../../src/resources/posts/index.ts'
+import type { Post } from '../../src/resources/posts/post.ts'
+import { ExportWorker, PAGE_SIZE } from '../../src/resources/exports/export-worker.ts'
+import { runnerOf } from '../helper.ts'
 import { type FreshStore, freshStore } from '../store/store-helper.ts'
 
 const log = pino({ level: process.env.TEST_LOG ?? 'silent' })
@@ -32,19 +34,19 @@ describe('ExportWorker', () => {
   })
   after(async () => { await f.close() })
 
-  function worker (opts: { renderPost: (post: Post, job: ExportJob) => unknown, maxAttempts?: number }) {
-    return new ExportWorker({
+  function worker (opts: { renderPost: (post: Post) => unknown, maxAttempts?: number }) {
+    return runnerOf(new ExportWorker({
       store: f.store,
       log,
       leaseMs: 10_000,
       maxAttempts: opts.maxAttempts ?? 3,
       pollMs: 20,
       retentionDays: 7,
-      renderPost: opts.renderPost,
+      source: { list: postsResource.exportable!.list, render: post => opts.renderPost(post as Post) },
       renderJob: job => ({ id: job.id, status: job.status, error: job.error }),
       webhookQueued: () => {},
       runs: new Counter({ name: 'runs', help: 'runs', labelNames: ['outcome'], registers: [new Registry()] }),
-    })
+    }))
   }
 
   it('retries a failing run, then fails the job with the reason and queues export.failed in the same commit', async () => {
@@ -70,7 +72,7 @@ describe('ExportWorker', () => {
 
   it('hands a job back to the queue, without counting the run, when stopped in the middle of it', async () => {
     const job = await f.store.exports.create('root', { ...request, callbackUrl: null }, v1, new Date())
-    let w: ExportWorker | null = null
+    let w: JobRunner | null = null
     let stopping: Promise<void> | undefined
     w = worker({ renderPost: post => { stopping ??= w!.stop(); return { id: post.id } } })
     w.start()

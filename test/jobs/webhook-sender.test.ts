@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pino from 'pino'
 import { Counter, Registry } from 'prom-client'
 import { retryDelay, WebhookSender } from '../../src/jobs/webhook-sender.ts'
+import { runnerOf } from '../helper.ts'
 import { type FreshStore, freshStore } from '../store/store-helper.ts'
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`
@@ -41,7 +42,7 @@ describe('WebhookSender', () => {
 
   function sender (opts: { allowLoopback: boolean, maxAttempts: number, timeoutMs?: number }) {
     const attempts = new Counter({ name: 'attempts', help: 'attempts', labelNames: ['outcome'], registers: [new Registry()] })
-    const s = new WebhookSender({ store: f.store, log: pino({ level: 'silent' }), secret: SECRET, retryBaseMs: 10, pollMs: 20, timeoutMs: opts.timeoutMs ?? 2000, attempts, ...opts })
+    const s = runnerOf(new WebhookSender({ store: f.store, log: pino({ level: 'silent' }), secret: SECRET, retryBaseMs: 10, pollMs: 20, timeoutMs: opts.timeoutMs ?? 2000, attempts, ...opts }))
     return { s, attempts }
   }
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, it } from 'node:test'
-import type { ExportRequest } from '../../src/domain/export.ts'
+import type { ExportRequest } from '../../src/resources/exports/export.ts'
 import type { Store } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
 import { type FreshStore, freshStore } from './store-helper.ts'

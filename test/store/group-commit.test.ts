@@ -5,6 +5,7 @@ import { loopStalledMs } from '../../src/loop-stalls.ts'
 import { isStoreUnavailable } from '../../src/store/errors.ts'
 import { GroupCommit } from '../../src/store/group-commit.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
+import { STORE_MODULES } from '../../src/store/open-store.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { freshDatabase } from '../helper.ts'
 
@@ -24,7 +25,7 @@ describe('group commit [sqlite]', () => {
   before(async () => {
     const db = await freshDatabase('sqlite')
     drop = db.drop
-    store = openSqliteStore(db.url.slice('sqlite:'.length), { log: (e: LogEvent) => { statements.push(e.query.sql) } })
+    store = openSqliteStore(db.url.slice('sqlite:'.length), { modules: STORE_MODULES, log: (e: LogEvent) => { statements.push(e.query.sql) } })
     await store.migrate()
   })
   after(async () => {
@@ -136,7 +137,7 @@ describe('group commit [sqlite]', () => {
 
   it('settles every unit when the store is closed with a group open', async () => {
     const db = await freshDatabase('sqlite')
-    const other = openSqliteStore(db.url.slice('sqlite:'.length))
+    const other = openSqliteStore(db.url.slice('sqlite:'.length), { modules: STORE_MODULES })
     try {
       await other.migrate()
       const pending = Array.from({ length: 5 }, async (_, i) => await other.transaction(async uow => await uow.posts.create(input(`closing ${i}`), 'alice', new Date())))

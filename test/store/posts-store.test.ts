@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import type { Post, PostSortKey, PostStatus } from '../../src/domain/post.ts'
+import type { Post, PostSortKey, PostStatus } from '../../src/resources/posts/post.ts'
 import { sortValuesOf as postSortValues } from '../../src/http/paging.ts'
 import type { Principal, Viewer } from '../../src/domain/principal.ts'
-import type { ListQuery, PostFilter, SortTerm, Store } from '../../src/store/store.ts'
+import type { PostFilter } from '../../src/resources/posts/store.ts'
+import type { ListQuery, SortTerm, Store } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
 import { type FreshStore, freshStore } from './store-helper.ts'
 

@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { CompiledQuery, type LogEvent, sql } from 'kysely'
-import type { PostSortKey } from '../../src/domain/post.ts'
+import type { PostSortKey } from '../../src/resources/posts/post.ts'
 import { KyselyStore } from '../../src/store/kysely-store.ts'
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.ts'
+import { STORE_MODULES } from '../../src/store/open-store.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
-import type { ListQuery, PostFilter, SortDirection } from '../../src/store/store.ts'
+import type { PostFilter } from '../../src/resources/posts/store.ts'
+import type { ListQuery, SortDirection } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
 import { type FreshStore, freshStore } from './store-helper.ts'
 
@@ -15,7 +17,7 @@ const ROWS = 20_000
 async function probeStore (kind: string, url: string): Promise<{ store: KyselyStore, seen: CompiledQuery[] }> {
   const seen: CompiledQuery[] = []
   const log = (event: LogEvent) => { seen.push(event.query) }
-  const store = kind === 'sqlite' ? openSqliteStore(url.slice('sqlite:'.length), { log }) : openPostgresStore(url, { poolMax: 1, log })
+  const store = kind === 'sqlite' ? openSqliteStore(url.slice('sqlite:'.length), { log, modules: STORE_MODULES }) : openPostgresStore(url, { poolMax: 1, log, modules: STORE_MODULES })
   return { store, seen }
 }
 

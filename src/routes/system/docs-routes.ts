@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { AppError, FIELD_CODES, PROBLEMS, problemSlug } from '../../errors.ts'
 import { MAX_PAGE_SIZE } from '../../http/paging.ts'
-import { problemResponses } from '../shared/schemas.ts'
+import { problemResponses } from '../../http/schemas.ts'
 import { SYSTEM_ERRORS } from './health-routes.ts'
 
 function escapeHtml (s: string): string {

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { AppError } from '../../errors.ts'
 import type { Store } from '../../store/store.ts'
-import { problemResponses } from '../shared/schemas.ts'
+import { problemResponses } from '../../http/schemas.ts'
 
 const HealthSchema = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false })
 /** What any unversioned route can answer besides success: a bad URL or credential, rate limit, failure, overload. */

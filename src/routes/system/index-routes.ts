@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Resource, ResourceContext } from '../../http/resources.ts'
 import { linkBase, versionsOf } from '../../http/versioning.ts'
-import { COMMON_ERRORS, LinkSchema, problemResponses } from '../shared/schemas.ts'
+import { COMMON_ERRORS, LinkSchema, problemResponses } from '../../http/schemas.ts'
 
 export const IndexSchema = Type.Object({
   _links: Type.Record(Type.String(), Type.Ref(LinkSchema)),

@@ -142,7 +142,7 @@ export function openPostgresStore (url: string, opts: PostgresOptions): KyselySt
   const parts: DialectParts = {
     kind: 'postgres',
     // PostgreSQL text cannot hold NUL; the HTTP layer refuses it, the store must not fail on it.
-    textSearch: (eb, q) => sql<boolean>`${eb.ref('posts.search_vector' as never)} @@ plainto_tsquery('simple', ${q.replaceAll('\u0000', ' ')})`,
+    textSearch: (eb, table, q) => sql<boolean>`${eb.ref(`${table}.search_vector`)} @@ plainto_tsquery('simple', ${q.replaceAll('\u0000', ' ')})`,
     timestamp: d => d,
     begin: 'BEGIN ISOLATION LEVEL READ COMMITTED',
     skipLocked: true,

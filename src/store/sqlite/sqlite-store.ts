@@ -145,9 +145,10 @@ export function openSqliteStore (file: string, opts: SqliteOptions = {}): Kysely
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }), ...(opts.log !== undefined ? { log: opts.log } : {}) })
   const parts: DialectParts = {
     kind: 'sqlite',
-    textSearch: (eb, q) => {
+    textSearch: (eb, table, q) => {
       const match = ftsQuery(q)
-      return match === '' ? eb.lit(false) : eb('posts.id', 'in', sql<number>`(SELECT rowid FROM posts_fts WHERE posts_fts MATCH ${match})`)
+      const fts = sql.raw(`${table}_fts`)
+      return match === '' ? eb.lit(false) : eb(`${table}.id`, 'in', sql<number>`(SELECT rowid FROM ${fts} WHERE ${fts} MATCH ${match})`)
     },
     timestamp: d => d.toISOString(),
     begin: 'BEGIN IMMEDIATE',

@@ -1,6 +1,6 @@
-import { type ExportJob, progressOf } from '../../domain/export.ts'
 import { strongEtag } from '../../http/conditional.ts'
 import type { ApiVersion } from '../../http/versioning.ts'
+import { type ExportJob, progressOf } from './export.ts'
 
 /** The job as GET /exports/{id} shows it, in each version (v2 names the identifier `exportId`). */
 export function renderExport (job: ExportJob, version: ApiVersion, base: string) {

@@ -1,15 +1,14 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { CALLBACK_URL_MAX } from '../../domain/callback-url.ts'
-import { EXPORT_FORMATS, EXPORT_STATUSES } from '../../domain/export.ts'
-import { POST_STATUSES } from '../../domain/post.ts'
-import { LinkSchema } from '../shared/schemas.ts'
+import { LinkSchema } from '../../http/schemas.ts'
+import { EXPORT_FORMATS, EXPORT_STATUSES, FILTER_STATUSES } from './export.ts'
 
 export const ExportIdParamsSchema = Type.Object({
   export_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The export\'s id.' }),
 }, { additionalProperties: false })
 export type ExportIdParams = Static<typeof ExportIdParamsSchema>
 
-const PostStatusSchema = Type.Unsafe<typeof POST_STATUSES[number]>({ type: 'string', enum: [...POST_STATUSES] })
+const PostStatusSchema = Type.Unsafe<typeof FILTER_STATUSES[number]>({ type: 'string', enum: [...FILTER_STATUSES] })
 const FilterSchema = Type.Object({
   status: Type.Optional({ ...PostStatusSchema, description: 'Only posts in this state.' }),
 }, { additionalProperties: false, description: 'Which posts to export; none: every post the requester may see.' })

@@ -1,6 +1,6 @@
 import { type TObject, type TProperties, Type } from '@sinclair/typebox'
-import { FIELD_CODES, PROBLEMS } from '../../errors.ts'
-import { MAX_PAGE_SIZE } from '../../http/paging.ts'
+import { FIELD_CODES, PROBLEMS } from '../errors.ts'
+import { MAX_PAGE_SIZE } from './paging.ts'
 
 /** Bounds of a problem's members; `buildProblem` shortens what would exceed them. */
 export const PROBLEM_LIMITS = { detail: 16_384, instance: 8192, field: 1024, message: 2048, errors: 100 } as const

@@ -1,7 +1,8 @@
-import { AppError } from '../errors.ts'
-import type { ListPage, ListQuery, PostFilter, PostStore } from '../store/store.ts'
+import { mayChange, type Principal, type Viewer } from '../../domain/principal.ts'
+import { AppError } from '../../errors.ts'
+import type { ListPage, ListQuery } from '../../store/store.ts'
 import type { Post, PostInput, PostSortKey, PostSummary } from './post.ts'
-import { mayChange, type Principal, type Viewer } from './principal.ts'
+import type { PostFilter, PostStore } from './store.ts'
 
 /** A client's condition on the current post (If-Match, If-Unmodified-Since); true to go ahead. */
 export type Precondition = (current: Post) => boolean

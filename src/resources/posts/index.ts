@@ -1,7 +1,5 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, type PostSummary } from '../../domain/post.ts'
-import { PostService } from '../../domain/post-service.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { fieldError, validationFailed } from '../../errors.ts'
 import { preconditionOf, sendResource } from '../../http/conditional.ts'
@@ -11,12 +9,16 @@ import { listHandler } from '../../http/collection.ts'
 import type { CollectionSpec } from '../../http/paging.ts'
 import type { Resource, ResourceContext } from '../../http/resources.ts'
 import { toFieldErrors } from '../../http/validation.ts'
-import type { ListQuery, PostFilter } from '../../store/store.ts'
+import type { ListQuery } from '../../store/store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
-import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
+import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
+import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, type PostSummary } from './post.ts'
+import { PostService } from './post-service.ts'
+import './problems.ts'
 import { postData, renderPost } from './representation.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
+import { type PostFilter, postsStore } from './store.ts'
 
 export const postsCollection: CollectionSpec<PostSortKey> = {
   name: 'posts',
@@ -167,5 +169,10 @@ export const postsResource: Resource = {
   path: '/posts',
   schemas: POST_SCHEMAS,
   routes: postRoutes,
+  store: postsStore,
   scopes: [WRITE.requiredScope],
+  exportable: {
+    list: async (store, query, viewer) => await store.posts.list(query as ListQuery<PostSortKey, PostFilter>, viewer),
+    render: (post, version, base) => renderPost(post as Post, version, base),
+  },
 }

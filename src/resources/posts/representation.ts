@@ -1,5 +1,5 @@
-import type { Post, PostSummary } from '../../domain/post.ts'
 import type { ApiVersion } from '../../http/versioning.ts'
+import type { Post, PostSummary } from './post.ts'
 
 function common (post: PostSummary & { content?: string }) {
   return {

@@ -1,4 +1,9 @@
-import type { PostStatus } from './post.ts'
+/**
+ * The states a filter may name: those of the exported collection's rows, as this resource's
+ * migration (0004-exports) fixed them for `filter_status`.
+ */
+export const FILTER_STATUSES = ['draft', 'published', 'archived'] as const
+export type FilterStatus = typeof FILTER_STATUSES[number]
 
 export const EXPORT_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const
 export type ExportStatus = typeof EXPORT_STATUSES[number]
@@ -9,7 +14,7 @@ export type ExportFormat = typeof EXPORT_FORMATS[number]
 /** What a client asks for: `POST /exports`. */
 export interface ExportRequest {
   readonly format: ExportFormat
-  readonly filter: { readonly status?: PostStatus }
+  readonly filter: { readonly status?: FilterStatus }
   readonly callbackUrl: string | null
 }
 
@@ -18,7 +23,7 @@ export interface ExportJob {
   readonly id: number
   readonly owner: string
   readonly format: ExportFormat
-  readonly filter: { readonly status?: PostStatus }
+  readonly filter: { readonly status?: FilterStatus }
   /** The API version (and its link prefix) of the request that made the job: the file's lines are that version's posts. */
   readonly apiVersion: number
   readonly linkBase: string

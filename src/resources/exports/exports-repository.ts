@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { type Kysely, type Selectable, sql } from 'kysely'
-import type { ExportJob, ExportLease, ExportRequest } from '../../domain/export.ts'
-import type { ExportOutcome, ExportStore, FileChunk } from '../store.ts'
-import { type Database, type DialectParts, type ExportsTable, iso } from '../tables.ts'
+import { type Database, type DialectParts, iso } from '../../store/tables.ts'
+import type { ExportJob, ExportLease, ExportRequest } from './export.ts'
+import type { ExportOutcome, ExportsTable, ExportStore, FileChunk } from './store.ts'
 
 function toJob (row: Selectable<ExportsTable>): ExportJob {
   return {

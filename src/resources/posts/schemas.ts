@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { CONTENT_MAX, POST_STATUSES, TITLE_MAX } from '../../domain/post.ts'
 import { pagingQueryProperties } from '../../http/paging.ts'
-import { LinkSchema } from '../shared/schemas.ts'
+import { LinkSchema } from '../../http/schemas.ts'
+import { CONTENT_MAX, POST_STATUSES, TITLE_MAX } from './post.ts'
 
 export const PostIdParamsSchema = Type.Object({
   post_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The post\'s id.' }),

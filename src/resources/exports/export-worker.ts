@@ -1,11 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
-import { exportEventType, type ExportJob, type ExportLease } from '../domain/export.ts'
-import type { Post } from '../domain/post.ts'
-import type { Principal } from '../domain/principal.ts'
-import type { Store, UnitOfWork } from '../store/store.ts'
-import { PollLoop } from './loop.ts'
+import type { Principal } from '../../domain/principal.ts'
+import type { Exportable } from '../../http/resources.ts'
+import type { ApiVersion } from '../../http/versioning.ts'
+import type { Job } from '../../jobs/job.ts'
+import type { Store, UnitOfWork } from '../../store/store.ts'
+import { exportEventType, type ExportJob, type ExportLease } from './export.ts'
 
 export interface ExportWorkerOptions {
   readonly store: Store
@@ -14,8 +15,8 @@ export interface ExportWorkerOptions {
   readonly maxAttempts: number
   readonly pollMs: number
   readonly retentionDays: number
-  /** One line of the file: a post as the job's API version represents it. */
-  readonly renderPost: (post: Post, job: ExportJob) => unknown
+  /** The collection the file holds: its rows, each a line as the job's API version represents it. */
+  readonly source: Exportable
   /** The `data` of the webhook: the job as GET /exports/{id} shows it. */
   readonly renderJob: (job: ExportJob) => unknown
   /** Called after a commit that queued a webhook, so it goes out now rather than at the next poll. */
@@ -30,6 +31,9 @@ export const PAGE_SIZE = 250
 export const CHUNK_BYTES = 256 * 1024
 const SWEEP_INTERVAL_MS = 60 * 60_000
 
+/** The worker's job name: wake it after committing a new export. */
+export const EXPORTS_JOB = 'exports'
+
 /** The lease was lost to another worker (ours expired): stop without writing anything more. */
 class LeaseLost extends Error {}
 
@@ -40,17 +44,14 @@ class LeaseLost extends Error {}
  * with a renewed lease; a worker that dies leaves a lease that expires, and the job is claimed again
  * (and started afresh) by any instance, until `maxAttempts` runs, after which it is failed.
  */
-export class ExportWorker {
-  private readonly loop: PollLoop
+export class ExportWorker implements Job {
+  readonly name = EXPORTS_JOB
+  readonly pollMs: number
   private lastSweep = 0
 
   constructor (private readonly opts: ExportWorkerOptions) {
-    this.loop = new PollLoop('exports', opts.pollMs, opts.log, async signal => await this.tick(signal))
+    this.pollMs = opts.pollMs
   }
-
-  start (): void { this.loop.start() }
-  wake (): void { this.loop.wake() }
-  async stop (): Promise<void> { await this.loop.stop() }
 
   private async sweep (now: Date): Promise<void> {
     if (now.getTime() - this.lastSweep < SWEEP_INTERVAL_MS) return
@@ -68,7 +69,7 @@ export class ExportWorker {
     uow.onCommit(this.opts.webhookQueued)
   }
 
-  private async tick (signal: AbortSignal): Promise<boolean> {
+  async tick (signal: AbortSignal): Promise<boolean> {
     const now = new Date()
     await this.sweep(now)
     const lease = await this.opts.store.transaction(async uow => {
@@ -124,14 +125,14 @@ export class ExportWorker {
   }
 
   private async write (lease: ExportLease, signal: AbortSignal): Promise<void> {
-    const { store, renderPost } = this.opts
+    const { store, source } = this.opts
     const job = lease.job
     // Exports are made by admins only (contract §5), and an admin sees every post.
     const viewer: Principal = { subject: job.owner, scopes: new Set(['admin']), kind: 'jwt' }
     const filter = job.filter.status === undefined ? {} : { status: job.filter.status }
     const sort = [{ key: 'id' as const, direction: 'asc' as const }]
 
-    const counted = await store.posts.list({ filter, sort, limit: 1, count: true }, viewer)
+    const counted = await source.list(store, { filter, sort, limit: 1, count: true }, viewer)
     if (!await store.exports.begin(lease, counted.total ?? 0, this.leaseUntil(), new Date())) throw new LeaseLost()
 
     const hash = createHash('sha256')
@@ -153,10 +154,10 @@ export class ExportWorker {
 
     for (;;) {
       signal.throwIfAborted()
-      const page = await store.posts.list({ filter, sort, limit: PAGE_SIZE, ...(after === undefined ? {} : { after: [after] }) }, viewer)
+      const page = await source.list(store, { filter, sort, limit: PAGE_SIZE, ...(after === undefined ? {} : { after: [after] }) }, viewer)
       const chunks: { seq: number, start: number, data: Buffer }[] = []
-      for (const post of page.items) {
-        const line = Buffer.from(JSON.stringify(renderPost(post, job)) + '\n')
+      for (const row of page.items) {
+        const line = Buffer.from(JSON.stringify(source.render(row, job.apiVersion as ApiVersion, job.linkBase)) + '\n')
         pending.push(line)
         pendingBytes += line.length
         if (pendingBytes >= CHUNK_BYTES) chunks.push(cut())

@@ -1,10 +1,11 @@
 import type { Compilable, Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely'
-import type { Post, PostInput, PostSortKey, PostStatus, PostSummary } from '../../domain/post.ts'
 import { isAdmin, type Viewer } from '../../domain/principal.ts'
-import { arg, type PreparedQueries, preparedQueries } from '../prepared.ts'
-import { pageOf, pageQuery, pageValues } from '../read-page.ts'
-import type { ListPage, ListQuery, PostFilter, PostStore, WriteResult } from '../store.ts'
-import { type Database, type DialectParts, iso, type Timestamp } from '../tables.ts'
+import { arg, type PreparedQueries, preparedQueries } from '../../store/prepared.ts'
+import { pageOf, pageQuery, pageValues } from '../../store/read-page.ts'
+import type { ListPage, ListQuery, WriteResult } from '../../store/store.ts'
+import { type Database, type DialectParts, iso, type Timestamp } from '../../store/tables.ts'
+import type { Post, PostInput, PostSortKey, PostStatus, PostSummary } from './post.ts'
+import type { PostFilter, PostStore } from './store.ts'
 
 type SummaryRow = { id: number | string, title: string, status: PostStatus, author: string, created_at: Timestamp, updated_at: Timestamp, revision: number | string }
 type PostRow = SummaryRow & { content: string }
@@ -81,7 +82,7 @@ export class PostsRepository implements PostStore {
       const vis = this.visible(eb, kind, () => value(i++) as string)
       if (vis) conds.push(vis)
       if (filter.status !== undefined) conds.push(eb('posts.status', '=', value(i++) as PostStatus))
-      if (filter.q !== undefined) conds.push(this.dialect.textSearch(eb, filter.q))
+      if (filter.q !== undefined) conds.push(this.dialect.textSearch(eb, 'posts', filter.q))
       return eb.and(conds)
     })
   }

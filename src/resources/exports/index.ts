@@ -2,28 +2,22 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { Counter } from 'prom-client'
 import { checkCallbackUrl } from '../../domain/callback-url.ts'
-import { type ExportJob, type ExportRequest, isFinished } from '../../domain/export.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { sendRepresentation } from '../../http/conditional.ts'
 import { sendRanged } from '../../http/ranges.ts'
-import type { Resource, ResourceContext } from '../../http/resources.ts'
+import type { JobContext, Resource, ResourceContext } from '../../http/resources.ts'
+import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
 import { type ApiVersion, linkBase } from '../../http/versioning.ts'
 import { answerWrite } from '../../http/write.ts'
-import { ExportWorker } from '../../jobs/export-worker.ts'
-import { WebhookSender } from '../../jobs/webhook-sender.ts'
+import { WEBHOOKS_JOB } from '../../jobs/webhook-sender.ts'
 import type { Store } from '../../store/store.ts'
-import { renderPost } from '../posts/representation.ts'
-import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
+import { type ExportJob, type ExportRequest, isFinished } from './export.ts'
+import { EXPORTS_JOB, ExportWorker } from './export-worker.ts'
+import './problems.ts'
 import { exportEtag, fileEtag, renderExport } from './representation.ts'
 import { type CreateExportBody, CreateExportBodySchema, EXPORT_SCHEMAS, EXPORT_VERSIONS, type ExportIdParams, ExportIdParamsSchema } from './schemas.ts'
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** This instance's export worker: `wake()` after a job was committed, so it starts at once. */
-    exportJobs: { wake (): void }
-  }
-}
+import { exportsStore } from './store.ts'
 
 const ADMIN = { requiredScope: 'admin' }
 /** Seconds a client should wait before polling an unfinished export again. */
@@ -72,7 +66,7 @@ async function exportRoutes (app: FastifyInstance, ctx: ResourceContext): Promis
     const base = linkBase(req)
     return await answerWrite(req, reply, async uow => {
       const job = await uow.exports.create(principal.subject, input, { apiVersion: version, linkBase: base }, new Date())
-      uow.onCommit(() => { req.server.exportJobs.wake() })
+      uow.onCommit(() => { ctx.jobs.wake(EXPORTS_JOB) })
       return { status: 202, body: renderExport(job, version, base), location: `${base}/exports/${job.id}`, etag: exportEtag(job, version, base) }
     })
   })
@@ -160,39 +154,20 @@ async function * fileBytes (store: Store, id: number, from: number, to: number):
   }
 }
 
-/** The worker and the webhook sender of this instance, started when the app is ready and stopped when it closes. */
-async function exportServices (app: FastifyInstance, { config, store }: { config: ResourceContext['config'], store: Store }): Promise<void> {
-  const log = app.log.child({ component: 'exports' })
-  const attempts = new Counter({ name: 'webhook_delivery_attempts_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed)', labelNames: ['outcome'], registers: [app.metrics] })
-  const runs = new Counter({ name: 'export_runs_total', help: 'Export runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [app.metrics] })
-  const sender = new WebhookSender({
+/** This instance's export worker: it takes jobs from the store's queue (docs/exports.md). */
+function exportJobs ({ config, store, log, metrics, jobs, resources }: JobContext): ExportWorker[] {
+  const source = resources.find(r => r.exportable !== undefined)?.exportable
+  if (source === undefined) throw new Error('exports need an exportable resource in the registry')
+  const runs = new Counter({ name: 'export_runs_total', help: 'Export runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [metrics] })
+  return [new ExportWorker({
     store,
-    log,
-    secret: config.webhookSecret,
-    allowLoopback: config.webhookAllowLoopback,
-    timeoutMs: config.webhookTimeoutMs,
-    maxAttempts: config.webhookMaxAttempts,
-    retryBaseMs: config.webhookRetryBaseMs,
-    pollMs: config.exports.pollMs,
-    attempts,
-  })
-  const worker = new ExportWorker({
-    store,
-    log,
+    log: log.child({ component: 'exports' }),
     ...config.exports,
-    renderPost: (post, job) => renderPost(post, job.apiVersion as ApiVersion, job.linkBase),
+    source,
     renderJob: job => renderExport(job, job.apiVersion as ApiVersion, job.linkBase),
-    webhookQueued: () => { sender.wake() },
+    webhookQueued: () => { jobs.wake(WEBHOOKS_JOB) },
     runs,
-  })
-  app.decorate('exportJobs', { wake: () => { worker.wake() } })
-  app.addHook('onReady', async () => {
-    worker.start()
-    sender.start()
-  })
-  app.addHook('onClose', async () => {
-    await Promise.all([worker.stop(), sender.stop()])
-  })
+  })]
 }
 
 export const exportsResource: Resource = {
@@ -221,5 +196,6 @@ export const exportsResource: Resource = {
   },
   schemas: EXPORT_SCHEMAS,
   routes: exportRoutes,
-  services: exportServices,
+  jobs: exportJobs,
+  store: exportsStore,
 }

@@ -1,0 +1,64 @@
+import type { FastifyBaseLogger } from 'fastify'
+import { PollLoop } from './loop.ts'
+
+/**
+ * Background work a resource declares (as it declares its routes): every instance runs it, and
+ * the instances share it through the store, each unit of it claimed under a lease that a dead
+ * instance lets expire.
+ *
+ * @example
+ * const publisher: Job = {
+ *   name: 'scheduled-posts',
+ *   pollMs: 5_000,
+ *   async tick (signal) {
+ *     const due = await store.transaction(uow => uow.posts.claimDue(new Date(), LEASE_MS))
+ *     if (due === null) return await store.posts.nextDue() ?? false   // sleep until then
+ *     await publish(due, signal)
+ *     return true                                                    // more may be waiting
+ *   },
+ * }
+ */
+export interface Job {
+  /** Names its loop in logs, and what `wake` takes. */
+  readonly name: string
+  /** How long an idle job sleeps before it looks again (a wake or a due time ends the sleep sooner). */
+  readonly pollMs: number
+  /**
+   * One step: claim a unit of work through the store, under a lease, and do it. Resolves with
+   * `true` to step again at once, `false` to sleep `pollMs`, or the time the next unit falls due
+   * (the job sleeps until then, or `pollMs` if that is sooner). It ends soon once `signal` fires
+   * (the app is closing). A step that throws is logged and retried after a backoff.
+   */
+  tick (signal: AbortSignal): Promise<boolean | Date>
+}
+
+/** Wakes a job now rather than at its next poll: call it after committing work for it. */
+export interface JobWaker {
+  wake (name: string): void
+}
+
+/** This instance's jobs: started once the app is ready, stopped (each step finished) when it closes. */
+export class JobRunner implements JobWaker {
+  private readonly loops = new Map<string, PollLoop>()
+
+  constructor (private readonly log: FastifyBaseLogger) {}
+
+  add (job: Job): void {
+    if (this.loops.has(job.name)) throw new Error(`two jobs are named ${job.name}`)
+    this.loops.set(job.name, new PollLoop(job.name, job.pollMs, this.log, async signal => await job.tick(signal)))
+  }
+
+  wake (name: string): void {
+    const loop = this.loops.get(name)
+    if (loop === undefined) throw new Error(`no job is named ${name}`)
+    loop.wake()
+  }
+
+  start (): void {
+    for (const loop of this.loops.values()) loop.start()
+  }
+
+  async stop (): Promise<void> {
+    await Promise.all([...this.loops.values()].map(async loop => { await loop.stop() }))
+  }
+}
