@@ -1,5 +1,41 @@
+import fs from 'node:fs'
 import neostandard from 'neostandard'
+
+/**
+ * The layers of src/, lowest first: a module imports only from its own layer or lower ones
+ * (STYLE.md: config/errors ← domain ← store ← jobs ← http ← resources ← registry ← app ← server/cli).
+ */
+const LAYERS = [
+  ['./src/config.ts', './src/errors.ts', './src/errors-i18n.ts', './src/loop-stalls.ts'],
+  ['./src/domain'],
+  ['./src/store'],
+  ['./src/jobs'],
+  ['./src/http'],
+  ['./src/resources', './src/routes'],
+  ['./src/registry.ts'],
+  ['./src/context.ts', './src/app.ts'],
+  ['./src/server.ts', './src/cli'],
+]
+const upward = LAYERS.slice(0, -1).map((target, i) => ({
+  target,
+  from: LAYERS.slice(i + 1).flat(),
+  message: 'Layers import downward only (eslint.config.js LAYERS).',
+}))
+// No resource imports another: what two share lives in the core.
+const resources = fs.readdirSync(new URL('./src/resources', import.meta.url), { withFileTypes: true }).filter(d => d.isDirectory()).map(d => ({
+  target: `./src/resources/${d.name}`,
+  from: './src/resources',
+  except: [`./${d.name}`],
+  message: 'A resource imports no other resource; move what they share into the core.',
+}))
 
 export default [
   ...neostandard({ ts: true, ignores: ['node_modules/**', 'data/**', 'coverage/**', 'dist/**', '.ci/node24/**'] }),
+  {
+    files: ['src/**/*.ts'],
+    rules: {
+      'import-x/no-restricted-paths': ['error', { zones: [...upward, ...resources] }],
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+    },
+  },
 ]

@@ -17,7 +17,7 @@ import { buildApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
 import { CursorCodec } from '../src/http/paging.ts'
 import type { KyselyStore } from '../src/store/kysely-store.ts'
-import { openStore } from '../src/store/open-store.ts'
+import { openStore } from '../src/context.ts'
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000)
 const KIND = process.env.BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite'

@@ -23,7 +23,7 @@ import { buildApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
 import { generateApiKey } from '../src/http/auth.ts'
 import type { KyselyStore } from '../src/store/kysely-store.ts'
-import { openStore } from '../src/store/open-store.ts'
+import { openStore } from '../src/context.ts'
 
 const KIND = process.env.BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite'
 const SIZES = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map(Number)

@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { buildApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
-import { openStore } from '../src/store/open-store.ts'
+import { openStore } from '../src/context.ts'
 
 /**
  * Writes the OpenAPI document the service serves at /openapi.json, built by the app itself on a

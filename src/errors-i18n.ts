@@ -1,4 +1,4 @@
-import type { CoreProblemCode, ProblemCode } from './errors.ts'
+import { type CoreProblemCode, type ProblemCode, type ProblemDef, PROBLEMS } from './errors.ts'
 
 /** Languages of problem `title` and `detail` besides English (contract §4, Accept-Language). */
 export const PROBLEM_LANGUAGES = ['en', 'de', 'fr', 'es'] as const
@@ -131,4 +131,23 @@ export function problemLanguage (acceptLanguage: string | undefined): ProblemLan
     }
   })
   return best
+}
+
+/** A resource's problem: its English texts, and their translations into every other language. */
+export interface ResourceProblemDef extends ProblemDef { readonly translations: Readonly<Record<OtherLanguage, Text>> }
+
+/**
+ * Adds a resource's problem codes to the catalogue and their translations; a code may be defined
+ * once. The catalogue stays in order of status (the core's codes first within one status, then the
+ * resources' in the order they registered), which is the order the docs and the OpenAPI list them.
+ */
+export function registerProblems (defs: Readonly<Record<string, ResourceProblemDef>>): void {
+  for (const [code, { translations, ...def }] of Object.entries(defs)) {
+    if (code in PROBLEMS) throw new Error(`problem code ${code} is defined twice`)
+    Object.assign(PROBLEMS, { [code]: def })
+    for (const [lang, text] of Object.entries(translations)) Object.assign(PROBLEM_TRANSLATIONS[lang as OtherLanguage], { [code]: text })
+  }
+  const ordered = Object.entries(PROBLEMS).sort(([, a], [, b]) => a.status - b.status)
+  for (const [code] of ordered) Reflect.deleteProperty(PROBLEMS, code)
+  Object.assign(PROBLEMS, Object.fromEntries(ordered))
 }

@@ -1,5 +1,3 @@
-import { type OtherLanguage, PROBLEM_TRANSLATIONS, type Text } from './errors-i18n.ts'
-
 /**
  * The one catalogue of problem codes. Every error the service sends carries one of these
  * codes; the same problem always gives the same status and code (contract §6).
@@ -42,8 +40,8 @@ export interface ProblemDef { readonly status: number, readonly title: string, r
 
 /**
  * Codes a resource adds from its own folder, by declaration merging (`interface ResourceProblems
- * { ORDER_NOT_FOUND: true }`); it gives their texts to `registerProblems`, which its module calls
- * when it is loaded, so the catalogue is whole once the registry is.
+ * { ORDER_NOT_FOUND: true }`); it gives their texts to `registerProblems` (errors-i18n.ts), which
+ * its module calls when it is loaded, so the catalogue is whole once the registry is.
  */
 export interface ResourceProblems {}
 
@@ -52,25 +50,6 @@ export type ProblemCode = CoreProblemCode | keyof ResourceProblems
 
 /** The catalogue: the core's codes, then those the resources registered. */
 export const PROBLEMS = { ...CORE_PROBLEMS } as Readonly<Record<ProblemCode, ProblemDef>>
-
-/** A resource's problem: its English texts, and their translations into every other language. */
-export interface ResourceProblemDef extends ProblemDef { readonly translations: Readonly<Record<OtherLanguage, Text>> }
-
-/**
- * Adds a resource's problem codes to the catalogue and their translations; a code may be defined
- * once. The catalogue stays in order of status (the core's codes first within one status, then the
- * resources' in the order they registered), which is the order the docs and the OpenAPI list them.
- */
-export function registerProblems (defs: Readonly<Record<string, ResourceProblemDef>>): void {
-  for (const [code, { translations, ...def }] of Object.entries(defs)) {
-    if (code in PROBLEMS) throw new Error(`problem code ${code} is defined twice`)
-    Object.assign(PROBLEMS, { [code]: def })
-    for (const [lang, text] of Object.entries(translations)) Object.assign(PROBLEM_TRANSLATIONS[lang as OtherLanguage], { [code]: text })
-  }
-  const ordered = Object.entries(PROBLEMS).sort(([, a], [, b]) => a.status - b.status)
-  for (const [code] of ordered) Reflect.deleteProperty(PROBLEMS, code)
-  Object.assign(PROBLEMS, Object.fromEntries(ordered))
-}
 
 /** Codes of `errors[].code` in a 422 body, one per kind of violated constraint. */
 export const FIELD_CODES = {

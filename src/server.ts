@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.ts'
 import { type Config, ConfigError } from './config.ts'
 import { generateApiKey } from './http/auth.ts'
-import { openStore } from './store/open-store.ts'
+import { openStore } from './context.ts'
 import type { Store } from './store/store.ts'
 
 const SHUTDOWN_GRACE_MS = 10_000

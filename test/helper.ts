@@ -11,7 +11,7 @@ import { buildApp } from '../src/app.ts'
 import { type Config, loadConfig } from '../src/config.ts'
 import { generateApiKey } from '../src/http/auth.ts'
 import { type Job, JobRunner } from '../src/jobs/job.ts'
-import { openStore } from '../src/store/open-store.ts'
+import { openStore } from '../src/context.ts'
 import type { Store } from '../src/store/store.ts'
 import { validateResponse } from './openapi-validator.ts'
 

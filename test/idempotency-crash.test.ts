@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { KyselyStore } from '../src/store/kysely-store.ts'
-import { openStore } from '../src/store/open-store.ts'
+import { openStore } from '../src/context.ts'
 import { freshDatabase, storeKinds } from './helper.ts'
 import { processEnv, startInstance, token } from './process-helper.ts'
 

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig } from '../config.ts'
 import { generateApiKey } from '../http/auth.ts'
 import { KNOWN_SCOPES } from '../registry.ts'
 import { startServer } from '../server.ts'
-import { openStore } from '../store/open-store.ts'
+import { openStore } from '../context.ts'
 
 const SCOPES: readonly string[] = KNOWN_SCOPES
 

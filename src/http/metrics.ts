@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
-import { problemResponses } from './schemas.ts'
-import { SYSTEM_ERRORS } from '../routes/system/health-routes.ts'
+import { problemResponses, SYSTEM_ERRORS } from './schemas.ts'
 import { routeOf } from './route.ts'
 
 declare module 'fastify' {

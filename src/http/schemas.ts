@@ -67,6 +67,9 @@ export function problemResponses (...statuses: number[]): Record<number, unknown
 /** Statuses any route can answer with. */
 export const COMMON_ERRORS = [400, 401, 406, 410, 414, 429, 500, 503] as const
 
+/** What any unversioned route can answer besides success: a bad URL or credential, rate limit, failure, overload. */
+export const SYSTEM_ERRORS = [400, 401, 414, 429, 500, 503] as const
+
 export const NotModifiedSchema = Type.Null({ description: 'Not modified: the copy named by If-None-Match / If-Modified-Since is current. No body.' })
 export const NoContentSchema = Type.Null({ description: 'No content.' })
 

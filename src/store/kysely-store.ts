@@ -36,7 +36,7 @@ export interface KyselyStore extends Repositories {}
 
 /**
  * The Store both adapters share; each adapter supplies only its DialectParts. `modules` are the
- * resources' tables and repositories (the registry's, see open-store.ts).
+ * resources' tables and repositories (the registry's, see src/context.ts).
  */
 export class KyselyStore implements Store {
   readonly kind: 'sqlite' | 'postgres'

@@ -1,15 +1,14 @@
 import type { Config } from '../config.ts'
-import { RESOURCES } from '../registry.ts'
+import type { StoreModule } from './module.ts'
 import type { Store } from './store.ts'
 
 type StoreSettings = Pick<Config, 'databaseUrl' | 'pgPoolMax'> & Partial<Pick<Config, 'pgConnectTimeoutMs' | 'pgStatementTimeoutMs' | 'sqliteSynchronous' | 'requestTimeoutMs'>>
 
-/** The tables and repositories of every registered resource. */
-export const STORE_MODULES = RESOURCES.flatMap(r => r.store ?? [])
-
-/** Opens the store DATABASE_URL names: `sqlite:<file>` or `postgres://…`, with every registered resource's tables. */
-export async function openStore (config: StoreSettings): Promise<Store> {
-  const modules = STORE_MODULES
+/**
+ * Opens the store DATABASE_URL names: `sqlite:<file>` or `postgres://…`, with the tables and
+ * repositories of `modules` (the service opens it with the registry's: src/context.ts).
+ */
+export async function openStore (config: StoreSettings, modules: readonly StoreModule[]): Promise<Store> {
   if (config.databaseUrl.startsWith('sqlite:')) {
     const { openSqliteStore } = await import('./sqlite/sqlite-store.ts')
     return openSqliteStore(config.databaseUrl.slice('sqlite:'.length), config.sqliteSynchronous !== undefined ? { modules, synchronous: config.sqliteSynchronous } : { modules })

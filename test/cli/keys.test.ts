@@ -10,7 +10,7 @@ import { buildApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { hashSecret } from '../../src/http/auth.ts'
 import { bootstrapAdminKey } from '../../src/server.ts'
-import { openStore } from '../../src/store/open-store.ts'
+import { openStore } from '../../src/context.ts'
 import { freshDatabase, json, JWT_SECRET, storeKinds } from '../helper.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')

@@ -5,7 +5,7 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { buildApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
-import { openStore } from '../../src/store/open-store.ts'
+import { openStore } from '../../src/context.ts'
 import { type Instance, processEnv, ROOT, startInstance, stop, token } from '../process-helper.ts'
 
 const START = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import { type Kysely, sql } from 'kysely'
 import { loadConfig } from '../../src/config.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
-import { openStore } from '../../src/store/open-store.ts'
+import { openStore } from '../../src/context.ts'
 import { freshDatabase } from '../helper.ts'
 
 // The SQLite adapter reads rows as arrays and makes their objects itself (src/store/sqlite): the

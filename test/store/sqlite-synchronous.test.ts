@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { ConfigError, loadConfig } from '../../src/config.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
-import { openStore } from '../../src/store/open-store.ts'
+import { openStore } from '../../src/context.ts'
 import { freshDatabase } from '../helper.ts'
 
 async function synchronousOf (env: Record<string, string>): Promise<number> {

@@ -1,4 +1,4 @@
-import { openStore } from '../../src/store/open-store.ts'
+import { openStore } from '../../src/context.ts'
 import type { Store } from '../../src/store/store.ts'
 import { freshDatabase, type StoreKind } from '../helper.ts'
 

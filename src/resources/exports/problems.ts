@@ -1,4 +1,4 @@
-import { registerProblems } from '../../errors.ts'
+import { registerProblems } from '../../errors-i18n.ts'
 
 declare module '../../errors.ts' { interface ResourceProblems { EXPORT_NOT_FOUND: true } }
 

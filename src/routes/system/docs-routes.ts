@@ -2,8 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { AppError, FIELD_CODES, PROBLEMS, problemSlug } from '../../errors.ts'
 import { MAX_PAGE_SIZE } from '../../http/paging.ts'
-import { problemResponses } from '../../http/schemas.ts'
-import { SYSTEM_ERRORS } from './health-routes.ts'
+import { problemResponses, SYSTEM_ERRORS } from '../../http/schemas.ts'
 
 function escapeHtml (s: string): string {
   return s.replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)

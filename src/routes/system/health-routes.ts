@@ -2,11 +2,9 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { AppError } from '../../errors.ts'
 import type { Store } from '../../store/store.ts'
-import { problemResponses } from '../../http/schemas.ts'
+import { problemResponses, SYSTEM_ERRORS } from '../../http/schemas.ts'
 
 const HealthSchema = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false })
-/** What any unversioned route can answer besides success: a bad URL or credential, rate limit, failure, overload. */
-export const SYSTEM_ERRORS = [400, 401, 414, 429, 500, 503] as const
 const READY_TIMEOUT_MS = 2000
 
 /** Liveness (the process answers) and readiness (the store answers too, else 503). */
