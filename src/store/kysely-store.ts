@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { type Kysely, type Migration, sql } from 'kysely'
 import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
+import { migrationPlan } from './migrations/plan.ts'
 import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
@@ -21,14 +22,9 @@ function repositories (db: Kysely<Database>, dialect: DialectParts, modules: rea
   return Object.assign(core, Object.fromEntries(modules.map(m => [m.name, m.repository(db, dialect)]))) as unknown as Repositories
 }
 
-/** The core's migrations and every module's, by name (Kysely applies them in name order; 0003 and 0004 are modules'). */
-function migrationsOf (dialect: DialectParts, modules: readonly StoreModule[]): Record<string, Migration> {
-  const all: Record<string, Migration> = { '0001-initial': dialect.initialMigration, '0002-idempotency-keys': m0002.migration(dialect.columnTypes) }
-  for (const [name, m] of modules.flatMap(m => Object.entries(m.migrations))) {
-    if (name in all) throw new Error(`two migrations are named ${name}`)
-    all[name] = m(dialect.columnTypes)
-  }
-  return all
+/** The core's migrations: frozen under the names they shipped with; a new one is `core/NNNN-what`. */
+function coreMigrations (dialect: DialectParts): Record<string, Migration> {
+  return { '0001-initial': dialect.initialMigration, '0002-idempotency-keys': m0002.migration(dialect.columnTypes) }
 }
 
 // The repositories are declared by Repositories, which resources extend from their folders.
@@ -104,7 +100,7 @@ export class KyselyStore implements Store {
   }
 
   async migrate (): Promise<void> {
-    const { error, results } = await this.dialect.migrator(this.db, migrationsOf(this.dialect, this.modules)).migrateToLatest()
+    const { error, results } = await this.dialect.migrator(this.db, migrationPlan(coreMigrations(this.dialect), this.modules, this.dialect.columnTypes)).migrateToLatest()
     const failed = results?.find(r => r.status === 'Error')
     if (error) throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${String((error as Error).message ?? error)}`)
   }

@@ -1,5 +1,6 @@
 import type { Expression, ExpressionBuilder, Generated, Kysely, Migration, Migrator, SqlBool } from 'kysely'
 import type { ColumnTypes } from './migrations/column-types.ts'
+import type { MigrationPlan } from './migrations/plan.ts'
 
 /** Timestamps are text (ISO 8601) in SQLite and timestamptz in PostgreSQL; both read back as ISO strings. */
 export type Timestamp = string | Date
@@ -71,7 +72,7 @@ export interface DialectParts {
   /** The value to bind for a timestamp column. */
   timestamp (d: Date): Timestamp
   /** Kysely's migrator takes a database lock, so instances starting together migrate once. */
-  migrator (db: Kysely<Database>, migrations: Record<string, Migration>): Migrator
+  migrator (db: Kysely<Database>, plan: MigrationPlan): Migrator
   /** The column types shared migrations are written with. */
   readonly columnTypes: ColumnTypes
   /** 0001, written per database before migrations were shared (frozen). */

@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Kysely, type LogConfig, type Migration, Migrator, type MigrationResultSet, type SqliteDatabase, SqliteDialect, type SqliteStatement, sql } from 'kysely'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
+import { type MigrationPlan, migratorProps } from '../migrations/plan.ts'
 import type { StoreModule } from '../module.ts'
 import * as m0001 from './migrations/0001-initial.ts'
 
@@ -24,8 +25,8 @@ const MIGRATION_LOCK_WAIT_MS = 30_000
  * holds the lock in the same process.
  */
 class SqliteMigrator extends Migrator {
-  constructor (private readonly database: SQLite.Database, db: Kysely<Database>, migrations: Record<string, Migration>) {
-    super({ db, provider: { getMigrations: async () => migrations } })
+  constructor (private readonly database: SQLite.Database, db: Kysely<Database>, plan: MigrationPlan) {
+    super({ db, ...migratorProps(plan) })
   }
 
   override async migrateToLatest (): Promise<MigrationResultSet> {
@@ -156,7 +157,7 @@ export function openSqliteStore (file: string, opts: SqliteOptions = {}): Kysely
     groupCommit: true,
     columnTypes: { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB' },
     initialMigration: m0001,
-    migrator: (kdb, migrations) => new SqliteMigrator(database, kdb, migrations),
+    migrator: (kdb, plan) => new SqliteMigrator(database, kdb, plan),
   }
   return new KyselyStore(db, parts, opts.modules)
 }
