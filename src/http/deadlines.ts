@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
+import { AppError } from '../errors.ts'
 import { buildProblem, problemHeaders, SUCCESS_ONLY_HEADERS, unavailable } from './problems.ts'
 import { routeOf } from './route.ts'
 
@@ -31,6 +32,17 @@ declare module 'fastify' {
 /** When a request runs out of time (`performance.now()` milliseconds), and its reply. */
 interface Deadline { at: number, reply: FastifyReply }
 
+/**
+ * What a request that ran out of time is answered: a body still arriving is the client's fault
+ * (408, as Node's own requestTimeout answers it, whichever of the two fires first); a request
+ * wholly received and not answered in time is the service's (503, retry later).
+ */
+function timedOut (req: FastifyRequest): AppError {
+  return req.raw.complete
+    ? unavailable('REQUEST_TIMEOUT')
+    : new AppError('CLIENT_TIMEOUT', 'The request body did not arrive within REQUEST_TIMEOUT_MS; the connection is closed.')
+}
+
 /** Marks a request abandoned: its `abandoned` signal aborts now, or aborted when first read. */
 function abandon (req: FastifyRequest, reason: Error): void {
   req.abandonReason = reason
@@ -38,8 +50,8 @@ function abandon (req: FastifyRequest, reason: Error): void {
 }
 
 /**
- * A request not answered within REQUEST_TIMEOUT_MS gets 503 REQUEST_TIMEOUT with Retry-After and
- * `req.abandoned` aborts; a late answer from the abandoned work is dropped by Fastify (logged, no
+ * A request not answered within REQUEST_TIMEOUT_MS gets 503 REQUEST_TIMEOUT with Retry-After (or
+ * 408 CLIENT_TIMEOUT while its body is still arriving) and `req.abandoned` aborts; a late answer from the abandoned work is dropped by Fastify (logged, no
  * crash). Shutdown answers what is still in flight the same way (abandonInFlight).
  */
 export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance, opts: { config: Pick<Config, 'requestTimeoutMs'> }) {
@@ -72,7 +84,7 @@ export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance
     const now = performance.now()
     for (const [req, d] of deadlines) {
       if (d.at > now) break
-      expire(req, d.reply)
+      expire(req, d.reply, timedOut(req))
     }
     arm()
   }
@@ -92,7 +104,7 @@ export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance
     },
   })
 
-  function expire (req: FastifyRequest, reply: FastifyReply, err = unavailable('REQUEST_TIMEOUT')): void {
+  function expire (req: FastifyRequest, reply: FastifyReply, err: AppError): void {
     forget(req)
     if (reply.sent || reply.raw.headersSent) return
     // Hijacked and written at once: the abandoned work may still call reply.code(), send() or
@@ -108,7 +120,9 @@ export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance
     const close: Record<string, string> = req.raw.complete ? {} : { connection: 'close' }
     reply.raw.writeHead(err.status, { ...kept, ...problemHeaders(req, err), ...close, 'content-length': Buffer.byteLength(body) })
     reply.raw.end(body)
-    req.log.warn({ timeout_ms: timeoutMs, route: routeOf(req).url, code: err.code }, 'request abandoned')
+    const line = { timeout_ms: timeoutMs, route: routeOf(req).url, code: err.code }
+    if (err.status >= 500) req.log.warn(line, 'request abandoned')
+    else req.log.info(line, 'request abandoned: its body did not arrive in time')
     abandon(req, err)
   }
 
