@@ -7,6 +7,7 @@ import type { Config } from './config.ts'
 import { Authenticator, authorizationPlugin, authPlugin } from './http/auth.ts'
 import { cachingPlugin } from './http/caching.ts'
 import { contentTypePlugin } from './http/content-type.ts'
+import { lingeringClosePlugin } from './http/lingering-close.ts'
 import { metricsPlugin } from './http/metrics.ts'
 import { nodeRequestsPlugin } from './http/node-requests.ts'
 import { clientErrorHandler, serverOptions } from './http/client-errors.ts'
@@ -92,6 +93,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   await app.register(requestTargetPlugin)
   await app.register(sheddingPlugin, { config })
   await app.register(nodeRequestsPlugin)
+  await app.register(lingeringClosePlugin)
   await app.register(deadlinesPlugin, { config })
   await app.register(routingPlugin)
   await app.register(versioningPlugin, { config })

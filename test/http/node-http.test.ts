@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import type net from 'node:net'
+import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { buildTestApp, json, type TestApp } from '../helper.ts'
-import { type RawResponse, rawRequest } from '../raw-http.ts'
+import { parseRawResponse, type RawResponse, rawRequest } from '../raw-http.ts'
 import { recordResult } from '../reliability-record.ts'
+import { LINGER_MS } from '../../src/http/lingering-close.ts'
 
 function assertRawProblem (res: RawResponse, status: number, code: string): Record<string, unknown> {
   assert.equal(res.status, status, JSON.stringify(res))
@@ -13,6 +14,36 @@ function assertRawProblem (res: RawResponse, status: number, code: string): Reco
   assert.equal(problem.status, status)
   assert.equal(Buffer.byteLength(res.body), Number(res.headers['content-length']))
   return problem
+}
+
+/** How many exchanges with an unread body (npm run reliability sends more). */
+const UNREAD_BODY_ROUNDS = Number(process.env.UNREAD_BODY_ROUNDS ?? 10)
+
+/**
+ * Sends `head` and then `body` at once, reads nothing for `readAfterMs` (a client busy elsewhere),
+ * then reads until the server closes. With `endless`, keeps sending after the body until closed.
+ */
+async function unreadExchange (port: number, head: string, body: Buffer, readAfterMs: number, endless = false): Promise<{ text: string, error: string | null }> {
+  return await new Promise(resolve => {
+    // allowHalfOpen: a client that goes on sending after the server's FIN, as a hostile one may.
+    const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: endless })
+    const received: Buffer[] = []
+    let error: string | null = null
+    let more: NodeJS.Timeout | undefined
+    socket.on('data', c => received.push(c))
+    socket.on('error', e => { error = (e as NodeJS.ErrnoException).code ?? e.message })
+    socket.on('close', () => {
+      clearInterval(more)
+      resolve({ text: Buffer.concat(received).toString('utf8'), error })
+    })
+    socket.once('connect', () => {
+      socket.pause()
+      socket.write(head)
+      for (let i = 0; i < body.length; i += 16_384) socket.write(body.subarray(i, i + 16_384))
+      if (endless) more = setInterval(() => { if (!socket.destroyed) socket.write(body) }, 20)
+      setTimeout(() => socket.resume(), readAfterMs)
+    })
+  })
 }
 
 /** How many trickling uploads at once (npm run reliability sends more). */
@@ -94,6 +125,39 @@ describe('answers that Node would give itself', () => {
       assertRawProblem(res, 400, 'BAD_REQUEST')
     }
     recordResult('node-http', { test: 'Requests Node answers itself, over a raw socket', injected: 'Expect: bogus, no Host, CONNECT (3 forms), 8 malformed framings', count: 13, result: 'every one a problem+json body (417, 400, 405/404, 400) before the connection closes' })
+  })
+})
+
+describe('closing a connection with a body unread', () => {
+  let t: TestApp
+  let port: number
+  before(async () => {
+    t = await buildTestApp('sqlite')
+    port = await listen(t)
+  })
+  after(async () => { await t.close() })
+
+  it('delivers the whole answer before closing, though the route never read the body (no reset)', async () => {
+    const body = Buffer.alloc(200_000, ' ')
+    const head = `GET /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`
+    const cut: string[] = []
+    for (let i = 0; i < UNREAD_BODY_ROUNDS; i++) {
+      const { text, error } = await unreadExchange(port, head, body, 50)
+      const res = parseRawResponse(text)
+      // Before: the server reset the connection, and the client lost the tail it had not read.
+      if (res.status !== 200 || Buffer.byteLength(res.body) !== Number(res.headers['content-length'])) cut.push(`${res.status}: ${Buffer.byteLength(res.body)} of ${res.headers['content-length']} bytes (${error})`)
+    }
+    assert.deepEqual(cut, [])
+    recordResult('unread-body', { test: 'Connection: close with a body the route does not read', injected: 'GET /openapi.json (~0.5 MB answer) with a 200 KB body, the client reading 50 ms later', count: UNREAD_BODY_ROUNDS, result: `${UNREAD_BODY_ROUNDS - cut.length} whole answers, 0 cut short by a reset (before: the tail lost in 13 of 20)` })
+  })
+
+  it('still closes, after LINGER_MS, a connection whose client never stops sending', async () => {
+    const head = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n'
+    const started = performance.now()
+    const { text } = await unreadExchange(port, head, Buffer.from('400\r\n' + ' '.repeat(1024) + '\r\n'), 0, true)
+    assert.equal(parseRawResponse(text).status, 200)
+    // Closed by the linger bound, not by the client (it never stops) nor by Node's request timeout (30 s).
+    assert.ok(performance.now() - started >= LINGER_MS, `closed after ${Math.round(performance.now() - started)} ms`)
   })
 })
 
