@@ -38,9 +38,10 @@ interface Deadline { at: number, reply: FastifyReply }
  * wholly received and not answered in time is the service's (503, retry later).
  */
 function timedOut (req: FastifyRequest): AppError {
-  return req.raw.complete
-    ? unavailable('REQUEST_TIMEOUT')
-    : new AppError('CLIENT_TIMEOUT', 'The request body did not arrive within REQUEST_TIMEOUT_MS; the connection is closed.')
+  // `complete` is false only on a request read from a socket (an injected one has it undefined).
+  return req.raw.complete === false
+    ? new AppError('CLIENT_TIMEOUT', 'The request body did not arrive within REQUEST_TIMEOUT_MS; the connection is closed.')
+    : unavailable('REQUEST_TIMEOUT')
 }
 
 /** Marks a request abandoned: its `abandoned` signal aborts now, or aborted when first read. */
