@@ -2,19 +2,22 @@ import { randomBytes } from 'node:crypto'
 import { type Kysely, type Migration, sql } from 'kysely'
 import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
+import * as mEvents from './migrations/core/0001-events.ts'
 import { migrationPlan } from './migrations/plan.ts'
 import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
+import { EventsRepository } from './repositories/events-repository.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
 import { WebhooksRepository } from './repositories/webhooks-repository.ts'
-import type { Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
+import type { EventInput, Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
 import type { Database, DialectParts } from './tables.ts'
 
 export type { Database, DialectParts } from './tables.ts'
 
-/** The core's repositories, then each module's under its name. */
-function repositories (db: Kysely<Database>, dialect: DialectParts, modules: readonly StoreModule[]): Repositories {
+/** The core's repositories, then each module's under its name; `events` collects a unit of work's events. */
+function repositories (db: Kysely<Database>, dialect: DialectParts, modules: readonly StoreModule[], events: EventInput[] | null = null): Repositories {
   const core = {
+    events: new EventsRepository(db, dialect, events),
     apiKeys: new ApiKeysRepository(db, dialect),
     idempotency: new IdempotencyRepository(db, dialect),
     webhooks: new WebhooksRepository(db, dialect),
@@ -22,9 +25,13 @@ function repositories (db: Kysely<Database>, dialect: DialectParts, modules: rea
   return Object.assign(core, Object.fromEntries(modules.map(m => [m.name, m.repository(db, dialect)]))) as unknown as Repositories
 }
 
-/** The core's migrations: frozen under the names they shipped with; a new one is `core/NNNN-what`. */
+/** The core's migrations: those that shipped before migrations were named per module keep their names; later ones are `core/NNNN-what`. */
 function coreMigrations (dialect: DialectParts): Record<string, Migration> {
-  return { '0001-initial': dialect.initialMigration, '0002-idempotency-keys': m0002.migration(dialect.columnTypes) }
+  return {
+    '0001-initial': dialect.initialMigration,
+    '0002-idempotency-keys': m0002.migration(dialect.columnTypes),
+    'core/0001-events': mEvents.migration(dialect.columnTypes),
+  }
 }
 
 // The repositories are declared by Repositories, which resources extend from their folders.
@@ -51,7 +58,10 @@ export class KyselyStore implements Store {
     opts.signal?.throwIfAborted()
     const callbacks: (() => unknown)[] = []
     const work = async (conn: Kysely<Database>): Promise<T> => {
-      const result = await fn({ ...repositories(conn, this.dialect, this.modules), onCommit: f => { callbacks.push(f) } })
+      const repos = repositories(conn, this.dialect, this.modules, [])
+      const result = await fn({ ...repos, onCommit: f => { callbacks.push(f) } })
+      // Last, so the lock that orders event ids by commit is held only for the commit.
+      await (repos.events as EventsRepository).flush(new Date())
       // An abandoned request (timed out, client gone) commits nothing, so its 503 never hides a change.
       opts.signal?.throwIfAborted()
       // From here the work is committed (or the whole commit fails): it can no longer be abandoned.

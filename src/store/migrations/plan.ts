@@ -1,6 +1,6 @@
 import type { Migration, MigratorProps } from 'kysely'
 import type { StoreModule } from '../module.ts'
-import type { ColumnTypes, SharedMigration } from './column-types.ts'
+import type { ColumnTypes } from './column-types.ts'
 
 /**
  * The migrations named before they were named per module: frozen, and kept under these names so
@@ -15,26 +15,33 @@ export interface MigrationPlan {
 }
 
 /**
- * The core's migrations, then each module's in the order the modules are listed (the registry's),
- * each part in name order. A module's migrations are named `<its name>/NNNN-what`, so two
- * branches adding one each cannot collide, and a module numbers its own without reading others.
+ * Every migration in the order it applies: first those named before migrations were named per
+ * module (`0001-initial` … `0004-exports`, wherever they live now), in name order, as they always
+ * applied; then the core's (`core/NNNN-what`); then each module's in the order the modules are
+ * listed (the registry's), each part in name order. A module's migrations are named
+ * `<its name>/NNNN-what`, so two branches adding one each cannot collide, and a module numbers
+ * its own without reading other folders.
  */
 export function migrationPlan (core: Readonly<Record<string, Migration>>, modules: readonly StoreModule[], types: ColumnTypes): MigrationPlan {
-  const migrations: Record<string, Migration> = { ...core }
-  const order = Object.keys(core).sort()
-  for (const m of modules) {
-    const own = Object.entries(m.migrations as Record<string, SharedMigration>).sort(([a], [b]) => a.localeCompare(b))
-    for (const [name, migration] of own) {
-      const global = /^(\d{4})-/.exec(name)
-      if (global !== null ? Number(global[1]) > LAST_GLOBAL_NUMBER : !name.startsWith(`${m.name}/`)) {
-        throw new Error(`migration ${name} of ${m.name}: name it ${m.name}/NNNN-what`)
+  const parts = [
+    { name: 'core', migrations: core },
+    ...modules.map(m => ({ name: m.name, migrations: Object.fromEntries(Object.entries(m.migrations).map(([n, f]) => [n, f(types)])) })),
+  ]
+  const migrations: Record<string, Migration> = {}
+  const global: string[] = []
+  const named: string[] = []
+  for (const part of parts) {
+    for (const name of Object.keys(part.migrations).sort()) {
+      const number = /^(\d{4})-/.exec(name)?.[1]
+      if (number !== undefined ? Number(number) > LAST_GLOBAL_NUMBER : !name.startsWith(`${part.name}/`)) {
+        throw new Error(`migration ${name} of ${part.name}: name it ${part.name}/NNNN-what`)
       }
       if (name in migrations) throw new Error(`two migrations are named ${name}`)
-      migrations[name] = migration(types)
-      order.push(name)
+      migrations[name] = part.migrations[name]!
+      ;(number !== undefined ? global : named).push(name)
     }
   }
-  return { migrations, order }
+  return { migrations, order: [...global.sort(), ...named] }
 }
 
 /**

@@ -155,6 +155,7 @@ export function openSqliteStore (file: string, opts: SqliteOptions = {}): Kysely
     begin: 'BEGIN IMMEDIATE',
     skipLocked: false,
     groupCommit: true,
+    eventsLock: null,
     columnTypes: { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB' },
     initialMigration: m0001,
     migrator: (kdb, plan) => new SqliteMigrator(database, kdb, plan),
