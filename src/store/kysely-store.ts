@@ -3,7 +3,7 @@ import { type Kysely, type Migration, sql } from 'kysely'
 import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
 import * as mEvents from './migrations/core/0001-events.ts'
-import { migrationPlan } from './migrations/plan.ts'
+import { type MigrationPlan, migrationPlan } from './migrations/plan.ts'
 import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
 import { EventsRepository } from './repositories/events-repository.ts'
@@ -109,8 +109,13 @@ export class KyselyStore implements Store {
     return this.secret
   }
 
+  /** Every migration of the core and the modules, in the order they apply. */
+  migrationPlan (): MigrationPlan {
+    return migrationPlan(coreMigrations(this.dialect), this.modules, this.dialect.columnTypes)
+  }
+
   async migrate (): Promise<void> {
-    const { error, results } = await this.dialect.migrator(this.db, migrationPlan(coreMigrations(this.dialect), this.modules, this.dialect.columnTypes)).migrateToLatest()
+    const { error, results } = await this.dialect.migrator(this.db, this.migrationPlan()).migrateToLatest()
     const failed = results?.find(r => r.status === 'Error')
     if (error) throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${String((error as Error).message ?? error)}`)
   }

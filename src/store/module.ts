@@ -4,14 +4,15 @@ import type { Database, DialectParts } from './tables.ts'
 
 /**
  * A resource's part of the store, declared in the resource's own folder and listed by the registry:
- * its migrations (written once for both databases, named `NNNN-what`, numbered after the newest
- * one in the project) and its repository, which the store builds for itself and for every unit of
- * work under `name`. The folder also declares the types, by declaration merging:
+ * its migrations (written once for both databases, named `<name>/NNNN-what` and numbered within
+ * the module; src/store/migrations/plan.ts applies them after the core's, in the registry's order)
+ * and its repository, which the store builds for itself and for every unit of work under `name`.
+ * The folder also declares the types, by declaration merging:
  *
  * @example
- * declare module '../../store/tables.ts' { interface Database { orders: OrdersTable } }
- * declare module '../../store/store.ts' { interface Repositories { readonly orders: OrdersRepository } }
- * export const ordersStore: StoreModule = { name: 'orders', migrations: { '0003-orders': migration }, repository: (db, d) => new OrdersRepository(db, d) }
+ * declare module '../../store/tables.ts' { interface Database { tickets: TicketsTable } }
+ * declare module '../../store/store.ts' { interface Repositories { readonly tickets: TicketsRepository } }
+ * export const ticketsStore: StoreModule = { name: 'tickets', migrations: { 'tickets/0001-tickets': migration }, repository: (db, d) => new TicketsRepository(db, d) }
  */
 export interface StoreModule {
   readonly name: string

@@ -15,7 +15,7 @@ interface Ticket extends OwnedRecord { subject: string, notes?: { text: string }
 const ticketsStore: StoreModule = {
   name: 'tickets',
   migrations: {
-    '9001-tickets': t => ({
+    'tickets/0001-tickets': t => ({
       async up (db: Kysely<unknown>) {
         await sql.raw(`CREATE TABLE tickets (id ${t.id}, owner TEXT NOT NULL, subject TEXT NOT NULL, status TEXT NOT NULL,
           created_at ${t.timestamp} NOT NULL, updated_at ${t.timestamp} NOT NULL, revision INTEGER NOT NULL DEFAULT 1)`).execute(db)
@@ -74,7 +74,7 @@ for (const kind of await storeKinds()) {
 
     it('refuses two migrations of one name', async () => {
       const db = await freshDatabase(kind)
-      const clash: StoreModule = { ...ticketsStore, name: 'clash', migrations: { '0003-orders': ticketsStore.migrations['9001-tickets']! } }
+      const clash: StoreModule = { ...ticketsStore, name: 'clash', migrations: { '0003-orders': ticketsStore.migrations['tickets/0001-tickets']! } }
       const store = await open(kind, db.url, [...STORE_MODULES, clash])
       try {
         await assert.rejects(store.migrate(), /two migrations are named 0003-orders/)
