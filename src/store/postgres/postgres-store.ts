@@ -1,4 +1,4 @@
-import { Kysely, type LogConfig, type Migration, Migrator, type MigrationResultSet, PostgresDialect, type PostgresPool, sql } from 'kysely'
+import { Kysely, type LogConfig, Migrator, type MigrationResultSet, PostgresDialect, type PostgresPool, sql } from 'kysely'
 import pg from 'pg'
 import { isStoreUnavailable } from '../errors.ts'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
