@@ -1,5 +1,6 @@
 import { mayChange, type Principal, type Viewer } from '../../domain/principal.ts'
 import { AppError } from '../../errors.ts'
+import { writeCurrent } from '../../http/action.ts'
 import type { ListPage, ListQuery } from '../../store/store.ts'
 import type { Post, PostInput, PostSortKey, PostSummary } from './post.ts'
 import type { PostFilter, PostStore } from './store.ts'
@@ -7,19 +8,19 @@ import type { PostFilter, PostStore } from './store.ts'
 /** A client's condition on the current post (If-Match, If-Unmodified-Since); true to go ahead. */
 export type Precondition = (current: Post) => boolean
 
-const always: Precondition = () => true
-const RETRIES = 5
+const notFound = (id: number) => new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
 
 /**
- * The rules of posts: who sees and changes what, and optimistic concurrency. Built on a unit of
- * work's repository for writes (`new PostService(uow.posts)`), on the store's for reads.
+ * The rules of posts: who sees and changes what; a change is the core's compare-and-set
+ * (writeCurrent, as orders' actions). Built on a unit of work's repository for writes
+ * (`new PostService(uow.posts)`), on the store's for reads.
  */
 export class PostService {
   constructor (private readonly store: PostStore, private readonly clock: () => Date = () => new Date()) {}
 
   async get (id: number, viewer: Viewer): Promise<Post> {
     const post = await this.store.findById(id, viewer)
-    if (!post) throw new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
+    if (!post) throw notFound(id)
     return post
   }
 
@@ -37,28 +38,14 @@ export class PostService {
   }
 
   /** Replaces a post with the input `build` makes from the current one (PUT uses the body; PATCH applies a patch). */
-  async update (id: number, viewer: Principal, build: (current: Post) => PostInput, precondition: Precondition = always): Promise<Post> {
-    for (let attempt = 0; ; attempt++) {
-      const current = await this.writable(id, viewer)
-      if (!precondition(current)) throw new AppError('PRECONDITION_FAILED')
-      const result = await this.store.replace(id, build(current), current.revision, this.clock())
-      if (result.outcome === 'done') return result.value
-      if (result.outcome === 'missing') throw new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
-      // Someone else wrote between our read and our write. With a client precondition that is
-      // the client's lost update (412); without one, read again and retry.
-      if (precondition !== always || attempt >= RETRIES) throw new AppError('PRECONDITION_FAILED')
-    }
+  async update (id: number, viewer: Principal, build: (current: Post) => PostInput, precondition?: Precondition): Promise<Post> {
+    return await writeCurrent(precondition, async () => await this.writable(id, viewer),
+      async current => await this.store.replace(id, build(current), current.revision, this.clock()), () => notFound(id))
   }
 
-  async delete (id: number, viewer: Principal, precondition: Precondition = always): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      const current = await this.writable(id, viewer)
-      if (!precondition(current)) throw new AppError('PRECONDITION_FAILED')
-      const result = await this.store.delete(id, current.revision)
-      if (result.outcome === 'done') return
-      if (result.outcome === 'missing') throw new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
-      if (precondition !== always || attempt >= RETRIES) throw new AppError('PRECONDITION_FAILED')
-    }
+  async delete (id: number, viewer: Principal, precondition?: Precondition): Promise<void> {
+    await writeCurrent(precondition, async () => await this.writable(id, viewer),
+      async current => await this.store.delete(id, current.revision), () => notFound(id))
   }
 
   /** The post, if `viewer` may change it: invisible → 404, visible but not theirs → 403. */
