@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.ts'
 import { hashSecret } from '../../src/http/auth.ts'
 import { bootstrapAdminKey } from '../../src/server.ts'
 import { openStore } from '../../src/context.ts'
+import { RESOURCES } from '../../src/registry.ts'
 import { freshDatabase, json, JWT_SECRET, storeKinds } from '../helper.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
@@ -167,7 +168,7 @@ describe('help', () => {
       const res = await cli(args, {})
       assert.equal(res.code, 0, `${args.join(' ')}: ${res.stderr}`)
       assert.match(res.stdout, /^Usage: blog <command>/)
-      assert.match(res.stdout, /\(scopes: posts:write orders:write admin\)/)
+      assert.ok(res.stdout.includes(`(scopes: ${[...RESOURCES.flatMap(r => r.scopes ?? []), 'admin'].join(' ')})`), res.stdout)
     }
   })
 })

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import type { LightMyRequestResponse } from 'fastify'
 import { PROBLEMS } from '../../src/errors.ts'
+import { RESOURCES } from '../../src/registry.ts'
 import { buildTestApp, json, type TestApp } from '../helper.ts'
 import { validateResponse } from '../openapi-validator.ts'
 
@@ -125,10 +126,12 @@ describe('GET /openapi.json', () => {
   })
 
   it('lists each status an operation can give', () => {
+    // Every registered resource's collection, so a new resource is held to the same rules.
+    const collections = RESOURCES.map(r => r.path.slice(1))
     for (const { method, path, op } of operations) {
       const has = new Set(Object.keys(op.responses ?? {}))
       const need = ['400', '401', '429', '500', '503'] // bad URL or credential, rate limit, failure, overload: anywhere
-      const versioned = path === '/' || path === '/v2' || /^\/(v2\/)?(posts|orders|versions)(\/|$)/.test(path)
+      const versioned = path === '/' || path === '/v2' || new RegExp(`^/(v2/)?(${[...collections, 'versions'].join('|')})(/|$)`).test(path)
       if (versioned) need.push('406')
       if (path.includes('{')) need.push('404', '422')
       if ((op.parameters ?? []).some(p => p.in === 'query')) need.push('422')
@@ -136,7 +139,7 @@ describe('GET /openapi.json', () => {
       // A body of the wrong type: only where the operation takes a body (others ignore it).
       if (op.requestBody !== undefined) need.push('415')
       if (['put', 'patch', 'delete'].includes(method)) need.push('403', '412')
-      if (method === 'get' && /^\/(v2\/)?(posts|orders)/.test(path)) need.push('304')
+      if (method === 'get' && new RegExp(`^/(v2/)?(${collections.join('|')})`).test(path)) need.push('304')
       const lacking = need.filter(s => !has.has(s))
       assert.deepEqual(lacking, [], `${method.toUpperCase()} ${path} lacks ${lacking.join(', ')}`)
     }
