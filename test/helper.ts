@@ -9,6 +9,7 @@ import pg from 'pg'
 import { buildApp } from '../src/app.ts'
 import { type Config, loadConfig } from '../src/config.ts'
 import { generateApiKey } from '../src/http/auth.ts'
+import { buildMetricsApp } from '../src/http/metrics.ts'
 import { openStore } from '../src/store/open-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { validateResponse } from './openapi-validator.ts'
@@ -128,6 +129,8 @@ export interface TestApp {
   auth (sub: string, scopes?: string[]): Promise<{ authorization: string }>
   /** Makes an API key in the store and returns its token. */
   apiKey (name: string, scopes: string[]): Promise<string>
+  /** Scrapes the app's metrics as Prometheus would, from the metrics listener's app (not the API). */
+  scrape (): Promise<string>
   close (): Promise<void>
 }
 
@@ -170,6 +173,7 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
   }
   Object.assign(app, { inject: checkedInject })
   const secret = new TextEncoder().encode(config.auth.jwtSecret ?? JWT_SECRET)
+  let metricsApp: Promise<FastifyInstance> | undefined
 
   const t: TestApp = {
     app,
@@ -193,7 +197,14 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
       await store.apiKeys.create({ id: key.id, name, scopes, hash: key.hash }, new Date())
       return key.token
     },
+    async scrape () {
+      metricsApp ??= buildMetricsApp(app.metrics, config.metrics)
+      const res = await (await metricsApp).inject({ method: 'GET', url: '/metrics', headers: config.metrics.token === null ? {} : { authorization: `Bearer ${config.metrics.token}` } })
+      if (res.statusCode !== 200) throw new Error(`GET /metrics answered ${res.statusCode}: ${res.body}`)
+      return res.body
+    },
     async close () {
+      await (await metricsApp)?.close()
       await app.close()
       // A test may have closed the store already, to see what the service does without it.
       await store.close().catch(() => {})
