@@ -1,5 +1,6 @@
 import { lookup } from 'node:dns/promises'
 import { BlockList, isIP } from 'node:net'
+import { type Message, message } from '../messages.ts'
 
 /** Where an address leads: only `public` ones may receive webhooks (loopback too, when allowed). */
 export type AddressClass = 'public' | 'loopback' | 'private' | 'link-local' | 'reserved'
@@ -40,7 +41,7 @@ export function addressAllowed (address: string, allowLoopback: boolean): boolea
 
 export const CALLBACK_URL_MAX = 2048
 
-export type CallbackCheck = { readonly ok: true } | { readonly ok: false, readonly reason: string }
+export type CallbackCheck = { readonly ok: true } | { readonly ok: false, readonly reason: Message }
 
 /**
  * A callback URL is http(s), carries no credentials, and its host resolves only to addresses a
@@ -52,10 +53,10 @@ export async function checkCallbackUrl (raw: string, allowLoopback: boolean): Pr
   try {
     url = new URL(raw)
   } catch {
-    return { ok: false, reason: 'callback_url is not an absolute URL.' }
+    return { ok: false, reason: message('URL') }
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: 'callback_url must use http or https.' }
-  if (url.username !== '' || url.password !== '') return { ok: false, reason: 'callback_url must not carry a user name or password.' }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: message('URL_SCHEME') }
+  if (url.username !== '' || url.password !== '') return { ok: false, reason: message('URL_CREDENTIALS') }
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
   let addresses: string[]
   if (isIP(host) !== 0) {
@@ -64,12 +65,12 @@ export async function checkCallbackUrl (raw: string, allowLoopback: boolean): Pr
     try {
       addresses = (await lookup(host, { all: true, verbatim: true })).map(a => a.address)
     } catch {
-      return { ok: false, reason: `callback_url's host "${host}" does not resolve.` }
+      return { ok: false, reason: message('HOST_UNRESOLVED', { host }) }
     }
   }
   const refused = addresses.find(a => !addressAllowed(a, allowLoopback))
   if (refused !== undefined) {
-    return { ok: false, reason: `callback_url's host resolves to ${refused}, a ${classifyAddress(refused)} address; webhooks go only to public addresses.` }
+    return { ok: false, reason: message('ADDRESS_REFUSED', { address: refused, kind: classifyAddress(refused) as Exclude<AddressClass, 'public'> }) }
   }
   return { ok: true }
 }
