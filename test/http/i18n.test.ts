@@ -123,7 +123,7 @@ describe('localised problems (Accept-Language)', () => {
       ]
       for (const lang of PROBLEM_LANGUAGES) {
         for (const req of requests) {
-          const res = await t.request({ ...req, headers: { ...req.headers, 'accept-language': lang } })
+          const res = await t.request({ ...req, headers: { ...(req as { headers?: Record<string, string> }).headers, 'accept-language': lang } })
           assert.equal(res.statusCode, 422, `${req.url} ${res.body}`)
           for (const e of json(res).errors as Entry[]) {
             assert.doesNotMatch(e.message, /pattern|must NOT|must have required|must match|should|equal to one of|\\S|\{|\}/, `${lang} ${req.url} ${e.field}: ${e.message}`)
