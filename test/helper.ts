@@ -141,15 +141,11 @@ export interface TestAppOptions {
   url?: (freshUrl: string) => string
 }
 
-/**
- * Builds the same app production builds (same options, a real store) on a fresh database.
- * `env` overrides settings; tests run silent unless TEST_LOG is set.
- */
-export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: TestAppOptions = {}): Promise<TestApp> {
-  const db = await freshDatabase(kind)
-  const config = loadConfig({
-    DATABASE_URL: opts.url ? opts.url(db.url) : db.url,
-    DATA_DIR: db.dataDir,
+/** The settings of a test's app on database `url`: silent unless TEST_LOG is set, no bootstrap key, no shedding; `env` overrides. */
+export function testConfig (url: string, dataDir: string, env: Record<string, string> = {}): Config {
+  return loadConfig({
+    DATABASE_URL: url,
+    DATA_DIR: dataDir,
     AUTH_JWT_SECRET: JWT_SECRET,
     LOG_LEVEL: process.env.TEST_LOG ?? 'silent',
     BOOTSTRAP_ADMIN_KEY: 'false',
@@ -159,6 +155,15 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
     OVERLOAD_MAX_WAIT_MS: '0',
     ...env,
   })
+}
+
+/**
+ * Builds the same app production builds (same options, a real store) on a fresh database.
+ * `env` overrides settings; tests run silent unless TEST_LOG is set.
+ */
+export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: TestAppOptions = {}): Promise<TestApp> {
+  const db = await freshDatabase(kind)
+  const config = testConfig(opts.url ? opts.url(db.url) : db.url, db.dataDir, env)
   const store = await openStore(config)
   await store.migrate()
   const app = await buildApp({ config, store })

@@ -7,11 +7,10 @@ import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
-import { loadConfig } from '../../src/config.ts'
 import { generateApiKey } from '../../src/http/auth.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import type { Store } from '../../src/store/store.ts'
-import { freshDatabase } from '../helper.ts'
+import { freshDatabase, testConfig } from '../helper.ts'
 import { docFiles, type DocBlock, type DocCommand, parseDoc } from './examples.ts'
 
 /**
@@ -43,16 +42,7 @@ class DocsSession {
     if (this.instance !== undefined && JSON.stringify(this.instance.env) === JSON.stringify(env)) return
     await this.stopInstance()
     this.db ??= await freshDatabase('sqlite')
-    const config = loadConfig({
-      DATABASE_URL: this.db.url,
-      DATA_DIR: this.db.dataDir,
-      LOG_LEVEL: process.env.TEST_LOG ?? 'silent',
-      BOOTSTRAP_ADMIN_KEY: 'false',
-      // Shedding measures the whole (shared, busy) machine, not what an example shows.
-      OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
-      OVERLOAD_MAX_WAIT_MS: '0',
-      ...env,
-    })
+    const config = testConfig(this.db.url, this.db.dataDir, env)
     const store = await openStore(config)
     await store.migrate()
     if (this.key === '') {
