@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto'
 import { type Kysely, type Migration, sql } from 'kysely'
 import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
+import { StoreCircuit } from './circuit.ts'
 import * as mEvents from './migrations/core/0001-events.ts'
+import * as mOwners from './migrations/core/0002-idempotency-owners.ts'
 import { type MigrationPlan, migrationPlan } from './migrations/plan.ts'
 import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
@@ -31,6 +33,7 @@ function coreMigrations (dialect: DialectParts): Record<string, Migration> {
     '0001-initial': dialect.initialMigration,
     '0002-idempotency-keys': m0002.migration(dialect.columnTypes),
     'core/0001-events': mEvents.migration(dialect.columnTypes),
+    'core/0002-idempotency-owners': mOwners.migration(dialect.columnTypes),
   }
 }
 
@@ -48,7 +51,13 @@ export class KyselyStore implements Store {
   /** Units of work grouped per turn of the event loop, for a dialect that has one writer (SQLite). */
   private readonly groups: GroupCommit | null
 
-  constructor (readonly db: Kysely<Database>, readonly dialect: DialectParts, readonly modules: readonly StoreModule[] = []) {
+  constructor (
+    readonly db: Kysely<Database>,
+    readonly dialect: DialectParts,
+    readonly modules: readonly StoreModule[] = [],
+    // A SQLite file has no network to be partitioned from: its circuit never opens.
+    readonly circuit: StoreCircuit = new StoreCircuit({ failures: 0, probeEveryMs: 1000 }, async () => {})
+  ) {
     this.kind = dialect.kind
     this.groups = dialect.groupCommit ? new GroupCommit(db, dialect.begin) : null
     Object.assign(this, repositories(db, dialect, modules))
@@ -125,6 +134,7 @@ export class KyselyStore implements Store {
   }
 
   async close (): Promise<void> {
+    this.circuit.stop()
     // A group of units still open commits (or fails) before the connection goes.
     await this.groups?.drain().catch(() => {})
     await this.db.destroy()

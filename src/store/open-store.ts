@@ -2,7 +2,7 @@ import type { Config } from '../config.ts'
 import type { StoreModule } from './module.ts'
 import type { Store } from './store.ts'
 
-type StoreSettings = Pick<Config, 'databaseUrl' | 'pgPoolMax'> & Partial<Pick<Config, 'pgConnectTimeoutMs' | 'pgStatementTimeoutMs' | 'sqliteSynchronous' | 'requestTimeoutMs'>>
+type StoreSettings = Pick<Config, 'databaseUrl' | 'pgPoolMax'> & Partial<Pick<Config, 'pgConnectTimeoutMs' | 'pgStatementTimeoutMs' | 'sqliteSynchronous' | 'requestTimeoutMs' | 'storeBudgetMs' | 'storeCircuitFailures'>>
 
 /**
  * Opens the store DATABASE_URL names: `sqlite:<file>` or `postgres://…`, with the tables and
@@ -20,5 +20,7 @@ export async function openStore (config: StoreSettings, modules: readonly StoreM
     ...(config.pgConnectTimeoutMs !== undefined ? { connectTimeoutMs: config.pgConnectTimeoutMs } : {}),
     ...(config.pgStatementTimeoutMs !== undefined ? { statementTimeoutMs: config.pgStatementTimeoutMs } : {}),
     ...(config.requestTimeoutMs !== undefined ? { requestTimeoutMs: config.requestTimeoutMs } : {}),
+    ...(config.storeBudgetMs !== undefined ? { storeBudgetMs: config.storeBudgetMs } : {}),
+    ...(config.storeCircuitFailures !== undefined ? { circuitFailures: config.storeCircuitFailures } : {}),
   })
 }

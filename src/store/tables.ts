@@ -27,6 +27,8 @@ export interface IdempotencyKeysTable {
   fingerprint: string
   /** Who holds an unfinished record; a new claimant changes it, so a late owner cannot complete it. */
   token: string
+  /** The instance that holds a running claim (its heartbeat lease is in `instances`); null on older records. */
+  owner: string | null
   state: 'running' | 'done'
   locked_until: Timestamp
   status: number | null
@@ -34,6 +36,12 @@ export interface IdempotencyKeysTable {
   body: string | null
   created_at: Timestamp
   expires_at: Timestamp
+}
+
+/** Each running instance's heartbeat lease: it is alive while `lease_until` is ahead. */
+export interface InstancesTable {
+  id: string
+  lease_until: Timestamp
 }
 
 export interface WebhookDeliveriesTable {
@@ -75,6 +83,7 @@ export interface Database {
   api_keys: ApiKeysTable
   meta: MetaTable
   idempotency_keys: IdempotencyKeysTable
+  instances: InstancesTable
   webhook_deliveries: WebhookDeliveriesTable
   events: EventsTable
 }
