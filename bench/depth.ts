@@ -17,7 +17,7 @@ import { buildApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
 import { CursorCodec } from '../src/http/paging.ts'
 import type { KyselyStore } from '../src/store/kysely-store.ts'
-import { openStore } from '../src/context.ts'
+import { createContext, openStore } from '../src/context.ts'
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000)
 const KIND = process.env.BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite'
@@ -89,7 +89,7 @@ async function main (): Promise<void> {
   const store = await openStore(config) as KyselyStore
   await store.migrate()
   await seed(store, url)
-  const app = await buildApp({ config, store })
+  const app = await buildApp(await createContext(config, { store }))
   await app.ready()
   const cursors = new CursorCodec(await store.serverSecret())
 

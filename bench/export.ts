@@ -23,7 +23,7 @@ import { buildApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
 import { generateApiKey } from '../src/http/auth.ts'
 import type { KyselyStore } from '../src/store/kysely-store.ts'
-import { openStore } from '../src/context.ts'
+import { createContext, openStore } from '../src/context.ts'
 
 const KIND = process.env.BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite'
 const SIZES = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map(Number)
@@ -83,7 +83,7 @@ async function runOnce (url: string, posts: number): Promise<Result> {
   const store = await openStore(config)
   const key = generateApiKey()
   await store.apiKeys.create({ id: key.id, name: 'bench', scopes: ['admin'], hash: key.hash }, new Date())
-  const app = await buildApp({ config, store, logger: false })
+  const app = await buildApp(await createContext(config, { store }), { logger: false })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
   const headers = { authorization: `Bearer ${key.token}`, 'content-type': 'application/json' }

@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { buildApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
-import { openStore } from '../src/context.ts'
+import { createContext, openStore } from '../src/context.ts'
 
 /**
  * Writes the OpenAPI document the service serves at /openapi.json, built by the app itself on a
@@ -15,7 +15,7 @@ export async function writeOpenApi (file: string): Promise<void> {
   const store = await openStore(config)
   try {
     await store.migrate()
-    const app = await buildApp({ config, store })
+    const app = await buildApp(await createContext(config, { store }))
     await app.ready()
     fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
     fs.writeFileSync(file, JSON.stringify(app.swagger(), null, 2) + '\n')

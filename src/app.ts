@@ -4,8 +4,8 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Counter } from 'prom-client'
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
-import type { Config } from './config.ts'
-import { Authenticator, authorizationPlugin, authPlugin } from './http/auth.ts'
+import type { AppContext } from './context.ts'
+import { authorizationPlugin, authPlugin } from './http/auth.ts'
 import { cachingPlugin } from './http/caching.ts'
 import { contentTypePlugin } from './http/content-type.ts'
 import { lingeringClosePlugin } from './http/lingering-close.ts'
@@ -13,7 +13,6 @@ import { metricsPlugin } from './http/metrics.ts'
 import { nodeRequestsPlugin } from './http/node-requests.ts'
 import { clientErrorHandler, serverOptions } from './http/client-errors.ts'
 import { deadlinesPlugin } from './http/deadlines.ts'
-import { CursorCodec } from './http/paging.ts'
 import { JsonPatchSchema, MergePatchSchema } from './http/patch.ts'
 import { problemsPlugin, sendProblem, toAppError } from './http/problems.ts'
 import { rateLimitPlugin } from './http/rate-limit.ts'
@@ -30,7 +29,6 @@ import { lazySerializers } from './http/serialization.ts'
 import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
 import { apiVersionConstraint, rewriteUnversionedAlias, versioningPlugin } from './http/versioning.ts'
-import { RESOURCES } from './registry.ts'
 import { documentCrossCutting, documentRoute, FieldErrorSchema, LinkSchema, problemSchema } from './http/schemas.ts'
 import { JobRunner } from './jobs/job.ts'
 import { WebhookSender } from './jobs/webhook-sender.ts'
@@ -40,8 +38,6 @@ import { IndexSchema, indexRoutes, VersionsSchema } from './routes/system/index-
 import type { Store } from './store/store.ts'
 
 export interface AppOptions {
-  config: Config
-  store: Store
   /** Overrides the logger built from `config.logLevel` (tests pass `false` or a stream). */
   logger?: FastifyServerOptions['logger']
 }
@@ -53,13 +49,14 @@ declare module 'fastify' {
   }
 }
 
-const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, FieldErrorSchema, problemSchema(), IndexSchema, VersionsSchema, ...RESOURCES.flatMap(r => r.schemas)]
-
 /**
- * Builds the whole service on an open, migrated store. Never listens: the server (or a test) does.
- * Plugins are registered in the order requests meet them.
+ * Registers the whole service made by the context (src/context.ts), whose store is open and
+ * migrated. Never listens: the server (or a test) does. Plugins are registered in the order
+ * requests meet them.
  */
-export async function buildApp ({ config, store, logger }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp (context: AppContext, { logger }: AppOptions = {}): Promise<FastifyInstance> {
+  const { config, store, resources } = context
+  const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, FieldErrorSchema, problemSchema(), IndexSchema, VersionsSchema, ...resources.flatMap(r => r.schemas)]
   const app = Fastify({
     logger: logger ?? {
       level: config.logLevel,
@@ -96,14 +93,14 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   await app.register(securityPlugin, { config })
   await app.register(requestTargetPlugin)
   await app.register(sheddingPlugin, { config })
-  await app.register(storeCircuitPlugin, { store })
+  await app.register(storeCircuitPlugin, { store, metrics: context.metrics })
   await app.register(nodeRequestsPlugin)
   await app.register(lingeringClosePlugin)
   await app.register(deadlinesPlugin, { config })
   await app.register(routingPlugin)
   await app.register(versioningPlugin, { config })
   await app.register(contentTypePlugin)
-  await app.register(authPlugin, { authenticator: new Authenticator(config.auth, store.apiKeys) })
+  await app.register(authPlugin, { authenticator: context.authenticator })
   await app.register(rateLimitPlugin, { config })
   await app.register(authorizationPlugin)
   await app.register(cachingPlugin)
@@ -115,11 +112,11 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
       openapi: '3.1.0',
       info: { title: 'Blog Post Service', version: '1.0.0', description: apiDescription() },
       tags: [
-        ...RESOURCES.map(r => ({ name: r.name, description: r.description })),
+        ...resources.map(r => ({ name: r.name, description: r.description })),
         { name: 'index', description: 'Entry points' },
         { name: 'operations', description: 'Health, metrics and documentation' },
       ],
-      webhooks: Object.assign({}, ...RESOURCES.map(r => r.webhooks ?? {})),
+      webhooks: Object.assign({}, ...resources.map(r => r.webhooks ?? {})),
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A JWT or an API key (`blog_…`).' } } },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
@@ -129,21 +126,21 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
     },
     transformObject: documentCrossCutting as never,
   })
-  await app.register(metricsPlugin)
+  await app.register(metricsPlugin, { registry: context.metrics })
   await app.register(requestLogPlugin)
   await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
 
   const jobs = new JobRunner(app.log)
   await registerResources(app, {
-    resources: RESOURCES,
-    alongside: [indexRoutes(RESOURCES)],
+    resources,
+    alongside: [indexRoutes(resources)],
     config,
     store,
-    cursors: new CursorCodec(await store.serverSecret()),
+    cursors: context.cursors,
     jobs,
     bodies: validator.body,
   })
-  addJobs(app, jobs, config, store)
+  addJobs(app, jobs, context)
   await app.register(healthRoutes, { store })
   await app.register(docsRoutes)
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true, validatorUrl: null } as never })
@@ -152,8 +149,8 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
 }
 
 /** The core's webhook sender and every resource's jobs, run from the app's start to its close. */
-function addJobs (app: FastifyInstance, jobs: JobRunner, config: Config, store: Store): void {
-  const attempts = new Counter({ name: 'webhook_delivery_attempts_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed)', labelNames: ['outcome'], registers: [app.metrics] })
+function addJobs (app: FastifyInstance, jobs: JobRunner, { config, store, resources, metrics }: AppContext): void {
+  const attempts = new Counter({ name: 'webhook_delivery_attempts_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed)', labelNames: ['outcome'], registers: [metrics] })
   jobs.add(new WebhookSender({
     store,
     log: app.log.child({ component: 'webhooks' }),
@@ -165,8 +162,8 @@ function addJobs (app: FastifyInstance, jobs: JobRunner, config: Config, store: 
     pollMs: config.exports.pollMs,
     attempts,
   }))
-  for (const resource of RESOURCES) {
-    for (const job of resource.jobs?.({ config, store, log: app.log, metrics: app.metrics, jobs, resources: RESOURCES }) ?? []) jobs.add(job)
+  for (const resource of resources) {
+    for (const job of resource.jobs?.({ config, store, log: app.log, metrics, jobs, resources }) ?? []) jobs.add(job)
   }
   app.addHook('onReady', async () => { jobs.start() })
   app.addHook('onClose', async () => { await jobs.stop() })

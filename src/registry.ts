@@ -9,9 +9,3 @@ export const RESOURCES: readonly Resource[] = [
   ordersResource,
   exportsResource,
 ]
-
-/** The scopes a credential can carry (contract §5): each resource's, and `admin`, which alone permits everything. */
-export const KNOWN_SCOPES: readonly string[] = [...RESOURCES.flatMap(r => r.scopes ?? []), 'admin']
-
-/** The tables and repositories of every resource, which the service's store is opened with. */
-export const STORE_MODULES = RESOURCES.flatMap(r => r.store ?? [])

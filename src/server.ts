@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.ts'
 import { type Config, ConfigError } from './config.ts'
 import { generateApiKey } from './http/auth.ts'
-import { openStore } from './context.ts'
+import { createContext } from './context.ts'
 import { buildMetricsApp } from './http/metrics.ts'
 import type { Store } from './store/store.ts'
 
@@ -46,10 +46,10 @@ async function listen (app: FastifyInstance, host: string, port: number, setting
  * SIGTERM/SIGINT drain in-flight requests, close both listeners and the store, exit 0.
  */
 export async function startServer (config: Config): Promise<{ app: FastifyInstance, store: Store, metrics: FastifyInstance | null }> {
-  const store = await openStore(config)
-  if (config.migrateOnStart) await store.migrate()
-  const app = await buildApp({ config, store })
-  const metrics = config.metrics.port === null ? null : await buildMetricsApp(app.metrics, config.metrics, app.log)
+  const context = await createContext(config)
+  const store = context.store
+  const app = await buildApp(context)
+  const metrics = config.metrics.port === null ? null : await buildMetricsApp(context.metrics, config.metrics, app.log)
   try {
     await listen(app, config.host, config.port, { port: 'PORT', host: 'HOST' })
     if (metrics !== null) await listen(metrics, config.metrics.host, config.metrics.port!, { port: 'METRICS_PORT', host: 'METRICS_HOST' })

@@ -12,7 +12,8 @@ import { type Config, loadConfig } from '../src/config.ts'
 import { generateApiKey } from '../src/http/auth.ts'
 import { buildMetricsApp } from '../src/http/metrics.ts'
 import { type Job, JobRunner } from '../src/jobs/job.ts'
-import { openStore } from '../src/context.ts'
+import { type AppContext, createContext, openStore } from '../src/context.ts'
+import type { Resource } from '../src/http/resources.ts'
 import type { Store } from '../src/store/store.ts'
 import { validateResponse } from './openapi-validator.ts'
 
@@ -120,6 +121,8 @@ export async function freshDatabase (kind: StoreKind): Promise<{ url: string, da
 
 export interface TestApp {
   app: FastifyInstance
+  /** What the app was built from: its resources, store, metrics registry … */
+  context: AppContext
   store: Store
   config: Config
   kind: StoreKind
@@ -141,6 +144,8 @@ export interface TestAppOptions {
   extend?: (app: FastifyInstance) => void
   /** Points the store elsewhere (a proxy in front of) the fresh database. */
   url?: (freshUrl: string) => string
+  /** The resources to serve instead of the registry's (a fixture resource beside them). */
+  resources?: readonly Resource[]
 }
 
 /** The settings of a test's app on database `url`: silent unless TEST_LOG is set, no bootstrap key, no shedding; `env` overrides. */
@@ -166,9 +171,10 @@ export function testConfig (url: string, dataDir: string, env: Record<string, st
 export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: TestAppOptions = {}): Promise<TestApp> {
   const db = await freshDatabase(kind)
   const config = testConfig(opts.url ? opts.url(db.url) : db.url, db.dataDir, env)
-  const store = await openStore(config)
+  const store = await openStore(config, opts.resources)
   await store.migrate()
-  const app = await buildApp({ config, store })
+  const context = await createContext(config, { store, ...(opts.resources !== undefined ? { resources: opts.resources } : {}) })
+  const app = await buildApp(context)
   opts.extend?.(app)
   await app.ready()
   // Every injected response, however a test makes it, is checked against the OpenAPI document.
@@ -184,6 +190,7 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
 
   const t: TestApp = {
     app,
+    context,
     store,
     config,
     kind,
@@ -205,7 +212,7 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
       return key.token
     },
     async scrape () {
-      metricsApp ??= buildMetricsApp(app.metrics, config.metrics)
+      metricsApp ??= buildMetricsApp(context.metrics, config.metrics)
       const res = await (await metricsApp).inject({ method: 'GET', url: '/metrics', headers: config.metrics.token === null ? {} : { authorization: `Bearer ${config.metrics.token}` } })
       if (res.statusCode !== 200) throw new Error(`GET /metrics answered ${res.statusCode}: ${res.body}`)
       return res.body

@@ -1,29 +1,20 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify'
 import fp from 'fastify-plugin'
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
+import { collectDefaultMetrics, Counter, Histogram, type Registry } from 'prom-client'
 import type { Config } from '../config.ts'
 import { AppError } from '../errors.ts'
 import { problemsPlugin, sendProblem } from './problems.ts'
 import { routeOf, routePlugin } from './route.ts'
 import { genRequestId, tracingPlugin } from './tracing.ts'
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** The app's Prometheus registry: background work (jobs, webhooks) adds its counters here. */
-    metrics: Registry
-  }
-}
-
 /**
  * Prometheus metrics: request counts and latency by route (the pattern, never the raw path,
  * so cardinality stays bounded), method and status. One registry per app instance; it is
  * served by the metrics listener (buildMetricsApp), not on the API.
  */
-export const metricsPlugin = fp(async function metrics (app: FastifyInstance) {
-  const registry = new Registry()
+export const metricsPlugin = fp(async function metrics (app: FastifyInstance, { registry }: { registry: Registry }) {
   collectDefaultMetrics({ register: registry })
-  app.decorate('metrics', registry)
   const labelNames = ['method', 'route', 'status'] as const
   const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered', labelNames, registers: [registry] })
   const duration = new Histogram({

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { Counter, Gauge } from 'prom-client'
+import { Counter, Gauge, type Registry } from 'prom-client'
 import type { CircuitState } from '../store/circuit.ts'
 import type { Store } from '../store/store.ts'
 import { unavailable } from './problems.ts'
@@ -18,14 +18,14 @@ const STATES: readonly CircuitState[] = ['closed', 'open', 'half-open']
  * request is answered 503 with Retry-After at once instead of waiting out the store budget.
  * /metrics reports the circuit's state and how often it opened.
  */
-export const storeCircuitPlugin = fp(async function storeCircuit (app: FastifyInstance, opts: { store: Store }) {
+export const storeCircuitPlugin = fp(async function storeCircuit (app: FastifyInstance, opts: { store: Store, metrics: Registry }) {
   const circuit = opts.store.circuit
   app.addHook('onRequest', (req, _reply, done) => {
     if (circuit.state === 'closed' || needsNoStore(pathOf(req.url))) return done()
     done(unavailable('SERVICE_UNAVAILABLE', 'The store is not answering (its circuit is open); nothing was tried. Retry after the time in Retry-After.'))
   })
   app.addHook('onReady', async () => {
-    const registers = [app.metrics]
+    const registers = [opts.metrics]
     // eslint-disable-next-line no-new -- registered with the app's registry, read at each scrape
     new Gauge({
       name: 'store_circuit_state',

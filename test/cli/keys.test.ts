@@ -10,7 +10,7 @@ import { buildApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { hashSecret } from '../../src/http/auth.ts'
 import { bootstrapAdminKey } from '../../src/server.ts'
-import { openStore } from '../../src/context.ts'
+import { createContext, openStore } from '../../src/context.ts'
 import { RESOURCES } from '../../src/registry.ts'
 import { freshDatabase, json, JWT_SECRET, storeKinds } from '../helper.ts'
 
@@ -79,7 +79,7 @@ describe('blog keys', () => {
   async function withApp<T> (fn: (inject: (headers: Record<string, string>) => Promise<{ statusCode: number, body: string, headers: Record<string, unknown> }>) => Promise<T>): Promise<T> {
     const config = loadConfig({ ...env, AUTH_JWT_SECRET: JWT_SECRET, LOG_LEVEL: 'silent', BOOTSTRAP_ADMIN_KEY: 'false' })
     const store = await openStore(config)
-    const app = await buildApp({ config, store })
+    const app = await buildApp(await createContext(config, { store }))
     try {
       return await fn(async headers => await app.inject({ method: 'POST', url: '/posts', headers, payload: { title: 'from ci', content: '' } }))
     } finally {

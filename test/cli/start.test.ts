@@ -5,7 +5,7 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { buildApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
-import { openStore } from '../../src/context.ts'
+import { createContext, openStore } from '../../src/context.ts'
 import { type Instance, processEnv, ROOT, startInstance, stop, token } from '../process-helper.ts'
 
 const START = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
@@ -97,7 +97,7 @@ describe('npm start (the bundled build)', () => {
     // headers, every byte of the body) must be equal.
     const config = loadConfig(settings)
     const store = await openStore(config)
-    const app = await buildApp({ config, store, logger: false })
+    const app = await buildApp(await createContext(config, { store }), { logger: false })
     try {
       const auth = `Bearer ${await token('differ', ['posts:write'])}`
       const host = new URL(server.base).host

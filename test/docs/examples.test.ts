@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
 import { generateApiKey } from '../../src/http/auth.ts'
-import { openStore } from '../../src/context.ts'
+import { createContext, openStore } from '../../src/context.ts'
 import type { Store } from '../../src/store/store.ts'
 import { freshDatabase, testConfig } from '../helper.ts'
 import { docFiles, type DocBlock, type DocCommand, parseDoc } from './examples.ts'
@@ -50,7 +50,7 @@ class DocsSession {
       await store.apiKeys.create({ id: key.id, name: 'admin', scopes: ['admin'], hash: key.hash }, new Date())
       this.key = key.token
     }
-    const app = await buildApp({ config, store })
+    const app = await buildApp(await createContext(config, { store }))
     await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as { port: number }
     this.instance = { app, store, base: `http://127.0.0.1:${port}`, env }

@@ -41,8 +41,8 @@ describe('metrics', () => {
     let open: FastifyInstance
     let guarded: FastifyInstance
     before(async () => {
-      open = await buildMetricsApp(t.app.metrics, { token: null })
-      guarded = await buildMetricsApp(t.app.metrics, { token: TOKEN })
+      open = await buildMetricsApp(t.context.metrics, { token: null })
+      guarded = await buildMetricsApp(t.context.metrics, { token: TOKEN })
     })
     after(async () => { await Promise.all([open.close(), guarded.close()]) })
 

@@ -5,7 +5,7 @@ import { loopStalledMs } from '../../src/loop-stalls.ts'
 import { isStoreUnavailable } from '../../src/store/errors.ts'
 import { GroupCommit } from '../../src/store/group-commit.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
-import { STORE_MODULES } from '../../src/registry.ts'
+import { STORE_MODULES } from '../../src/context.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { freshDatabase } from '../helper.ts'
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { type Kysely, Migrator, sql } from 'kysely'
-import { STORE_MODULES } from '../../src/registry.ts'
+import { STORE_MODULES } from '../../src/context.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
 import type { StoreModule } from '../../src/store/module.ts'
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.ts'
