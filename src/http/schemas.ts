@@ -1,6 +1,7 @@
 import { type TObject, type TProperties, Type } from '@sinclair/typebox'
 import { FIELD_CODES, PROBLEMS } from '../errors.ts'
 import { MAX_PAGE_SIZE } from './paging.ts'
+import { API_VERSIONS, idNameOf } from './versioning.ts'
 
 /** Bounds of a problem's members; `buildProblem` shortens what would exceed them. */
 export const PROBLEM_LIMITS = { detail: 16_384, instance: 8192, field: 1024, message: 2048, errors: 100 } as const
@@ -74,13 +75,14 @@ export const NotModifiedSchema = Type.Null({ description: 'Not modified: the cop
 export const NoContentSchema = Type.Null({ description: 'No content.' })
 
 /**
- * A representation in both versions (contract §8): version 1 names the identifier `id`, version 2
- * `<name>Id`; the rest is alike. `partial` makes every member optional (list items with `fields`).
+ * A representation in every version (contract §8), its identifier named as `idNameOf` says
+ * (`thing`: `order` → `id`, `orderId`); the rest is alike. `partial` makes every member optional
+ * (list items with `fields`).
  */
-export function versionedSchemas (name: string, idV2: string, props: TProperties, opts: { partial?: boolean } = {}): [TObject, TObject] {
+export function versionedSchemas (name: string, thing: string, props: TProperties, opts: { partial?: boolean } = {}): [TObject, TObject] {
   const id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, format: 'int64' })
-  return ([['id', 1], [idV2, 2]] as const).map(([idName, v]) => {
-    const all = Type.Object({ [idName]: id, ...props })
+  return API_VERSIONS.map(v => {
+    const all = Type.Object({ [idNameOf(v, thing)]: id, ...props })
     return Type.Object((opts.partial ? Type.Partial(all) : all).properties, { $id: `${name}V${v}`, additionalProperties: false })
   }) as [TObject, TObject]
 }

@@ -9,6 +9,14 @@ import { routeOf } from './route.ts'
 export const API_VERSIONS = [1, 2] as const
 export type ApiVersion = typeof API_VERSIONS[number]
 
+/**
+ * The name of a representation's identifier in `version` (contract §8): `id` in version 1,
+ * `<thing>Id` from version 2 on (`order` → `orderId`).
+ */
+export function idNameOf (version: ApiVersion, thing: string): string {
+  return version === 1 ? 'id' : `${thing}Id`
+}
+
 /** Dates each version was introduced; deprecation and sunset come from the configuration. */
 export const INTRODUCED: Record<ApiVersion, string> = { 1: '2026-01-01T00:00:00Z', 2: '2026-11-01T00:00:00Z' }
 

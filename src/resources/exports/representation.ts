@@ -1,12 +1,12 @@
 import { strongEtag } from '../../http/conditional.ts'
-import type { ApiVersion } from '../../http/versioning.ts'
+import { type ApiVersion, idNameOf } from '../../http/versioning.ts'
 import { type ExportJob, progressOf } from './export.ts'
 
 /** The job as GET /exports/{id} shows it, in each version (v2 names the identifier `exportId`). */
 export function renderExport (job: ExportJob, version: ApiVersion, base: string) {
   const self = `${base}/exports/${job.id}`
   return {
-    [version === 1 ? 'id' : 'exportId']: job.id,
+    [idNameOf(version, 'export')]: job.id,
     status: job.status,
     progress: progressOf(job),
     format: job.format,

@@ -8,7 +8,7 @@ import { listHandler } from '../../http/collection.ts'
 import { sendRepresentation, sendResource, strongEtag } from '../../http/conditional.ts'
 import type { Resource, ResourceContext } from '../../http/resources.ts'
 import type { ListQuery } from '../../store/store.ts'
-import { linkBase } from '../../http/versioning.ts'
+import { idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, EmptyBodySchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
 import './problems.ts'
@@ -25,7 +25,7 @@ const READ_ERRORS = problemResponses(...COMMON_ERRORS, 403, 404, 422)
 /** Contract §2, order rows: the caller's own orders (admin: all), a state machine, items. */
 async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   const { version, store } = ctx
-  const idName = version === 1 ? 'id' : 'orderId'
+  const idName = idNameOf(version, 'order')
   const [OrderRef, ItemRef] = version === 1 ? [S.OrderV1Schema, S.OrderListItemV1Schema] : [S.OrderV2Schema, S.OrderListItemV2Schema]
   const data = (o: Order): Record<string, unknown> => ({ [idName]: o.id, status: o.status, customer_email: o.customerEmail, items: o.items, created_at: o.createdAt })
   const render = (req: FastifyRequest, o: Order) => {

@@ -22,9 +22,9 @@ const fields = {
 const OrderLinksSchema = Type.Object({ self: Type.Ref(LinkSchema), items: Type.Ref(LinkSchema), cancel: Type.Optional(Type.Ref(LinkSchema)) }, { additionalProperties: false })
 
 /** The order: `id` (v1) or `orderId` (v2), with `_links` in both (contract §1). */
-export const [OrderV1Schema, OrderV2Schema] = versionedSchemas('Order', 'orderId', { ...fields, _links: OrderLinksSchema })
+export const [OrderV1Schema, OrderV2Schema] = versionedSchemas('Order', 'order', { ...fields, _links: OrderLinksSchema })
 /** A list item: every field but items, unless `include=items`; exactly `fields` when given; always `_links.self`. */
-export const [OrderListItemV1Schema, OrderListItemV2Schema] = versionedSchemas('OrderListItem', 'orderId', {
+export const [OrderListItemV1Schema, OrderListItemV2Schema] = versionedSchemas('OrderListItem', 'order', {
   ...fields,
   _links: Type.Object({ self: Type.Ref(LinkSchema) }, { additionalProperties: false }),
 }, { partial: true })

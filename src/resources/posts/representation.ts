@@ -1,4 +1,4 @@
-import type { ApiVersion } from '../../http/versioning.ts'
+import { type ApiVersion, idNameOf } from '../../http/versioning.ts'
 import type { Post, PostSummary } from './post.ts'
 
 function common (post: PostSummary & { content?: string }) {
@@ -25,5 +25,5 @@ export function renderPost (post: Post, version: ApiVersion, base: string) {
 
 /** A post's members by field name (what a list item's `fields` choose from). */
 export function postData (post: PostSummary & { content?: string }, version: ApiVersion): Record<string, unknown> {
-  return { [version === 1 ? 'id' : 'postId']: post.id, ...common(post) }
+  return { [idNameOf(version, 'post')]: post.id, ...common(post) }
 }
