@@ -3,6 +3,7 @@ import { type Kysely, type Migration, sql } from 'kysely'
 import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
 import * as m0004 from './migrations/0004-exports.ts'
+import * as m0005 from '../resources/posts/0005-posts-content.ts'
 import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
 import { ExportsRepository } from './repositories/exports-repository.ts'
@@ -27,8 +28,13 @@ function repositories (db: Kysely<Database>, dialect: DialectParts, modules: rea
 }
 
 /** The core's migrations and every module's, by name (Kysely applies them in name order; 0003 is the orders module's). */
-function migrationsOf (dialect: DialectParts, modules: readonly StoreModule[]): Record<string, Migration> {
-  const all: Record<string, Migration> = { '0001-initial': dialect.initialMigration, '0002-idempotency-keys': m0002.migration(dialect.columnTypes), '0004-exports': m0004.migration(dialect.columnTypes) }
+export function migrationsOf (dialect: DialectParts, modules: readonly StoreModule[]): Record<string, Migration> {
+  const all: Record<string, Migration> = {
+    '0001-initial': dialect.initialMigration,
+    '0002-idempotency-keys': m0002.migration(dialect.columnTypes),
+    '0004-exports': m0004.migration(dialect.columnTypes),
+    '0005-posts-content': m0005.migration(dialect.columnTypes),
+  }
   for (const [name, m] of modules.flatMap(m => Object.entries(m.migrations))) {
     if (name in all) throw new Error(`two migrations are named ${name}`)
     all[name] = m(dialect.columnTypes)

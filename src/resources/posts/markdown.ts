@@ -1,6 +1,6 @@
 import MarkdownIt from 'markdown-it'
 
-type Token = ReturnType<MarkdownIt['parse']>[number]
+type Token = ReturnType<InstanceType<typeof MarkdownIt>['parse']>[number]
 
 /** Contract §10: a derived excerpt holds the first 200 characters of the plain text; a given one at most 500. */
 export const EXCERPT_DERIVED_LENGTH = 200
