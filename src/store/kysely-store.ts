@@ -3,21 +3,24 @@ import { type Kysely, type Migration, sql } from 'kysely'
 import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
 import * as m0004 from './migrations/0004-exports.ts'
-import * as m0005 from '../resources/posts/0005-posts-content.ts'
+import * as mContent from '../resources/posts/20261124-posts-content.ts'
+import * as mEvents from './migrations/20261124-events.ts'
 import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
+import { EventsRepository } from './repositories/events-repository.ts'
 import { ExportsRepository } from './repositories/exports-repository.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
 import { PostsRepository } from './repositories/posts-repository.ts'
 import { WebhooksRepository } from './repositories/webhooks-repository.ts'
-import type { Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
+import type { EventInput, Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
 import type { Database, DialectParts } from './tables.ts'
 
 export type { Database, DialectParts } from './tables.ts'
 
-/** The core's repositories, then each module's under its name. */
-function repositories (db: Kysely<Database>, dialect: DialectParts, modules: readonly StoreModule[]): Repositories {
+/** The core's repositories, then each module's under its name; `events` collects a unit of work's events. */
+function repositories (db: Kysely<Database>, dialect: DialectParts, modules: readonly StoreModule[], events: EventInput[] | null = null): Repositories {
   const core = {
+    events: new EventsRepository(db, dialect, events),
     posts: new PostsRepository(db, dialect),
     apiKeys: new ApiKeysRepository(db, dialect),
     idempotency: new IdempotencyRepository(db, dialect),
@@ -33,7 +36,8 @@ export function migrationsOf (dialect: DialectParts, modules: readonly StoreModu
     '0001-initial': dialect.initialMigration,
     '0002-idempotency-keys': m0002.migration(dialect.columnTypes),
     '0004-exports': m0004.migration(dialect.columnTypes),
-    '0005-posts-content': m0005.migration(dialect.columnTypes),
+    '20261124-events': mEvents.migration(dialect.columnTypes),
+    '20261124-posts-content': mContent.migration(dialect.columnTypes),
   }
   for (const [name, m] of modules.flatMap(m => Object.entries(m.migrations))) {
     if (name in all) throw new Error(`two migrations are named ${name}`)
@@ -66,7 +70,10 @@ export class KyselyStore implements Store {
     opts.signal?.throwIfAborted()
     const callbacks: (() => unknown)[] = []
     const work = async (conn: Kysely<Database>): Promise<T> => {
-      const result = await fn({ ...repositories(conn, this.dialect, this.modules), onCommit: f => { callbacks.push(f) } })
+      const repos = repositories(conn, this.dialect, this.modules, [])
+      const result = await fn({ ...repos, onCommit: f => { callbacks.push(f) } })
+      // Last, so the lock that orders event ids by commit is held only for the commit.
+      await (repos.events as EventsRepository).flush(new Date())
       // An abandoned request (timed out, client gone) commits nothing, so its 503 never hides a change.
       opts.signal?.throwIfAborted()
       // From here the work is committed (or the whole commit fails): it can no longer be abandoned.

@@ -1,7 +1,7 @@
 import type { Compilable, Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely'
 import type { Post, PostSortKey, PostStatus, PostSummary, PostWrite, PostWriteInput } from '../../domain/post.ts'
 import { isAdmin, type Viewer } from '../../domain/principal.ts'
-import { NULL_PUBLISHED_ASC, NULL_PUBLISHED_DESC } from '../../resources/posts/0005-posts-content.ts'
+import { NULL_PUBLISHED_ASC, NULL_PUBLISHED_DESC } from '../../resources/posts/20261124-posts-content.ts'
 import { renderContent } from '../../resources/posts/markdown.ts'
 import { publishedAtAfter } from '../../resources/posts/published-at.ts'
 import { deriveSlug, firstFreeSlug } from '../../resources/posts/slug.ts'

@@ -153,6 +153,7 @@ export function openSqliteStore (file: string, opts: SqliteOptions = {}): Kysely
     begin: 'BEGIN IMMEDIATE',
     skipLocked: false,
     groupCommit: true,
+    eventsLock: null,
     columnTypes: { kind: 'sqlite', id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB' },
     initialMigration: m0001,
     migrator: (kdb, migrations) => new SqliteMigrator(database, kdb, migrations),
