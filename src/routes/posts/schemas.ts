@@ -74,7 +74,8 @@ function bodySchema (idName: 'id' | 'postId', $id: string) {
     // Contract §10: every way a slug can be wrong is INVALID_FORMAT.
     slug: Type.Optional(Type.String({ ...fields.slug, 'x-error-code': 'INVALID_FORMAT', description: `${fields.slug.description} 1–${SLUG_MAX} characters, lowercase ASCII letters and digits joined by single hyphens. On PUT and PATCH, absent keeps the current slug; a new one keeps the old as an alias.` })),
     tags: Type.Optional(Type.Array(Type.String({ trimmedLength: { minimum: 1, maximum: TAG_MAX }, maxLength: TAG_MAX * 4 }), { maxItems: TAGS_MAX, description: `At most ${TAGS_MAX}, each 1–${TAG_MAX} characters after trimming; compared case-insensitively (the first spelling is kept). Default none.` })),
-    excerpt: Type.Optional(Type.Union([Type.String({ maxLength: EXCERPT_MAX }), Type.Null()], { description: `0–${EXCERPT_MAX} characters; absent or null: derived from the content.` })),
+    // One schema with two types (not a union), so a string too long is reported once, as TOO_LONG.
+    excerpt: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: EXCERPT_MAX, description: `0–${EXCERPT_MAX} characters; absent or null: derived from the content.` })),
     published_at: Type.Optional(Type.Unknown({ ...readOnly })),
     content_html: Type.Optional(Type.Unknown({ ...readOnly })),
     // Whatever their value: they are ignored (contract §1), so a client never fails on them.
