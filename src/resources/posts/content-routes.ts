@@ -10,11 +10,13 @@ import type { Store, TagCount, TagsQuery } from '../../store/store.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../routes/shared/schemas.ts'
 import { SYSTEM_ERRORS } from '../../routes/system/health-routes.ts'
 import { ATOM_MEDIA_TYPE, atomFeed, type FeedEntry, feedUpdated, JSON_FEED_MEDIA_TYPE, jsonFeed } from './feeds.ts'
-import { parseTagFilter, TAG_MAX } from './tags.ts'
+import { EXCERPT_MAX } from './markdown.ts'
+import { parseTagFilter, TAG_MAX, TAGS_MAX } from './tags.ts'
+import { CONTENT_MAX, TITLE_MAX } from '../../domain/post.ts'
 
 export const TagSchema = Type.Object({
   name: Type.String({ maxLength: TAG_MAX, description: 'The tag, as first spelled (in byte order) among the posts holding it.' }),
-  count: Type.Integer({ minimum: 1, description: 'How many posts you may see hold it.' }),
+  count: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'How many posts you may see hold it.' }),
 }, { $id: 'Tag', additionalProperties: false })
 
 export const TagListItemSchema = Type.Partial(TagSchema, { $id: 'TagListItem', additionalProperties: false })
@@ -61,22 +63,24 @@ const FeedQuerySchema = Type.Object({
 }, { additionalProperties: false })
 type FeedQuery = Static<typeof FeedQuerySchema>
 
+const Text = (maxLength: number, format?: string) => Type.String({ maxLength, ...(format === undefined ? {} : { format }) })
+const URL_MAX = 2300
 const JsonFeedSchema = Type.Object({
   version: Type.Literal('https://jsonfeed.org/version/1.1'),
-  title: Type.String(),
-  home_page_url: Type.String({ format: 'uri' }),
-  feed_url: Type.String({ format: 'uri' }),
-  language: Type.String(),
+  title: Text(200),
+  home_page_url: Text(URL_MAX, 'uri'),
+  feed_url: Text(URL_MAX, 'uri'),
+  language: Type.Literal('en'),
   items: Type.Array(Type.Object({
-    id: Type.String(),
-    url: Type.String({ format: 'uri' }),
-    title: Type.String(),
-    content_html: Type.String(),
-    summary: Type.String(),
-    date_published: Type.String({ format: 'date-time' }),
-    date_modified: Type.String({ format: 'date-time' }),
-    authors: Type.Array(Type.Object({ name: Type.String() }, { additionalProperties: false })),
-    tags: Type.Array(Type.String()),
+    id: Text(URL_MAX, 'uri'),
+    url: Text(URL_MAX, 'uri'),
+    title: Text(TITLE_MAX),
+    content_html: Text(20 * CONTENT_MAX),
+    summary: Text(EXCERPT_MAX),
+    date_published: Text(30, 'date-time'),
+    date_modified: Text(30, 'date-time'),
+    authors: Type.Array(Type.Object({ name: Text(8192) }, { additionalProperties: false }), { maxItems: 1 }),
+    tags: Type.Array(Text(TAG_MAX), { maxItems: TAGS_MAX }),
   }, { additionalProperties: false }), { maxItems: 20 }),
 }, { additionalProperties: false, description: 'JSON Feed 1.1 (https://www.jsonfeed.org/version/1.1/).' })
 

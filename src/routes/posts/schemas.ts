@@ -36,7 +36,8 @@ const fields = {
   tags: Type.Array(Type.String({ minLength: 1, maxLength: TAG_MAX }), { maxItems: TAGS_MAX, description: 'Tags as given, trimmed; no two equal but for case.' }),
   excerpt: Type.String({ maxLength: EXCERPT_MAX, description: 'A summary for list pages: as given, or derived from the content (its first 200 characters of plain text).' }),
   published_at: Type.Union([TimestampSchema, Type.Null()], { description: 'When the post first became published; null until then. Kept through edits, unpublishing and republishing.' }),
-  content_html: Type.String({ description: 'The content read as Markdown (CommonMark, GitHub tables, strikethrough, autolinks) rendered to HTML: raw HTML escaped, only http, https and mailto URLs kept.' }),
+  // Escaping and links make HTML longer than its Markdown; 20 times the content's limit bounds it.
+  content_html: Type.String({ maxLength: 20 * CONTENT_MAX, description: 'The content read as Markdown (CommonMark, GitHub tables, strikethrough, autolinks) rendered to HTML: raw HTML escaped, only http, https and mailto URLs kept.' }),
 }
 
 export const PostV1Schema = Type.Object({ id: IdSchema, ...fields }, { $id: 'PostV1', additionalProperties: false })

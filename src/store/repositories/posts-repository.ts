@@ -317,7 +317,9 @@ export class PostsRepository implements PostStore {
       return owner !== undefined && Number(owner.post_id) === id ? slug.given : null
     }
     const base = slug.derived
-    let from = 1
+    // Most titles are new: the plain slug is tried first, without reading what is taken.
+    if (await this.tryClaim(id, base)) return base
+    let from = 2
     for (;;) {
       // The slugs already taken that could collide: the base and every `base-…`.
       const rows = await this.db.selectFrom('post_slugs').select('slug')
