@@ -53,6 +53,10 @@ export interface Resource {
   /** Its tables and repository, when it brings any (the store opens every registered resource's). */
   readonly store?: StoreModule
   routes (app: FastifyInstance, ctx: ResourceContext): Promise<void>
+  /** Routes the same in every version (a feed), registered once, unprefixed; `/vN/…` aliases are rewritten onto them. */
+  unversionedRoutes? (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void>
+  /** Further links of the API index, by relation (`feed_atom: '/feed.atom'`). */
+  readonly links?: Readonly<Record<string, string>>
   /** Work the resource does outside requests, run on every instance from start to close (src/jobs). */
   jobs? (ctx: JobContext): readonly Job[]
   /** A collection an export may write out (exports look for the registry's exportable resource). */
@@ -95,6 +99,7 @@ const NO_QUERY = Type.Object({}, { additionalProperties: false })
 
 /** Registers every resource once per API version, unprefixed (negotiated by Accept) and under `/vN`. */
 export async function registerResources (app: FastifyInstance, opts: ResourcesOptions): Promise<void> {
+  for (const resource of opts.resources) await resource.unversionedRoutes?.(app, { config: opts.config, store: opts.store })
   for (const version of API_VERSIONS) {
     for (const prefix of ['', `/v${version}`]) {
       const documented = prefix === '' ? version === 1 : version !== 1
