@@ -40,14 +40,18 @@ for (const kind of await storeKinds()) {
         assert.deepEqual(Object.keys(shipped).sort(), ['0001-initial', '0002-idempotency-keys', '0003-orders', '0004-exports'])
         const before = await new Migrator({ db: store.db, provider: { getMigrations: async () => shipped } }).migrateToLatest()
         assert.equal(before.error, undefined)
-        const post = await store.posts.create({ title: 'kept', content: 'as it was', status: 'draft' }, 'alice', new Date())
+        // Written as that schema took them (today's repository writes columns added since).
+        const at = new Date().toISOString()
+        const ts = kind === 'postgres' ? sql`${at}::timestamptz` : sql`${at}`
+        await sql`INSERT INTO posts (title, content, status, author, created_at, updated_at, revision) VALUES ('kept', 'as it was', 'draft', 'alice', ${ts}, ${ts}, 1)`.execute(store.db)
         const order = await store.orders.insert('alice', 'PROCESSING', { customer_email: 'a@example.com' }, [{ sku: 'x', quantity: 1 }], new Date())
         const job = await store.exports.create('root', { format: 'ndjson', filter: {}, callbackUrl: null }, { apiVersion: 1, linkBase: '' }, new Date())
 
         await store.migrate()
         assert.deepEqual((await applied(store)).slice(0, 4), ['0001-initial', '0002-idempotency-keys', '0003-orders', '0004-exports'])
         assert.deepEqual(await applied(store), plan.order, 'then the later ones, in the plan\'s order')
-        assert.deepEqual(await store.posts.findById(post.id, admin), post)
+        const post = await store.posts.findById(1, admin)
+        assert.deepEqual([post?.title, post?.content, post?.status, post?.author, post?.createdAt], ['kept', 'as it was', 'draft', 'alice', at])
         assert.deepEqual(await store.orders.find(order.id, admin), order)
         assert.deepEqual(await store.exports.findById(job.id, 'root'), job)
         assert.equal(await store.events.lastId(), 0, 'the event log, made by core/0001-events, is there')
