@@ -19,6 +19,7 @@ import { routingPlugin } from './http/routing.ts'
 import { securityPlugin } from './http/security.ts'
 import { documentIdempotencyKey, idempotencyPlugin } from './http/idempotency.ts'
 import { registerResources } from './http/resources.ts'
+import { deliveriesPlugin } from './jobs/deliveries.ts'
 import { lazySerializers } from './http/serialization.ts'
 import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
@@ -119,6 +120,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   await app.register(requestLogPlugin)
   await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
 
+  await app.register(deliveriesPlugin, { config, store })
   await registerResources(app, {
     resources: RESOURCES,
     alongside: [indexRoutes(RESOURCES)],

@@ -44,18 +44,19 @@ export type CallbackCheck = { readonly ok: true } | { readonly ok: false, readon
 
 /**
  * A callback URL is http(s), carries no credentials, and its host resolves only to addresses a
- * webhook may go to. Checked when the job is made, and again (per connection) when it is delivered,
+ * webhook may go to; `field` names the member in the reason (export callbacks and webhook
+ * subscriptions share this one check). Checked when the job is made, and again (per connection) when it is delivered,
  * because a name can resolve elsewhere by then (DNS rebinding).
  */
-export async function checkCallbackUrl (raw: string, allowLoopback: boolean): Promise<CallbackCheck> {
+export async function checkCallbackUrl (raw: string, allowLoopback: boolean, field = 'callback_url'): Promise<CallbackCheck> {
   let url: URL
   try {
     url = new URL(raw)
   } catch {
-    return { ok: false, reason: 'callback_url is not an absolute URL.' }
+    return { ok: false, reason: `${field} is not an absolute URL.` }
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: 'callback_url must use http or https.' }
-  if (url.username !== '' || url.password !== '') return { ok: false, reason: 'callback_url must not carry a user name or password.' }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: `${field} must use http or https.` }
+  if (url.username !== '' || url.password !== '') return { ok: false, reason: `${field} must not carry a user name or password.` }
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
   let addresses: string[]
   if (isIP(host) !== 0) {
@@ -64,12 +65,12 @@ export async function checkCallbackUrl (raw: string, allowLoopback: boolean): Pr
     try {
       addresses = (await lookup(host, { all: true, verbatim: true })).map(a => a.address)
     } catch {
-      return { ok: false, reason: `callback_url's host "${host}" does not resolve.` }
+      return { ok: false, reason: `${field}'s host "${host}" does not resolve.` }
     }
   }
   const refused = addresses.find(a => !addressAllowed(a, allowLoopback))
   if (refused !== undefined) {
-    return { ok: false, reason: `callback_url's host resolves to ${refused}, a ${classifyAddress(refused)} address; webhooks go only to public addresses.` }
+    return { ok: false, reason: `${field}'s host resolves to ${refused}, a ${classifyAddress(refused)} address; webhooks go only to public addresses.` }
   }
   return { ok: true }
 }

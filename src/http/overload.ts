@@ -32,6 +32,18 @@ declare module 'fastify' {
     /** Answers every request still in flight with 503 and aborts its work (the end of a graceful shutdown). */
     abandonInFlight (): void
   }
+  interface FastifyContextConfig {
+    /**
+     * The answer is a stream that stays open (GET /events): no REQUEST_TIMEOUT_MS deadline, and it
+     * does not count against OVERLOAD_MAX_IN_FLIGHT. The route ends its streams on shutdown itself.
+     */
+    longLived?: boolean
+  }
+}
+
+/** Whether the request's route answers with a long-lived stream (route config `longLived`). */
+function longLived (req: FastifyRequest): boolean {
+  return routeOf(req).config.longLived === true
 }
 
 /** Request line target (path and query) longer than this: 414. Node's own limit on all headers is 16 KiB. */
@@ -203,6 +215,7 @@ export const overloadPlugin = fp(async function overload (app: FastifyInstance, 
   app.addHook('onRequest', (req, reply, done) => {
     // Not req.signal: Node closes the request stream once its body is read, long before the answer.
     // A client that goes away is caught by onRequestAbort below.
+    if (longLived(req)) return done()
     deadlines.set(req, { at: performance.now() + timeoutMs, reply })
     arm()
     done()
@@ -405,7 +418,8 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
     try {
       if (exemptFromShedding(req)) return done()
       if (fromSocket && maxWait > 0 && req[WAITED]! > maxWait) throw overloaded('requests wait too long')
-      checkInFlight(req, reply)
+      // A stream may be refused when it starts, but once open it holds no place in the bound.
+      if (!longLived(req)) checkInFlight(req, reply)
       done()
     } catch (err) {
       done(err as Error)
