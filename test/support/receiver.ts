@@ -5,6 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 
 export interface Received {
   readonly path: string
+  /** Path and query. */
+  readonly url: string
   readonly headers: IncomingMessage['headers']
   readonly body: string
 }
@@ -22,7 +24,7 @@ export async function receiver (): Promise<{ base: string, got: Received[], bigC
     req.on('data', (c: Buffer) => parts.push(c))
     req.on('end', () => {
       const path = (req.url ?? '/').split('?')[0]!
-      got.push({ path, headers: req.headers, body: Buffer.concat(parts).toString('utf8') })
+      got.push({ path, url: req.url ?? '/', headers: req.headers, body: Buffer.concat(parts).toString('utf8') })
       if (path === '/hang') return
       if (path === '/redirect') {
         res.writeHead(302, { location: '/ok' }).end()
