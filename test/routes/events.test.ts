@@ -114,6 +114,12 @@ for (const kind of await storeKinds()) {
       assert.ok(openNow >= 7, `event_streams_open ${openNow}`)
     })
 
+    it('keeps an idle stream open with comment lines', async () => {
+      const s = await stream(dave, '?types=order.cancelled')
+      await until(() => s.comments >= 1, 'a heartbeat', 30_000)
+      assert.equal(s.events.length, 0)
+    })
+
     it('ends every stream when the app closes', async () => {
       const s = await stream(admin)
       await t.app.close()

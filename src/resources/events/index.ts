@@ -88,7 +88,13 @@ async function eventRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     if (reset) {
       stream.write(`event: reset\ndata: ${JSON.stringify({ type: 'reset', after: String(after), detail: 'Events after this id are older than the retention and were deleted; the stream goes on with the oldest event kept. Re-read the resources you mirror.' })}\n\n`)
     }
-    await hub.join(stream)
+    try {
+      await hub.join(stream)
+    } catch (err) {
+      // The answer has begun: the only thing left to say is to end it (the client resumes).
+      req.log.warn({ err }, 'change stream ended: the event log could not be read')
+      reply.raw.end()
+    }
   })
 }
 
