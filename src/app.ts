@@ -25,6 +25,7 @@ import { registerResources } from './http/resources.ts'
 import { deliveriesPlugin } from './jobs/deliveries.ts'
 import { requestTargetPlugin } from './http/request-target.ts'
 import { sheddingPlugin } from './http/shedding.ts'
+import { storeCircuitPlugin } from './http/store-circuit.ts'
 import { lazySerializers } from './http/serialization.ts'
 import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
@@ -93,6 +94,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   await app.register(securityPlugin, { config })
   await app.register(requestTargetPlugin)
   await app.register(sheddingPlugin, { config })
+  await app.register(storeCircuitPlugin, { store })
   await app.register(nodeRequestsPlugin)
   await app.register(lingeringClosePlugin)
   await app.register(deadlinesPlugin, { config })

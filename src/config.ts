@@ -1,5 +1,6 @@
 import { createPublicKey } from 'node:crypto'
 import { isIP } from 'node:net'
+import os from 'node:os'
 import path from 'node:path'
 
 /** A setting that cannot be used: start-up stops with one line naming it (exit code 2). */
@@ -33,6 +34,10 @@ export interface Config {
   readonly pgConnectTimeoutMs: number
   /** PostgreSQL cancels statements running longer (0: no limit). */
   readonly pgStatementTimeoutMs: number
+  /** No single wait for the store (a connection, a statement's answer) outlasts this. */
+  readonly storeBudgetMs: number
+  /** Consecutive store failures that open its circuit (503 at once until a probe succeeds); 0: never. */
+  readonly storeCircuitFailures: number
   readonly webhookSecret: string | null
   readonly webhookAllowLoopback: boolean
   /** A webhook attempt that has not been answered in this time counts as failed. */
@@ -67,6 +72,13 @@ export interface Config {
   }
   readonly rateLimit: { readonly max: number, readonly windowS: number }
   readonly requestTimeoutMs: number
+  /**
+   * This instance's name: its Idempotency-Key claims carry it, and at start-up it frees the claims
+   * a process of the same name left when it died. Unique among instances sharing a database.
+   */
+  readonly instanceId: string
+  /** How long an instance's heartbeat lease lasts; its claims are dead once it lapses. */
+  readonly instanceLeaseMs: number
   /** How long an Idempotency-Key's record (and the response it replays) is kept. */
   readonly idempotencyTtlS: number
   /** Mean event-loop delay above which requests are shed with 503; 0 turns the check off. */
@@ -245,6 +257,8 @@ export function loadConfig (env: Env = process.env): Config {
     pgPoolMax: int(env, 'PG_POOL_MAX', 10, 1, 1000),
     pgConnectTimeoutMs: int(env, 'PG_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 15_000, 0, 3_600_000),
+    storeBudgetMs: int(env, 'STORE_BUDGET_MS', 3_000, 100, 3_600_000),
+    storeCircuitFailures: int(env, 'STORE_CIRCUIT_FAILURES', 5, 0, 1_000_000),
     webhookSecret,
     webhookAllowLoopback: bool(env, 'WEBHOOK_ALLOW_LOOPBACK', false),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
@@ -272,6 +286,8 @@ export function loadConfig (env: Env = process.env): Config {
       windowS: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
     }),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    instanceId: str(env, 'INSTANCE_ID') ?? `${os.hostname()}:${int(env, 'PORT', 3000, 0, 65535)}`,
+    instanceLeaseMs: int(env, 'INSTANCE_LEASE_MS', 3_000, 300, 600_000),
     idempotencyTtlS: int(env, 'IDEMPOTENCY_TTL_S', 86_400, 1, 30 * 86_400),
     overloadMaxEventLoopDelayMs: int(env, 'OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000),
     overloadMaxWaitMs: int(env, 'OVERLOAD_MAX_WAIT_MS', 2000, 0, 60_000),
