@@ -65,6 +65,37 @@ for (const kind of await storeKinds()) {
       assert.deepEqual(ids(mine), [a.id], 'carol sees her order, not dave\'s')
     })
 
+    it('raises the post events of §12: created and published on a published create, unpublished, deleted; each seen by whom it may', async () => {
+      const alice = await t.auth('alice', ['posts:write'])
+      const all = await stream(admin)
+      const bob = await stream(dave)
+      const own = await stream(alice)
+      const post = json(await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { title: 'Hello', content: 'x' } }))
+      const draft = json(await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { title: 'Secret', content: 'y', status: 'draft' } }))
+      const put = (id: number, status: string) => t.request({ method: 'PUT', url: `/posts/${id}`, headers: alice, payload: { title: 'Hello', content: 'x', status } })
+      assert.equal((await put(post.id, 'draft')).statusCode, 200)
+      assert.equal((await put(post.id, 'published')).statusCode, 200)
+      assert.equal((await t.request({ method: 'DELETE', url: `/posts/${post.id}`, headers: alice })).statusCode, 204)
+      const exported = await t.request({ method: 'POST', url: '/exports', headers: admin, payload: { format: 'ndjson' } })
+      assert.equal(exported.statusCode, 202)
+      await until(() => all.events.some(e => e.event === 'export.succeeded'), 'the export event')
+      const seq = (s: SseStream) => s.events.filter(e => e.event.startsWith('post.')).map(e => `${e.event} ${JSON.parse(e.data).data.id}`)
+      const p = post.id
+      const d = draft.id
+      const expected = [`post.created ${p}`, `post.published ${p}`, `post.created ${d}`, `post.updated ${p}`, `post.unpublished ${p}`, `post.updated ${p}`, `post.published ${p}`, `post.deleted ${p}`]
+      assert.deepEqual(seq(all), expected)
+      await until(() => seq(own).length === expected.length, 'the author\'s stream')
+      assert.deepEqual(seq(own), expected, 'the author sees all of her posts\' events')
+      await until(() => seq(bob).includes(`post.deleted ${p}`), 'the other user\'s stream')
+      assert.deepEqual(seq(bob), [`post.created ${p}`, `post.published ${p}`, `post.updated ${p}`, `post.published ${p}`, `post.deleted ${p}`], 'another user sees only the published post')
+      const deleted = all.events.find(e => e.event === 'post.deleted')!
+      assert.deepEqual(JSON.parse(deleted.data).data, { id: p })
+      const created = JSON.parse(all.events.find(e => e.event === 'post.created')!.data).data
+      assert.deepEqual([created.id, created.title, created.status, created.author], [p, 'Hello', 'published', 'alice'])
+      assert.ok(!bob.events.some(e => e.event.startsWith('export.')), 'an export is its owner\'s')
+      assert.equal(JSON.parse(all.events.find(e => e.event === 'export.succeeded')!.data).data.id, json(exported).id)
+    })
+
     it('resumes after Last-Event-ID or ?after=, filters by ?types=, and sends each event once, in id order', async () => {
       const first = await order(carol)
       const cancelled = await t.request({ method: 'POST', url: `/orders/${first.id}/cancel`, headers: carol })

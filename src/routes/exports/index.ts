@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { Counter } from 'prom-client'
 import { checkCallbackUrl } from '../../domain/callback-url.ts'
-import { type ExportJob, type ExportRequest, isFinished } from '../../domain/export.ts'
+import { exportEventType, type ExportJob, type ExportRequest, isFinished } from '../../domain/export.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { sendRepresentation } from '../../http/conditional.ts'
@@ -169,6 +169,7 @@ async function exportServices (app: FastifyInstance, { config, store }: { config
     ...config.exports,
     renderPost: (post, job) => renderPost(post, job.apiVersion as ApiVersion, job.linkBase),
     renderJob: job => renderExport(job, job.apiVersion as ApiVersion, job.linkBase),
+    jobEvent: job => ({ type: exportEventType(job.status), data: renderExport(job, 1, ''), owner: job.owner, public: false }),
     webhookQueued: () => { app.webhookSender.wake() },
     runs,
   })
