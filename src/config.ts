@@ -20,6 +20,8 @@ export interface VersionDates {
 export interface Config {
   readonly port: number
   readonly host: string
+  /** Where readers reach the service: the origin (and path prefix) of feed links, no trailing slash. */
+  readonly publicBaseUrl: string
   /** `sqlite:<file>` or `postgres://…` */
   readonly databaseUrl: string
   readonly storeKind: 'sqlite' | 'postgres'
@@ -71,6 +73,14 @@ export interface Config {
     readonly jwksCooldownS: number
   }
   readonly rateLimit: { readonly max: number, readonly windowS: number }
+  /** Where Prometheus scrapes: a listener of its own, never the API port. */
+  readonly metrics: {
+    /** Port of the metrics listener; null: metrics are counted but not served. */
+    readonly port: number | null
+    readonly host: string
+    /** When set, a scrape must send `Authorization: Bearer <token>`. */
+    readonly token: string | null
+  }
   readonly requestTimeoutMs: number
   /**
    * This instance's name: its Idempotency-Key claims carry it, and at start-up it frees the claims
@@ -173,6 +183,17 @@ function host (env: Env): string {
   return raw
 }
 
+/** PUBLIC_BASE_URL: an http(s) URL without query or fragment; default `http://HOST:PORT`. */
+function publicBaseUrl (env: Env, hostName: string, port: number): string {
+  const raw = url(env, 'PUBLIC_BASE_URL', ['http:', 'https:'])
+  if (raw === null) return `http://${isIP(hostName) === 6 ? `[${hostName}]` : hostName}:${port}`
+  const parsed = new URL(raw)
+  if (parsed.search !== '' || parsed.hash !== '' || parsed.username !== '' || parsed.password !== '') {
+    throw new ConfigError('PUBLIC_BASE_URL', 'must be an origin with an optional path, such as https://blog.example.com, without query, fragment or credentials')
+  }
+  return raw.replace(/\/+$/, '')
+}
+
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
 
 function date (env: Env, name: string): Date | null {
@@ -195,6 +216,23 @@ function versionDates (env: Env, n: 1 | 2): VersionDates {
     throw new ConfigError(`API_V${n}_SUNSET_AT`, `needs API_V${n}_DEPRECATED_AT: a version is deprecated before it is sunset`)
   }
   return Object.freeze({ deprecatedAt, sunsetAt })
+}
+
+function metrics (env: Env, apiPort: number, apiHost: string): Config['metrics'] {
+  const port = str(env, 'METRICS_PORT') === null ? null : int(env, 'METRICS_PORT', 0, 0, 65535)
+  if (port !== null && port !== 0 && port === apiPort) {
+    throw new ConfigError('METRICS_PORT', `must differ from PORT (${apiPort}): metrics are served on a listener of their own`)
+  }
+  const hostRaw = str(env, 'METRICS_HOST')
+  if (hostRaw !== null && isIP(hostRaw) === 0 && !HOSTNAME.test(hostRaw)) {
+    throw new ConfigError('METRICS_HOST', `must be an IP address or a host name, got "${hostRaw}"`)
+  }
+  const token = str(env, 'METRICS_TOKEN')
+  if (token !== null && port === null) throw new ConfigError('METRICS_TOKEN', 'needs METRICS_PORT: metrics are only served on their own listener')
+  if (token !== null && !/^[\x21-\x7e]{16,}$/.test(token)) {
+    throw new ConfigError('METRICS_TOKEN', 'must be at least 16 visible ASCII characters (no spaces)')
+  }
+  return Object.freeze({ port, host: hostRaw ?? apiHost, token })
 }
 
 /**
@@ -244,9 +282,12 @@ export function loadConfig (env: Env = process.env): Config {
     }
   }
 
+  const port = int(env, 'PORT', 3000, 0, 65535)
+  const apiHost = host(env)
   return Object.freeze({
-    port: int(env, 'PORT', 3000, 0, 65535),
-    host: host(env),
+    port,
+    host: apiHost,
+    publicBaseUrl: publicBaseUrl(env, apiHost, port),
     databaseUrl,
     storeKind,
     dataDir,
@@ -285,6 +326,7 @@ export function loadConfig (env: Env = process.env): Config {
       max: int(env, 'RATE_LIMIT_MAX', 1000, 0, 1_000_000_000),
       windowS: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
     }),
+    metrics: metrics(env, port, apiHost),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
     instanceId: str(env, 'INSTANCE_ID') ?? `${os.hostname()}:${int(env, 'PORT', 3000, 0, 65535)}`,
     instanceLeaseMs: int(env, 'INSTANCE_LEASE_MS', 3_000, 300, 600_000),

@@ -19,7 +19,7 @@ declare module 'fastify' {
     requiredScope?: string
     /** Any valid credential, whatever its scopes (the change stream: what it shows depends on who asks). */
     requiresCredential?: boolean
-    /** Probes (health, readiness, metrics) answer the same whatever credential is sent. */
+    /** Probes (health, readiness) answer the same whatever credential is sent. */
     ignoresCredentials?: boolean
   }
 }

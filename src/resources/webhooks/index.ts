@@ -34,7 +34,7 @@ function eventsOf (events: readonly string[]): string {
 
 /** The one URL check export callbacks use too (src/domain/callback-url.ts), or 422 naming `url`. */
 async function checkedUrl (url: string, ctx: ResourceContext): Promise<string> {
-  const check = await checkCallbackUrl(url, ctx.config.webhookAllowLoopback, 'url')
+  const check = await checkCallbackUrl(url, ctx.config.webhookAllowLoopback)
   if (!check.ok) throw validationFailed([fieldError('url', 'INVALID_VALUE', check.reason)])
   return url
 }
