@@ -39,15 +39,16 @@ function wrk (port: number, args: string[]): Run {
   return { rps: r.requests / (r.duration_us / 1e6), p99: r.p99_us / 1000, errors: r.connect + r.read + r.write + r.status + r.timeout }
 }
 
-async function start (env: Record<string, string>): Promise<{ child: ChildProcess, port: number }> {
+async function start (env: Record<string, string>): Promise<{ child: ChildProcess, port: number, metrics: number }> {
   const port = 3990 + Math.floor(Math.random() * 500)
+  const metrics = port + 1000
   const child = spawn(process.execPath, ['--max-semi-space-size=8', '--heap-growing-percent=50', path.join(ROOT, 'dist/blog.js'), 'serve'], {
-    env: { ...process.env, ...env, PORT: String(port), AUTH_JWT_SECRET: SECRET, BOOTSTRAP_ADMIN_KEY: 'false', RATE_LIMIT_MAX: '0', LOG_LEVEL: 'warn', WEBHOOK_SECRET, WEBHOOK_ALLOW_LOOPBACK: '1' },
+    env: { ...process.env, ...env, PORT: String(port), METRICS_PORT: String(metrics), AUTH_JWT_SECRET: SECRET, BOOTSTRAP_ADMIN_KEY: 'false', RATE_LIMIT_MAX: '0', LOG_LEVEL: 'warn', WEBHOOK_SECRET, WEBHOOK_ALLOW_LOOPBACK: '1' },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
   for (let i = 0; i < 3000; i++) {
     try {
-      if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) return { child, port }
+      if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) return { child, port, metrics }
     } catch {}
     await sleep(10)
   }
@@ -68,7 +69,8 @@ async function receivers (): Promise<{ url: (i: number) => string, count: () => 
 }
 
 async function measure (label: string, dbEnv: Record<string, string>, say: (s: string) => void): Promise<void> {
-  const { child, port } = await start(dbEnv)
+  const { child, port, metrics } = await start(dbEnv)
+  const openStreams = async () => Number(/^event_streams_open (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text())?.[1] ?? 0)
   const base = `http://127.0.0.1:${port}`
   const writer = await token('posts:write')
   const admin = await token('admin')
@@ -82,7 +84,8 @@ async function measure (label: string, dbEnv: Record<string, string>, say: (s: s
     const rows: string[] = []
     const runAll = (setting: string) => {
       for (const [name, args] of scenarios) {
-        wrk(port, args.map(a => a))
+        // Warm-up, not counted.
+        wrk(port, args)
         const r = wrk(port, args)
         rows.push(`| ${name} | ${setting} | ${r.rps.toFixed(0)} | ${r.p99.toFixed(1)} | ${r.errors} | ${rssMiB(child.pid!).toFixed(0)} |`)
         process.stderr.write(`  ${label} ${name} (${setting}): ${r.rps.toFixed(0)} req/s\n`)
@@ -99,11 +102,12 @@ async function measure (label: string, dbEnv: Record<string, string>, say: (s: s
       if (i % 100 === 99) await sleep(50)
     }
     for (let i = 0; i < 200; i++) {
-      const open = Number(/^event_streams_open (\d+)/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0)
-      if (open >= STREAMS) break
+      if (await openStreams() >= STREAMS) break
       await sleep(50)
     }
-    const open = Number(/^event_streams_open (\d+)/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0)
+    const open = await openStreams()
+    await sleep(1000)
+    rows.push(`| (idle) | 2 subscriptions, ${open} streams open | | | | ${rssMiB(child.pid!).toFixed(0)} |`)
     runAll(`2 subscriptions, ${open} streams open`)
     say(`\n## ${label}\n\n| scenario | events | req/s | p99 ms | errors | RSS MiB after |\n|---|---|---:|---:|---:|---:|\n${rows.join('\n')}`)
     say(`\nDeliveries received by the 2 receivers during the runs: ${rx.count()}.`)

@@ -140,7 +140,7 @@ for (const kind of await storeKinds()) {
       await sleep(2000)
       const o = await order(carol)
       for (const s of streams) await until(() => ids(s).includes(o.id), 'an event after the deadline')
-      const text = await (await fetch(`${base}/metrics`)).text()
+      const text = await t.scrape()
       const openNow = Number(/^event_streams_open (\d+)/m.exec(text)?.[1])
       assert.ok(openNow >= 7, `event_streams_open ${openNow}`)
     })

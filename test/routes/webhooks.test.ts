@@ -98,8 +98,9 @@ for (const kind of await storeKinds()) {
       const carol = await t.auth('carol', ['orders:write'])
       const o = json(await t.request({ method: 'POST', url: '/orders', headers: carol, payload: ORDER }))
       assert.equal((await t.request({ method: 'POST', url: `/orders/${o.id}/cancel`, headers: carol })).statusCode, 200)
-      await until(() => at('/ok').filter(r => r.body.includes(`"id":${o.id},`)).length >= 3, 'the deliveries')
-      const mine = at('/ok').filter(r => { try { verified(r, sub.secret); return true } catch { return false } })
+      const signedForSub = () => at('/ok').filter(r => { try { verified(r, sub.secret); return true } catch { return false } })
+      await until(() => signedForSub().length >= 2, 'the deliveries')
+      const mine = signedForSub()
       const events = mine.map(r => verified(r, sub.secret))
       assert.deepEqual(events.map((e: any) => e.type), ['order.created', 'order.cancelled'])
       for (const [i, e] of events.entries()) {
@@ -223,7 +224,7 @@ for (const kind of await storeKinds()) {
     })
 
     it('reports the outbox in /metrics', async () => {
-      const text = (await t.request({ method: 'GET', url: '/metrics' })).body
+      const text = await t.scrape()
       for (const name of ['webhook_delivery_attempts_total{outcome="delivered"}', 'webhook_deliveries_pending', 'webhook_oldest_pending_delivery_age_seconds', 'event_streams_open']) {
         assert.ok(text.includes(name), name)
       }

@@ -9,13 +9,26 @@ import type { Store, StoredEvent } from '../../store/store.ts'
 const PAGE = 500
 /** A comment line on every stream this often: at least every 15 s (contract §12), with room for a busy loop. */
 export const HEARTBEAT_MS = 10_000
-/** A reader this far behind (bytes waiting in its socket) is ended; it resumes with Last-Event-ID. */
-const MAX_BUFFERED = 1024 * 1024
+/**
+ * A reader this far behind (bytes waiting in its socket) is ended; it resumes with Last-Event-ID.
+ * It bounds what slow readers can hold: 1 000 streams at most 256 MiB.
+ */
+const MAX_BUFFERED = 256 * 1024
+
+/** An event as a stream sends it, made once per event whatever the number of streams. */
+export interface Framed {
+  readonly event: StoredEvent
+  readonly text: string
+}
+
+export function frame (e: StoredEvent): Framed {
+  return { event: e, text: `id: ${e.id}\nevent: ${e.type}\ndata: ${eventJson(e)}\n\n` }
+}
 
 /** One open stream: who reads it, what it wants, and the last event id it was sent. */
 export class EventStream {
   /** Events the hub brought while the stream was still reading the past. */
-  private held: StoredEvent[] | null = []
+  private held: Framed[] | null = []
 
   constructor (
     readonly res: ServerResponse,
@@ -32,18 +45,18 @@ export class EventStream {
   }
 
   /** Events the hub read: held while the stream still reads the past, else written. */
-  send (events: readonly StoredEvent[]): void {
+  send (events: readonly Framed[]): void {
     if (this.held !== null) this.held.push(...events)
     else this.past(events)
   }
 
   /** Writes what is new and wanted, in id order; each event at most once. */
-  past (events: readonly StoredEvent[]): void {
+  past (events: readonly Framed[]): void {
     let out = ''
-    for (const e of events) {
-      if (e.id <= this.cursor) continue
-      this.cursor = e.id
-      if (this.wants(e)) out += `id: ${e.id}\nevent: ${e.type}\ndata: ${eventJson(e)}\n\n`
+    for (const f of events) {
+      if (f.event.id <= this.cursor) continue
+      this.cursor = f.event.id
+      if (this.wants(f.event)) out += f.text
     }
     if (out !== '') this.write(out)
   }
@@ -122,7 +135,7 @@ export class StreamHub {
     for (;;) {
       const page = await this.store.events.list(stream.cursor, PAGE)
       if (page.length === 0) break
-      stream.past(page)
+      stream.past(page.map(frame))
       if (page.length < PAGE) break
     }
     stream.caughtUp()
@@ -133,7 +146,8 @@ export class StreamHub {
     const events = await this.store.events.list(this.cursor, PAGE)
     if (events.length === 0) return false
     this.cursor = events.at(-1)!.id
-    for (const s of this.streams) s.send(events)
+    const framed = events.map(frame)
+    for (const s of this.streams) s.send(framed)
     return events.length === PAGE
   }
 }
