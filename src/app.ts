@@ -2,7 +2,6 @@ import compress from '@fastify/compress'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { Counter } from 'prom-client'
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import type { AppContext } from './context.ts'
 import { authorizationPlugin, authPlugin } from './http/auth.ts'
@@ -22,6 +21,7 @@ import { routingPlugin } from './http/routing.ts'
 import { securityPlugin } from './http/security.ts'
 import { documentIdempotencyKey, idempotencyPlugin } from './http/idempotency.ts'
 import { registerResources } from './http/resources.ts'
+import { deliveriesPlugin } from './jobs/deliveries.ts'
 import { requestTargetPlugin } from './http/request-target.ts'
 import { sheddingPlugin } from './http/shedding.ts'
 import { storeCircuitPlugin } from './http/store-circuit.ts'
@@ -31,7 +31,6 @@ import { createValidatorCompiler } from './http/validation.ts'
 import { apiVersionConstraint, rewriteUnversionedAlias, versioningPlugin } from './http/versioning.ts'
 import { documentCrossCutting, documentRoute, FieldErrorSchema, LinkSchema, problemSchema } from './http/schemas.ts'
 import { JobRunner } from './jobs/job.ts'
-import { WebhookSender } from './jobs/webhook-sender.ts'
 import { apiDescription, docsRoutes } from './routes/system/docs-routes.ts'
 import { healthRoutes } from './routes/system/health-routes.ts'
 import { IndexSchema, indexRoutes, VersionsSchema } from './routes/system/index-routes.ts'
@@ -130,6 +129,7 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   await app.register(requestLogPlugin)
   await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
 
+  await app.register(deliveriesPlugin, { config, store, metrics: context.metrics })
   const jobs = new JobRunner(app.log)
   await registerResources(app, {
     resources,
@@ -138,6 +138,7 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
     store,
     cursors: context.cursors,
     jobs,
+    metrics: context.metrics,
     bodies: validator.body,
   })
   addJobs(app, jobs, context)
@@ -148,22 +149,10 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   return app
 }
 
-/** The core's webhook sender and every resource's jobs, run from the app's start to its close. */
+/** Every resource's jobs, run from the app's start to its close. */
 function addJobs (app: FastifyInstance, jobs: JobRunner, { config, store, resources, metrics }: AppContext): void {
-  const attempts = new Counter({ name: 'webhook_delivery_attempts_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed)', labelNames: ['outcome'], registers: [metrics] })
-  jobs.add(new WebhookSender({
-    store,
-    log: app.log.child({ component: 'webhooks' }),
-    secret: config.webhookSecret,
-    allowLoopback: config.webhookAllowLoopback,
-    timeoutMs: config.webhookTimeoutMs,
-    maxAttempts: config.webhookMaxAttempts,
-    retryBaseMs: config.webhookRetryBaseMs,
-    pollMs: config.exports.pollMs,
-    attempts,
-  }))
   for (const resource of resources) {
-    for (const job of resource.jobs?.({ config, store, log: app.log, metrics, jobs, resources }) ?? []) jobs.add(job)
+    for (const job of resource.jobs?.({ config, store, log: app.log, metrics, jobs, webhooks: app.webhookSender, resources }) ?? []) jobs.add(job)
   }
   app.addHook('onReady', async () => { jobs.start() })
   app.addHook('onClose', async () => { await jobs.stop() })

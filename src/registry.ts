@@ -2,10 +2,14 @@ import type { Resource } from './http/resources.ts'
 import { postsResource } from './resources/posts/index.ts'
 import { ordersResource } from './resources/orders/index.ts'
 import { exportsResource } from './resources/exports/index.ts'
+import { webhooksResource } from './resources/webhooks/index.ts'
+import { eventsResource } from './resources/events/index.ts'
 
 /** Every resource the service serves: adding one is its folder plus one line here. */
 export const RESOURCES: readonly Resource[] = [
   postsResource,
   ordersResource,
   exportsResource,
+  webhooksResource,
+  eventsResource,
 ]

@@ -59,8 +59,21 @@ export interface Resource {
   readonly links?: Readonly<Record<string, string>>
   /** Work the resource does outside requests, run on every instance from start to close (src/jobs). */
   jobs? (ctx: JobContext): readonly Job[]
+  /**
+   * Set-up on the root instance outside requests that is not a job (hooks, a decoration's use),
+   * done once per app before the routes.
+   */
+  services? (app: FastifyInstance, ctx: ServicesContext): Promise<void>
   /** A collection an export may write out (exports look for the registry's exportable resource). */
   readonly exportable?: Exportable
+}
+
+/** What a resource's services are set up with. */
+export interface ServicesContext {
+  readonly config: Config
+  readonly store: Store
+  /** The app's Prometheus registry. */
+  readonly metrics: Registry
 }
 
 /** What a resource's jobs are made with. */
@@ -71,6 +84,8 @@ export interface JobContext {
   /** The app's Prometheus registry: a job adds its counters here. */
   readonly metrics: Registry
   readonly jobs: JobWaker
+  /** The core's webhook sender: `wake()` after a commit that queued a delivery. */
+  readonly webhooks: { wake (): void }
   /** Every registered resource (a job may use another's declared capability, never its code). */
   readonly resources: readonly Resource[]
 }
@@ -90,6 +105,7 @@ export interface ResourcesOptions {
   readonly store: Store
   readonly cursors: CursorCodec
   readonly jobs: JobWaker
+  readonly metrics: Registry
   readonly bodies: Ajv
   /** Versioned routes that are not a resource (the API index), registered alongside. */
   readonly alongside?: readonly ((app: FastifyInstance, ctx: ResourceContext) => Promise<void>)[]
@@ -99,6 +115,7 @@ const NO_QUERY = Type.Object({}, { additionalProperties: false })
 
 /** Registers every resource once per API version, unprefixed (negotiated by Accept) and under `/vN`. */
 export async function registerResources (app: FastifyInstance, opts: ResourcesOptions): Promise<void> {
+  for (const resource of opts.resources) await resource.services?.(app, { config: opts.config, store: opts.store, metrics: opts.metrics })
   for (const resource of opts.resources) await resource.unversionedRoutes?.(app, { config: opts.config, store: opts.store })
   for (const version of API_VERSIONS) {
     for (const prefix of ['', `/v${version}`]) {

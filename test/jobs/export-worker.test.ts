@@ -44,6 +44,7 @@ describe('ExportWorker', () => {
       retentionDays: 7,
       source: { list: postsResource.exportable!.list, render: post => opts.renderPost(post as Post) },
       renderJob: job => ({ id: job.id, status: job.status, error: job.error }),
+      jobEvent: job => ({ type: `export.${job.status}`, data: { id: job.id }, owner: job.owner, public: false }),
       webhookQueued: () => {},
       runs: new Counter({ name: 'runs', help: 'runs', labelNames: ['outcome'], registers: [new Registry()] }),
     }))

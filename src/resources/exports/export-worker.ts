@@ -5,7 +5,7 @@ import type { Principal } from '../../domain/principal.ts'
 import type { Exportable } from '../../http/resources.ts'
 import type { ApiVersion } from '../../http/versioning.ts'
 import type { Job } from '../../jobs/job.ts'
-import type { Store, UnitOfWork } from '../../store/store.ts'
+import type { EventInput, Store, UnitOfWork } from '../../store/store.ts'
 import { exportEventType, type ExportJob, type ExportLease } from './export.ts'
 
 export interface ExportWorkerOptions {
@@ -19,6 +19,8 @@ export interface ExportWorkerOptions {
   readonly source: Exportable
   /** The `data` of the webhook: the job as GET /exports/{id} shows it. */
   readonly renderJob: (job: ExportJob) => unknown
+  /** The event of a job that ended (contract §12): its version-1 representation. */
+  readonly jobEvent: (job: ExportJob) => EventInput
   /** Called after a commit that queued a webhook, so it goes out now rather than at the next poll. */
   readonly webhookQueued: () => void
   /** Counts finished runs by outcome: succeeded, failed, retried, interrupted. */
@@ -61,8 +63,9 @@ export class ExportWorker implements Job {
     if (n > 0) this.opts.log.info({ deleted: n }, 'deleted exports past their retention')
   }
 
-  /** Queues the webhook of a job that just ended, in the unit of work that ended it. */
+  /** Records the event of a job that just ended, and queues its callback, in the unit of work that ended it. */
   private async announce (uow: UnitOfWork, job: ExportJob): Promise<void> {
+    uow.events.record(this.opts.jobEvent(job))
     if (job.callbackUrl === null) return
     const payload = JSON.stringify({ type: exportEventType(job.status), data: this.opts.renderJob(job) })
     await uow.webhooks.enqueue({ id: `msg_${randomUUID()}`, exportId: job.id, url: job.callbackUrl, payload }, new Date())

@@ -11,9 +11,8 @@ import type { JobContext, Resource, ResourceContext } from '../../http/resources
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
 import { type ApiVersion, linkBase } from '../../http/versioning.ts'
 import { answerWrite } from '../../http/write.ts'
-import { WEBHOOKS_JOB } from '../../jobs/webhook-sender.ts'
 import type { Store } from '../../store/store.ts'
-import { type ExportJob, type ExportRequest, isFinished } from './export.ts'
+import { exportEventType, type ExportJob, type ExportRequest, isFinished } from './export.ts'
 import { EXPORTS_JOB, ExportWorker } from './export-worker.ts'
 import './problems.ts'
 import { exportEtag, fileEtag, renderExport } from './representation.ts'
@@ -156,7 +155,7 @@ async function * fileBytes (store: Store, id: number, from: number, to: number):
 }
 
 /** This instance's export worker: it takes jobs from the store's queue (docs/exports.md). */
-function exportJobs ({ config, store, log, metrics, jobs, resources }: JobContext): ExportWorker[] {
+function exportJobs ({ config, store, log, metrics, webhooks, resources }: JobContext): ExportWorker[] {
   const source = resources.find(r => r.exportable !== undefined)?.exportable
   if (source === undefined) throw new Error('exports need an exportable resource in the registry')
   const runs = new Counter({ name: 'export_runs_total', help: 'Export runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [metrics] })
@@ -166,7 +165,8 @@ function exportJobs ({ config, store, log, metrics, jobs, resources }: JobContex
     ...config.exports,
     source,
     renderJob: job => renderExport(job, job.apiVersion as ApiVersion, job.linkBase),
-    webhookQueued: () => { jobs.wake(WEBHOOKS_JOB) },
+    jobEvent: job => ({ type: exportEventType(job.status), data: renderExport(job, 1, ''), owner: job.owner, public: false }),
+    webhookQueued: () => { webhooks.wake() },
     runs,
   })]
 }

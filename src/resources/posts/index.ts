@@ -20,6 +20,7 @@ import { PostService } from './post-service.ts'
 import { parseTagFilter } from './tags.ts'
 import './problems.ts'
 import { feedRoutes, TagListItemSchema, TagSchema, tagRoutes } from './content-routes.ts'
+import { postEvents } from './events.ts'
 import { postSortValue } from './posts-repository.ts'
 import { postData, renderPost } from './representation.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, PostSlugParamsSchema, type PostSlugParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
@@ -132,7 +133,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     }
     const input = normalisePostInput(req.body)
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts).create(input, req.principal as Principal), 201)
+      return written(req, await new PostService(uow.posts, undefined, postEvents(uow.events)).create(input, req.principal as Principal), 201)
     })
   })
 
@@ -154,7 +155,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     }
     const input = normalisePostInput(req.body)
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts).update(id, req.principal as Principal, () => input, preconditionOf(req, 'posts')), 200)
+      return written(req, await new PostService(uow.posts, undefined, postEvents(uow.events)).update(id, req.principal as Principal, () => input, preconditionOf(req, 'posts')), 200)
     })
   })
 
@@ -185,7 +186,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
       return normalisePostInput(after as unknown as PostBody)
     }
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts).update(id, req.principal as Principal, patched, preconditionOf(req, 'posts')), 200)
+      return written(req, await new PostService(uow.posts, undefined, postEvents(uow.events)).update(id, req.principal as Principal, patched, preconditionOf(req, 'posts')), 200)
     })
   })
 
@@ -200,7 +201,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     },
   }), async (req, reply: FastifyReply) => {
     return await answerDelete(req, reply, async uow => {
-      await new PostService(uow.posts).delete(req.params.post_id, req.principal as Principal, preconditionOf(req, 'posts'))
+      await new PostService(uow.posts, undefined, postEvents(uow.events)).delete(req.params.post_id, req.principal as Principal, preconditionOf(req, 'posts'))
     })
   })
 }

@@ -13,6 +13,9 @@ import type { PostFilter, PostStore, TagCount, TagsQuery } from './store.ts'
 /** A client's condition on the current post (If-Match, If-Unmodified-Since); true to go ahead. */
 export type Precondition = (current: Post) => boolean
 
+/** Told of each change a write made, in its unit of work: the post before (null: created) and after (null: deleted). */
+export type PostChanged = (before: Post | null, after: Post | null) => void
+
 const notFound = (id: number) => new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
 
 function sameTags (a: readonly string[], b: readonly string[]): boolean {
@@ -56,7 +59,7 @@ function slugTaken (slug: PostWrite['slug']): AppError {
  * (`new PostService(uow.posts)`), on the store's for reads.
  */
 export class PostService {
-  constructor (private readonly store: PostStore, private readonly clock: () => Date = () => new Date()) {}
+  constructor (private readonly store: PostStore, private readonly clock: () => Date = () => new Date(), private readonly changed: PostChanged = () => {}) {}
 
   async get (id: number, viewer: Viewer): Promise<Post> {
     const post = await this.store.findById(id, viewer)
@@ -87,12 +90,15 @@ export class PostService {
   async create (input: PostInput, author: Principal): Promise<Post> {
     const now = this.clock()
     const write = postWrite(input, null, now)
+    let post: Post
     try {
-      return await this.store.create(write, author.subject, now)
+      post = await this.store.create(write, author.subject, now)
     } catch (err) {
       if (err instanceof SlugTakenError) throw slugTaken(write.slug)
       throw err
     }
+    this.changed(null, post)
+    return post
   }
 
   /** Replaces a post with the input `build` makes from the current one (PUT uses the body; PATCH applies a patch). */
@@ -101,14 +107,18 @@ export class PostService {
       const now = this.clock()
       const write = postWrite(build(current), current, now)
       const result = await this.store.replace(id, write, current.revision, now)
+      if (result.outcome === 'done') this.changed(current, result.value)
       if (result.outcome === 'slug-taken') throw slugTaken(write.slug)
       return result
     }, () => notFound(id))
   }
 
   async delete (id: number, viewer: Principal, precondition?: Precondition): Promise<void> {
-    await writeCurrent(precondition, async () => await this.writable(id, viewer),
-      async current => await this.store.delete(id, current.revision), () => notFound(id))
+    await writeCurrent(precondition, async () => await this.writable(id, viewer), async current => {
+      const result = await this.store.delete(id, current.revision)
+      if (result.outcome === 'done') this.changed(current, null)
+      return result
+    }, () => notFound(id))
   }
 
   /** The post, if `viewer` may change it: invisible → 404, visible but not theirs → 403. */
