@@ -6,7 +6,6 @@ import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import type { Resource, ResourceContext, ServicesContext } from '../../http/resources.ts'
 import { COMMON_ERRORS, problemResponses } from '../../http/schemas.ts'
-import type { Store } from '../../store/store.ts'
 import { EventStream, StreamHub } from './stream-hub.ts'
 
 declare module 'fastify' {
