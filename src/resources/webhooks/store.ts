@@ -127,6 +127,6 @@ const ADMIN: Viewer = { subject: 'system', scopes: new Set(['admin']), kind: 'jw
 
 export const webhooksStore: StoreModule = {
   name: 'webhookSubscriptions',
-  migrations: { 'webhooks/0001-webhooks': m.migration },
+  migrations: { 'webhookSubscriptions/0001-webhooks': m.migration },
   repository: (db, dialect) => new SubscriptionsRepository(db, dialect),
 }
