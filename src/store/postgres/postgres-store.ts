@@ -68,7 +68,35 @@ function newPool (config: pg.PoolConfig): pg.Pool {
  * going back to the pool, where the next request would fail on it too. Kysely's own release
  * cannot say that a connection is broken.
  */
-function dialectPool (pool: pg.Pool): PostgresPool {
+/**
+ * The names of the prepared queries' statements, by SQL text (DialectParts.nameStatement). A
+ * query whose text has a name runs as pg's named statement: each connection parses and plans it
+ * on first use and then only binds and executes it.
+ */
+class StatementNames {
+  private readonly names = new Map<string, string>()
+
+  add (sql: string): void {
+    if (!this.names.has(sql)) this.names.set(sql, `blog_${this.names.size + 1}`)
+  }
+
+  of (sql: string): string | undefined {
+    return this.names.get(sql)
+  }
+}
+
+/**
+ * A named statement a connection can no longer run as prepared: its result type changed under it
+ * (0A000 "cached plan must not change result type", after another instance's migration altered a
+ * table), or the server no longer knows it (26000, e.g. behind a pooler that reset the session).
+ * The connection is destroyed, so the next one prepares the statement afresh.
+ */
+function staleStatement (err: unknown): boolean {
+  const code = (err as { code?: string }).code
+  return code === '0A000' || code === '26000'
+}
+
+function dialectPool (pool: pg.Pool, statements: StatementNames): PostgresPool {
   return {
     async connect () {
       const client = await pool.connect()
@@ -79,11 +107,15 @@ function dialectPool (pool: pg.Pool): PostgresPool {
       const onError = (err: Error) => { broken = err }
       client.on('error', onError)
       const query = async (text: string, values: readonly unknown[]) => {
+        const name = statements.of(text)
         try {
-          return await client.query(text, values as unknown[])
+          return name === undefined
+            ? await client.query(text, values as unknown[])
+            : await client.query({ name, text, values: values as unknown[] })
         } catch (err) {
           // 57014 (statement_timeout) leaves the connection usable.
           if (isStoreUnavailable(err) && (err as { code?: string }).code !== '57014') broken = err as Error
+          if (name !== undefined && staleStatement(err)) broken = err as Error
           throw err
         }
       }
@@ -138,8 +170,10 @@ export function openPostgresStore (url: string, opts: PostgresOptions): KyselySt
     statementTimeoutMs: opts.statementTimeoutMs ?? 15_000,
     ...(opts.requestTimeoutMs !== undefined ? { requestTimeoutMs: opts.requestTimeoutMs } : {}),
   }))
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool) }), ...(opts.log !== undefined ? { log: opts.log } : {}) })
+  const statements = new StatementNames()
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool, statements) }), ...(opts.log !== undefined ? { log: opts.log } : {}) })
   const parts: DialectParts = {
+    nameStatement: sql => { statements.add(sql) },
     kind: 'postgres',
     // PostgreSQL text cannot hold NUL; the HTTP layer refuses it, the store must not fail on it.
     textSearch: (eb, q) => sql<boolean>`${eb.ref('posts.search_vector' as never)} @@ plainto_tsquery('simple', ${q.replaceAll('\u0000', ' ')})`,
