@@ -1,5 +1,6 @@
 import { createPublicKey } from 'node:crypto'
 import { isIP } from 'node:net'
+import os from 'node:os'
 import path from 'node:path'
 
 /** A setting that cannot be used: start-up stops with one line naming it (exit code 2). */
@@ -19,6 +20,8 @@ export interface VersionDates {
 export interface Config {
   readonly port: number
   readonly host: string
+  /** Where readers reach the service: the origin (and path prefix) of feed links, no trailing slash. */
+  readonly publicBaseUrl: string
   /** `sqlite:<file>` or `postgres://…` */
   readonly databaseUrl: string
   readonly storeKind: 'sqlite' | 'postgres'
@@ -33,6 +36,10 @@ export interface Config {
   readonly pgConnectTimeoutMs: number
   /** PostgreSQL cancels statements running longer (0: no limit). */
   readonly pgStatementTimeoutMs: number
+  /** No single wait for the store (a connection, a statement's answer) outlasts this. */
+  readonly storeBudgetMs: number
+  /** Consecutive store failures that open its circuit (503 at once until a probe succeeds); 0: never. */
+  readonly storeCircuitFailures: number
   readonly webhookSecret: string | null
   readonly webhookAllowLoopback: boolean
   /** A webhook attempt that has not been answered in this time counts as failed. */
@@ -62,7 +69,22 @@ export interface Config {
     readonly jwksCooldownS: number
   }
   readonly rateLimit: { readonly max: number, readonly windowS: number }
+  /** Where Prometheus scrapes: a listener of its own, never the API port. */
+  readonly metrics: {
+    /** Port of the metrics listener; null: metrics are counted but not served. */
+    readonly port: number | null
+    readonly host: string
+    /** When set, a scrape must send `Authorization: Bearer <token>`. */
+    readonly token: string | null
+  }
   readonly requestTimeoutMs: number
+  /**
+   * This instance's name: its Idempotency-Key claims carry it, and at start-up it frees the claims
+   * a process of the same name left when it died. Unique among instances sharing a database.
+   */
+  readonly instanceId: string
+  /** How long an instance's heartbeat lease lasts; its claims are dead once it lapses. */
+  readonly instanceLeaseMs: number
   /** How long an Idempotency-Key's record (and the response it replays) is kept. */
   readonly idempotencyTtlS: number
   /** Mean event-loop delay above which requests are shed with 503; 0 turns the check off. */
@@ -157,6 +179,17 @@ function host (env: Env): string {
   return raw
 }
 
+/** PUBLIC_BASE_URL: an http(s) URL without query or fragment; default `http://HOST:PORT`. */
+function publicBaseUrl (env: Env, hostName: string, port: number): string {
+  const raw = url(env, 'PUBLIC_BASE_URL', ['http:', 'https:'])
+  if (raw === null) return `http://${isIP(hostName) === 6 ? `[${hostName}]` : hostName}:${port}`
+  const parsed = new URL(raw)
+  if (parsed.search !== '' || parsed.hash !== '' || parsed.username !== '' || parsed.password !== '') {
+    throw new ConfigError('PUBLIC_BASE_URL', 'must be an origin with an optional path, such as https://blog.example.com, without query, fragment or credentials')
+  }
+  return raw.replace(/\/+$/, '')
+}
+
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
 
 function date (env: Env, name: string): Date | null {
@@ -179,6 +212,23 @@ function versionDates (env: Env, n: 1 | 2): VersionDates {
     throw new ConfigError(`API_V${n}_SUNSET_AT`, `needs API_V${n}_DEPRECATED_AT: a version is deprecated before it is sunset`)
   }
   return Object.freeze({ deprecatedAt, sunsetAt })
+}
+
+function metrics (env: Env, apiPort: number, apiHost: string): Config['metrics'] {
+  const port = str(env, 'METRICS_PORT') === null ? null : int(env, 'METRICS_PORT', 0, 0, 65535)
+  if (port !== null && port !== 0 && port === apiPort) {
+    throw new ConfigError('METRICS_PORT', `must differ from PORT (${apiPort}): metrics are served on a listener of their own`)
+  }
+  const hostRaw = str(env, 'METRICS_HOST')
+  if (hostRaw !== null && isIP(hostRaw) === 0 && !HOSTNAME.test(hostRaw)) {
+    throw new ConfigError('METRICS_HOST', `must be an IP address or a host name, got "${hostRaw}"`)
+  }
+  const token = str(env, 'METRICS_TOKEN')
+  if (token !== null && port === null) throw new ConfigError('METRICS_TOKEN', 'needs METRICS_PORT: metrics are only served on their own listener')
+  if (token !== null && !/^[\x21-\x7e]{16,}$/.test(token)) {
+    throw new ConfigError('METRICS_TOKEN', 'must be at least 16 visible ASCII characters (no spaces)')
+  }
+  return Object.freeze({ port, host: hostRaw ?? apiHost, token })
 }
 
 /**
@@ -228,9 +278,12 @@ export function loadConfig (env: Env = process.env): Config {
     }
   }
 
+  const port = int(env, 'PORT', 3000, 0, 65535)
+  const apiHost = host(env)
   return Object.freeze({
-    port: int(env, 'PORT', 3000, 0, 65535),
-    host: host(env),
+    port,
+    host: apiHost,
+    publicBaseUrl: publicBaseUrl(env, apiHost, port),
     databaseUrl,
     storeKind,
     dataDir,
@@ -241,6 +294,8 @@ export function loadConfig (env: Env = process.env): Config {
     pgPoolMax: int(env, 'PG_POOL_MAX', 10, 1, 1000),
     pgConnectTimeoutMs: int(env, 'PG_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 15_000, 0, 3_600_000),
+    storeBudgetMs: int(env, 'STORE_BUDGET_MS', 3_000, 100, 3_600_000),
+    storeCircuitFailures: int(env, 'STORE_CIRCUIT_FAILURES', 5, 0, 1_000_000),
     webhookSecret,
     webhookAllowLoopback: bool(env, 'WEBHOOK_ALLOW_LOOPBACK', false),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
@@ -265,7 +320,10 @@ export function loadConfig (env: Env = process.env): Config {
       max: int(env, 'RATE_LIMIT_MAX', 1000, 0, 1_000_000_000),
       windowS: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
     }),
+    metrics: metrics(env, port, apiHost),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    instanceId: str(env, 'INSTANCE_ID') ?? `${os.hostname()}:${int(env, 'PORT', 3000, 0, 65535)}`,
+    instanceLeaseMs: int(env, 'INSTANCE_LEASE_MS', 3_000, 300, 600_000),
     idempotencyTtlS: int(env, 'IDEMPOTENCY_TTL_S', 86_400, 1, 30 * 86_400),
     overloadMaxEventLoopDelayMs: int(env, 'OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000),
     overloadMaxWaitMs: int(env, 'OVERLOAD_MAX_WAIT_MS', 2000, 0, 60_000),

@@ -1,13 +1,24 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import { STATUS_CODES as HTTP_STATUS_TEXT } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { isStoreUnavailable } from '../store/errors.ts'
 import { AppError, fieldError, PROBLEMS, type FieldError, type ProblemCode, problemSlug } from '../errors.ts'
+import { message, wordMessage } from '../messages.ts'
 import { PROBLEM_TRANSLATIONS, type ProblemLanguage, problemLanguage } from '../errors-i18n.ts'
 import { PROBLEM_LIMITS } from '../routes/shared/schemas.ts'
 import { toFieldErrors } from './validation.ts'
 import { routeOf } from './route.ts'
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json'
+
+/** Seconds a client is asked to wait after a 503 of ours (overload, store down, shutdown, timeout). */
+export const RETRY_AFTER_S = 5
+
+/** A 503 of ours: the service's own trouble, so the client is told when to come back. */
+export function unavailable (code: 'SERVICE_UNAVAILABLE' | 'REQUEST_TIMEOUT' = 'SERVICE_UNAVAILABLE', detail?: string): AppError {
+  return new AppError(code, detail, { headers: { 'retry-after': String(RETRY_AFTER_S) } })
+}
 
 /** The one error body (RFC 9457 with the contract's extension members). */
 export interface Problem {
@@ -17,7 +28,8 @@ export interface Problem {
   detail: string
   instance: string
   code: ProblemCode
-  errors?: FieldError[]
+  /** `errors[]` as sent: each message worded in the problem's language. */
+  errors?: (Omit<FieldError, 'message'> & { message: string })[]
   trace_id: string
   request_id: string
 }
@@ -54,7 +66,11 @@ export function buildProblem (req: FastifyRequest, err: AppError): Problem {
   }
   if (err.errors !== undefined) {
     problem.errors = err.errors.slice(0, PROBLEM_LIMITS.errors)
-      .map(e => ({ field: clamp(e.field, PROBLEM_LIMITS.field), code: e.code, message: clamp(e.message, PROBLEM_LIMITS.message) }))
+      .map(e => ({
+        field: clamp(e.field, PROBLEM_LIMITS.field),
+        code: e.code,
+        message: clamp(typeof e.message === 'string' ? e.message : wordMessage(e.message, lang), PROBLEM_LIMITS.message),
+      }))
   }
   return problem
 }
@@ -77,6 +93,46 @@ export function sendProblem (req: FastifyRequest, reply: FastifyReply, err: AppE
   for (const name of SUCCESS_ONLY_HEADERS) reply.removeHeader(name)
   // A Buffer, because Fastify appends "; charset=utf-8" to every JSON type sent as a string.
   return reply.code(err.status).headers(problemHeaders(req, err)).send(Buffer.from(JSON.stringify(buildProblem(req, err))))
+}
+
+/** A problem written on a raw socket: the status line and header block, and the body. */
+export interface RawProblem { status: number, headers: Record<string, string>, head: string, body: string }
+
+/** The path of a request target, when it is a plain origin-form path; else `/`. */
+export function instanceOf (target: string): string {
+  return /^(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,200})/.exec(target)?.[1] ?? '/'
+}
+
+/**
+ * The problem for answers given where Fastify has no request (Node's parser refused it, or Node
+ * answers itself): the same body and headers as sendProblem's, in English, with a new trace, and
+ * `Connection: close`, since nothing more is read from that connection.
+ */
+export function rawProblem (code: ProblemCode, target: string, detail?: string, headers: Record<string, string> = {}): RawProblem {
+  const p = PROBLEMS[code]
+  const problem: Problem = {
+    type: `/problems/${problemSlug(code)}`,
+    title: p.title,
+    status: p.status,
+    detail: detail ?? p.detail,
+    instance: instanceOf(target),
+    code,
+    trace_id: randomBytes(16).toString('hex'),
+    request_id: randomUUID(),
+  }
+  const body = JSON.stringify(problem)
+  const fields: Record<string, string> = {
+    'Content-Type': PROBLEM_MEDIA_TYPE,
+    'Content-Length': String(Buffer.byteLength(body)),
+    'Content-Language': 'en',
+    'Cache-Control': 'no-store',
+    'X-Request-Id': problem.request_id,
+    traceparent: `00-${problem.trace_id}-${randomBytes(8).toString('hex')}-01`,
+    ...headers,
+    Connection: 'close',
+  }
+  const head = `HTTP/1.1 ${p.status} ${HTTP_STATUS_TEXT[p.status]}\r\n${Object.entries(fields).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`
+  return { status: p.status, headers: fields, head, body }
 }
 
 const FRAMEWORK_CODES: Record<string, ProblemCode> = {
@@ -125,12 +181,12 @@ export function toAppError (error: unknown, req?: FastifyRequest): AppError {
     const context = err.validationContext ?? 'body'
     // No body bytes at all: say that one is required, not that "undefined" has the wrong type.
     if (context === 'body' && req !== undefined && req.body == null && !hasBodyBytes(req)) {
-      return new AppError('VALIDATION_FAILED', undefined, { errors: [fieldError('', 'REQUIRED', 'A JSON request body is required.')] })
+      return new AppError('VALIDATION_FAILED', undefined, { errors: [fieldError('', 'REQUIRED', message('BODY_REQUIRED'))] })
     }
     return new AppError('VALIDATION_FAILED', undefined, { errors: toFieldErrors(err.validation as never[], context) })
   }
   if (isStoreUnavailable(error) || isStoreClosed(error)) {
-    return new AppError('SERVICE_UNAVAILABLE', 'The store is not reachable. Retry after the time in Retry-After.', { headers: { 'retry-after': '5' } })
+    return unavailable('SERVICE_UNAVAILABLE', 'The store is not reachable. Retry after the time in Retry-After.')
   }
   const mapped = err.code !== undefined ? FRAMEWORK_CODES[err.code] : undefined
   if (mapped) return new AppError(mapped, mapped === 'MALFORMED_JSON' && err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'The request body is empty; send a JSON document.' : undefined)
@@ -148,7 +204,7 @@ export const problemsPlugin = fp(async function problems (app: FastifyInstance) 
     if (appError.status >= 500) {
       if (appError.code === 'INTERNAL_ERROR') req.log.error({ err: error, route: routeOf(req).url }, 'request failed')
       else req.log.warn({ err: error, code: appError.code }, 'service unavailable')
-      if (!('retry-after' in appError.headers) && appError.status === 503) reply.header('retry-after', '5')
+      if (!('retry-after' in appError.headers) && appError.status === 503) reply.header('retry-after', String(RETRY_AFTER_S))
     }
     return sendProblem(req, reply, appError)
   })

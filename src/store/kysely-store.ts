@@ -2,12 +2,15 @@ import { randomBytes } from 'node:crypto'
 import { type Kysely, type Migration, sql } from 'kysely'
 import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
+import * as mOwners from './migrations/20261124-idempotency-owners.ts'
 import * as m0004 from './migrations/0004-exports.ts'
+import * as mContent from '../resources/posts/20261124-posts-content.ts'
 import * as mEvents from './migrations/20261124-events.ts'
 import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
 import { EventsRepository } from './repositories/events-repository.ts'
 import { ExportsRepository } from './repositories/exports-repository.ts'
+import { StoreCircuit } from './circuit.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
 import { PostsRepository } from './repositories/posts-repository.ts'
 import { WebhooksRepository } from './repositories/webhooks-repository.ts'
@@ -30,8 +33,15 @@ function repositories (db: Kysely<Database>, dialect: DialectParts, modules: rea
 }
 
 /** The core's migrations and every module's, by name (Kysely applies them in name order; 0003 is the orders module's). */
-function migrationsOf (dialect: DialectParts, modules: readonly StoreModule[]): Record<string, Migration> {
-  const all: Record<string, Migration> = { '0001-initial': dialect.initialMigration, '0002-idempotency-keys': m0002.migration(dialect.columnTypes), '0004-exports': m0004.migration(dialect.columnTypes), '20261124-events': mEvents.migration(dialect.columnTypes) }
+export function migrationsOf (dialect: DialectParts, modules: readonly StoreModule[]): Record<string, Migration> {
+  const all: Record<string, Migration> = {
+    '0001-initial': dialect.initialMigration,
+    '0002-idempotency-keys': m0002.migration(dialect.columnTypes),
+    '0004-exports': m0004.migration(dialect.columnTypes),
+    '20261124-events': mEvents.migration(dialect.columnTypes),
+    '20261124-idempotency-owners': mOwners.migration(dialect.columnTypes),
+    '20261124-posts-content': mContent.migration(dialect.columnTypes),
+  }
   for (const [name, m] of modules.flatMap(m => Object.entries(m.migrations))) {
     if (name in all) throw new Error(`two migrations are named ${name}`)
     all[name] = m(dialect.columnTypes)
@@ -53,7 +63,13 @@ export class KyselyStore implements Store {
   /** Units of work grouped per turn of the event loop, for a dialect that has one writer (SQLite). */
   private readonly groups: GroupCommit | null
 
-  constructor (readonly db: Kysely<Database>, readonly dialect: DialectParts, readonly modules: readonly StoreModule[] = []) {
+  constructor (
+    readonly db: Kysely<Database>,
+    readonly dialect: DialectParts,
+    readonly modules: readonly StoreModule[] = [],
+    // A SQLite file has no network to be partitioned from: its circuit never opens.
+    readonly circuit: StoreCircuit = new StoreCircuit({ failures: 0, probeEveryMs: 1000 }, async () => {})
+  ) {
     this.kind = dialect.kind
     this.groups = dialect.groupCommit ? new GroupCommit(db, dialect.begin) : null
     Object.assign(this, repositories(db, dialect, modules))
@@ -125,6 +141,7 @@ export class KyselyStore implements Store {
   }
 
   async close (): Promise<void> {
+    this.circuit.stop()
     // A group of units still open commits (or fails) before the connection goes.
     await this.groups?.drain().catch(() => {})
     await this.db.destroy()

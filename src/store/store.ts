@@ -1,5 +1,6 @@
+import type { StoreCircuit } from './circuit.ts'
 import type { ExportJob, ExportLease, ExportRequest } from '../domain/export.ts'
-import type { Post, PostInput, PostSortKey, PostStatus, PostSummary } from '../domain/post.ts'
+import type { Post, PostSortKey, PostStatus, PostSummary, PostWriteInput } from '../domain/post.ts'
 import type { Viewer } from '../domain/principal.ts'
 
 export type SortDirection = 'asc' | 'desc'
@@ -35,7 +36,32 @@ export interface ListPage<T> {
 
 export interface PostFilter {
   readonly status?: PostStatus
-  /** Full-text search over title and content; every word must match. */
+  /** Full-text search over title, content and tags; every word must match. */
+  readonly q?: string
+  /** Posts holding any of these tag keys (case-folded). */
+  readonly tag?: readonly string[]
+  readonly author?: string
+  /** The current slug (not an alias). */
+  readonly slug?: string
+  /** RFC 3339 bounds, exclusive, on `published_at`. */
+  readonly published_after?: string
+  readonly published_before?: string
+  /** RFC 3339, inclusive, on `updated_at`. */
+  readonly updated_since?: string
+}
+
+/** What a slug names: a post (its current slug), the current slug of the post it is an alias of, or nothing visible. */
+export type SlugLookup = { readonly post: Post } | { readonly movedTo: string } | null
+
+/** A tag with the number of posts holding it; `id` is its case-folded key (the list's tie-breaker). */
+export interface TagCount {
+  readonly id: string
+  readonly name: string
+  readonly count: number
+}
+
+export interface TagsQuery {
+  /** A case-insensitive prefix of the name. */
   readonly q?: string
 }
 
@@ -52,13 +78,18 @@ export interface PostStore {
   list (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<Post>>
   /** The same page without the posts' content, for lists that do not show it (it is most of a row). */
   listSummaries (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<PostSummary>>
-  create (input: PostInput, author: string, now: Date): Promise<Post>
+  /** The post whose current slug or alias `slug` is, if `viewer` may see it. */
+  findBySlug (slug: string, viewer: Viewer): Promise<SlugLookup>
+  /** Throws SlugTakenError when the slug given is another post's. */
+  create (write: PostWriteInput, author: string, now: Date): Promise<Post>
   /**
    * Replaces the client-set fields when the row is still at `expectedRevision`:
    * the check and the write are one statement, so of two racing writers one gets `stale`.
    */
-  replace (id: number, input: PostInput, expectedRevision: number, now: Date): Promise<WriteResult<Post>>
+  replace (id: number, write: PostWriteInput, expectedRevision: number, now: Date): Promise<WriteResult<Post> | { readonly outcome: 'slug-taken' }>
   delete (id: number, expectedRevision: number): Promise<WriteResult<true>>
+  /** Every tag on a post `viewer` may see, with how many such posts hold it. */
+  tags (query: ListQuery<string, TagsQuery>, viewer: Viewer): Promise<ListPage<TagCount>>
 }
 
 export interface ApiKeyRecord {
@@ -106,13 +137,29 @@ export interface IdempotencyStore {
    * Claims the key for a request whose body has `fingerprint`, unless a live record exists.
    * The claim is held for `lockMs` (a holder that dies is taken over after it); records live `ttlMs`.
    */
-  claim (scope: IdempotencyScope, fingerprint: string, now: Date, opts: { lockMs: number, ttlMs: number }): Promise<ClaimResult>
+  claim (scope: IdempotencyScope, fingerprint: string, now: Date, opts: ClaimOptions): Promise<ClaimResult>
   /** Stores the response of a claimed key; false when the claim was lost (taken over). Run it in the effect's unit of work. */
   complete (scope: IdempotencyScope, token: string, response: StoredResponse): Promise<boolean>
   /** Gives up a claim without a stored response (the request failed), so the key can be retried. */
   release (scope: IdempotencyScope, token: string): Promise<void>
   /** Deletes expired records; returns how many. */
   sweep (now: Date): Promise<number>
+  /** Renews the heartbeat lease of instance `owner` until `until`: its claims are alive while it lasts. */
+  heartbeat (owner: string, until: Date): Promise<void>
+  /**
+   * Frees every running claim of `owner` and ends its lease: at start-up (a claim of this
+   * instance's name left by a process that died is dead), and at shutdown. Returns how many.
+   */
+  releaseOwner (owner: string): Promise<number>
+}
+
+export interface ClaimOptions {
+  /** How long a claim is held at most, whatever its owner's lease. */
+  readonly lockMs: number
+  /** How long a record lives. */
+  readonly ttlMs: number
+  /** The instance claiming: a claim is taken over as soon as its owner's heartbeat lease has lapsed. */
+  readonly owner: string
 }
 
 /** A stretch of an export's file: `data` holds its bytes from `start` on. */
@@ -311,6 +358,8 @@ export interface TransactionOptions {
  */
 export interface Store extends Repositories {
   readonly kind: 'sqlite' | 'postgres'
+  /** The store's circuit breaker: open while the database does not answer (src/store/circuit.ts). */
+  readonly circuit: StoreCircuit
   /**
    * A unit of work: `fn` gets repositories bound to one transaction, which commits once when `fn`
    * resolves and rolls back when it throws or `signal` has fired. onCommit callbacks run after the

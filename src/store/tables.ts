@@ -14,6 +14,27 @@ export interface PostsTable {
   created_at: Timestamp
   updated_at: Timestamp
   revision: number
+  /** Null only between a create's insert and its slug's claim, inside one transaction. */
+  slug: string | null
+  /** The tags as given, a JSON array. */
+  tags: Generated<string>
+  excerpt: Generated<string>
+  excerpt_derived: Generated<number>
+  content_html: Generated<string>
+  published_at: Timestamp | null
+}
+
+/** Every slug a post holds: its current one and those it was renamed from (contract §10). */
+export interface PostSlugsTable {
+  slug: string
+  post_id: number
+}
+
+/** A post's tags, one row each by case-folded key, so `?tag=` is an index lookup. */
+export interface PostTagsTable {
+  post_id: number
+  tag_key: string
+  name: string
 }
 
 export interface ApiKeysTable {
@@ -38,6 +59,8 @@ export interface IdempotencyKeysTable {
   fingerprint: string
   /** Who holds an unfinished record; a new claimant changes it, so a late owner cannot complete it. */
   token: string
+  /** The instance that holds a running claim (its heartbeat lease is in `instances`); null on older records. */
+  owner: string | null
   state: 'running' | 'done'
   locked_until: Timestamp
   status: number | null
@@ -45,6 +68,12 @@ export interface IdempotencyKeysTable {
   body: string | null
   created_at: Timestamp
   expires_at: Timestamp
+}
+
+/** Each running instance's heartbeat lease: it is alive while `lease_until` is ahead. */
+export interface InstancesTable {
+  id: string
+  lease_until: Timestamp
 }
 
 export interface ExportsTable {
@@ -114,9 +143,12 @@ export interface EventsTable {
 /** Every table; a resource adds its own by declaration merging from its folder (see store/module.ts). */
 export interface Database {
   posts: PostsTable
+  post_slugs: PostSlugsTable
+  post_tags: PostTagsTable
   api_keys: ApiKeysTable
   meta: MetaTable
   idempotency_keys: IdempotencyKeysTable
+  instances: InstancesTable
   exports: ExportsTable
   export_chunks: ExportChunksTable
   webhook_deliveries: WebhookDeliveriesTable

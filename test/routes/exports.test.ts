@@ -213,7 +213,7 @@ for (const kind of await storeKinds()) {
       it('with two instances on one database, runs each job exactly once; either instance serves the file', async () => {
         const b = await buildTestApp('postgres', FAST, { url: () => t.config.databaseUrl })
         const hook = await receiver()
-        const succeeded = async (app: TestApp) => Number(/export_runs_total\{outcome="succeeded"\} (\d+)/.exec((await app.request({ method: 'GET', url: '/metrics' })).body)?.[1] ?? 0)
+        const succeeded = async (app: TestApp) => Number(/export_runs_total\{outcome="succeeded"\} (\d+)/.exec(await app.scrape())?.[1] ?? 0)
         try {
           const before = await succeeded(t)
           const urls: string[] = []
@@ -379,7 +379,7 @@ for (const kind of await storeKinds()) {
           assert.equal(new Set(hook.got.map(g => g.body)).size, 1)
           await sleep(300)
           assert.equal(hook.got.length, 3, 'nothing more once delivered')
-          const metrics = (await t.request({ method: 'GET', url: '/metrics' })).body
+          const metrics = await t.scrape()
           assert.match(metrics, /webhook_delivery_attempts_total\{outcome="retry"\} [2-9]/)
           assert.match(metrics, /webhook_delivery_attempts_total\{outcome="delivered"\} [1-9]/)
         } finally {
@@ -402,7 +402,7 @@ describe('exports: callback URLs (no server-side request forgery)', () => {
 
   const create = async (url: string) => await t.request({ method: 'POST', url: '/exports', headers: admin, payload: { format: 'ndjson', callback_url: url } })
 
-  for (const url of ['http://127.0.0.1:8080/x', 'http://10.1.2.3/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/x', 'http://localhost/x', 'https://192.168.0.10/x', 'http://[::ffff:127.0.0.1]/x', 'http://0.0.0.0/']) {
+  for (const url of ['http://127.0.0.1:8080/x', 'http://10.1.2.3/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/x', 'http://localhost/x', 'https://192.168.0.10/x', 'http://[::ffff:127.0.0.1]/x', 'http://0.0.0.0/', 'http://[::127.0.0.1]/x', 'http://192.0.2.1/x', 'http://198.51.100.7/x', 'http://203.0.113.9/x', 'http://192.88.99.1/x', 'http://[64:ff9b::a9fe:a9fe]/x']) {
     it(`refuses ${url} with 422 unless WEBHOOK_ALLOW_LOOPBACK`, async () => {
       const res = await create(url)
       assert.equal(res.statusCode, 422)

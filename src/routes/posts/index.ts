@@ -4,6 +4,7 @@ import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, type P
 import { PostService } from '../../domain/post-service.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { fieldError, validationFailed } from '../../errors.ts'
+import { message } from '../../messages.ts'
 import { preconditionOf, sendResource } from '../../http/conditional.ts'
 import { PATCH_TYPES } from '../../http/content-type.ts'
 import { applyPatch, type Json, patchBodySchema } from '../../http/patch.ts'
@@ -13,10 +14,24 @@ import type { Resource, ResourceContext } from '../../http/resources.ts'
 import { toFieldErrors } from '../../http/validation.ts'
 import type { ListQuery, PostFilter } from '../../store/store.ts'
 import { linkBase } from '../../http/versioning.ts'
+import { cacheControlFor } from '../../http/caching.ts'
+import { feedRoutes, TagListItemSchema, TagSchema, tagRoutes } from '../../resources/posts/content-routes.ts'
+import { parseTagFilter } from '../../resources/posts/tags.ts'
+import { postSortValue } from '../../store/repositories/posts-repository.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
 import { postData, renderPost } from './representation.ts'
-import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
+import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, PostSlugParamsSchema, type PostSlugParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
+
+/** The list's filter as the query gave it: `tag` a comma list, read into keys for the store. */
+type PostQueryFilter = Omit<PostFilter, 'tag'> & { tag?: string }
+
+function storeFilter (filter: PostQueryFilter): PostFilter {
+  return filter.tag === undefined ? filter as PostFilter : { ...filter, tag: parseTagFilter(filter.tag) }
+}
+
+/** Lists show the content and its HTML only when `fields` asks for them: they are most of a row's bytes. */
+const FULL_FIELDS = ['content', 'content_html']
 
 export const postsCollection: CollectionSpec<PostSortKey> = {
   name: 'posts',
@@ -51,14 +66,17 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     collection: postsCollection,
     fieldNames: FIELD_NAMES[version],
     defaultFields: () => [v.idName, 'title'],
-    data: (p: PostSummary & { content?: string }) => postData(p, version),
+    data: (p: PostSummary & { content?: string, contentHtml?: string }) => postData(p, version),
     // Contract §1: list items of version 1 are `{id, title}` alone.
     selfLink: version === 2,
     audience: 'public',
-    // List items show the content only when `fields` asks for it; it is most of a row's bytes.
-    read: async (req, query: ListQuery<PostSortKey, PostFilter>, lr) => lr.fields?.includes('content') === true
-      ? await reader.list(query, req.principal)
-      : await reader.listSummaries(query, req.principal),
+    sortValue: (p, term) => postSortValue(p, term.key, term.direction),
+    read: async (req, q: ListQuery<PostSortKey, PostQueryFilter>, lr) => {
+      const query = { ...q, filter: storeFilter(q.filter) }
+      return lr.fields?.some(f => FULL_FIELDS.includes(f)) === true
+        ? await reader.list(query, req.principal)
+        : await reader.listSummaries(query, req.principal)
+    },
   }))
 
   app.get<{ Params: PostIdParams }>('/posts/:post_id', ctx.route({
@@ -73,6 +91,30 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     return sendResource(req, reply, 'posts', post, renderPost(post, version, linkBase(req)), post.status === 'published' ? 'public' : 'private')
   })
 
+  app.get<{ Params: PostSlugParams }>('/posts/by-slug/:slug', ctx.route({
+    schema: {
+      tags,
+      summary: 'Read a post by its slug',
+      description: 'The same representation and rules as `GET /posts/{post_id}`. An old slug of a renamed post answers 301 with `Location: /posts/by-slug/{current}`.',
+      params: PostSlugParamsSchema,
+      response: {
+        200: PostRef,
+        301: Type.Null({ description: 'An old slug: `Location` names the current one.' }),
+        304: NotModifiedSchema,
+        ...problemResponses(...COMMON_ERRORS, 404, 422),
+      },
+    },
+  }), async (req, reply) => {
+    const found = await reader.getBySlug(req.params.slug, req.principal)
+    if ('movedTo' in found) {
+      return reply.code(301).header('location', `${linkBase(req)}/posts/by-slug/${found.movedTo}`).header('cache-control', cacheControlFor(req, 'public')).send()
+    }
+    const post = found.post
+    return sendResource(req, reply, 'posts', post, renderPost(post, version, linkBase(req)), post.status === 'published' ? 'public' : 'private')
+  })
+
+  await tagRoutes(app, ctx)
+
   app.post<{ Body: PostBody }>('/posts', ctx.route({
     config: WRITE,
     schema: {
@@ -84,7 +126,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     },
   }), async (req, reply) => {
     if (req.body[v.idName] !== undefined) {
-      throw validationFailed([fieldError(v.idName, 'READ_ONLY', 'The id of a new post is assigned by the service; leave it out.')])
+      throw validationFailed([fieldError(v.idName, 'READ_ONLY', message('ID_ASSIGNED'))])
     }
     const input = normalisePostInput(req.body)
     return await answerWrite(req, reply, async uow => {
@@ -106,7 +148,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     const id = req.params.post_id
     const sentId = req.body[v.idName]
     if (sentId !== undefined && sentId !== id) {
-      throw validationFailed([fieldError(v.idName, 'ID_MISMATCH', `The body's ${v.idName} (${sentId}) differs from the path's (${id}).`)])
+      throw validationFailed([fieldError(v.idName, 'ID_MISMATCH', message('ID_MISMATCH', { sent: sentId, path: id }))])
     }
     const input = normalisePostInput(req.body)
     return await answerWrite(req, reply, async uow => {
@@ -131,11 +173,11 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
       const before = renderPost(current, version, base) as Record<string, Json>
       const after = applyPatch(req.headers['content-type'], before, req.body as Json)
       if (typeof after !== 'object' || after === null || Array.isArray(after)) {
-        throw validationFailed([fieldError('', 'INVALID_TYPE', 'The patched post must be a JSON object.')])
+        throw validationFailed([fieldError('', 'INVALID_TYPE', message('TYPE', { types: ['object'] }))])
       }
       const errors = v.readOnly
         .filter(k => JSON.stringify(after[k]) !== JSON.stringify(before[k]))
-        .map(k => fieldError(k, 'READ_ONLY', `"${k}" is set by the service; a patch cannot change it.`))
+        .map(k => fieldError(k, 'READ_ONLY', message('SERVICE_SET')))
       if (!validateBody(after)) errors.push(...toFieldErrors(validateBody.errors ?? [], 'body'))
       if (errors.length > 0) throw validationFailed(errors)
       return normalisePostInput(after as unknown as PostBody)
@@ -165,7 +207,9 @@ export const postsResource: Resource = {
   name: 'posts',
   description: 'Blog posts',
   path: '/posts',
-  schemas: POST_SCHEMAS,
+  schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema],
   routes: postRoutes,
+  unversionedRoutes: feedRoutes,
+  links: { tags: '/tags', feed_atom: '/feed.atom', feed_json: '/feed.json' },
   scopes: [WRITE.requiredScope],
 }

@@ -154,7 +154,7 @@ export function openSqliteStore (file: string, opts: SqliteOptions = {}): Kysely
     skipLocked: false,
     groupCommit: true,
     eventsLock: null,
-    columnTypes: { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB' },
+    columnTypes: { kind: 'sqlite', id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB' },
     initialMigration: m0001,
     migrator: (kdb, migrations) => new SqliteMigrator(database, kdb, migrations),
   }
