@@ -53,7 +53,20 @@ const KINDS = ['ceiling', 'fastify', 'floor', 'service'] as const
 /** `log`: the service's log file (its stdout), kept for `logSummary`. */
 interface Server { kind: ServerKind, child: ChildProcess, port: number, startupMs: number, log?: string }
 /** One wrk run. `cpu`: the share of a core the server used; `cpuSeconds`: the CPU time it used. */
-interface Run { requests: number, seconds: number, p50: number, p99: number, errors: number, cpu: number, cpuSeconds: number }
+interface Run { requests: number, seconds: number, p50: number, p99: number, errors: number, cpu: number, cpuSeconds: number, errorKinds: Record<string, number> }
+
+const ERROR_KINDS = ['connect', 'read', 'write', 'status', 'timeout'] as const
+
+/**
+ * The errors count, and when there are any, wrk's kinds of them: `timeout` (no answer within
+ * wrk's --timeout: a stall that holds every connection's request counts one per connection,
+ * 64 at once), `status` (a 4xx/5xx answer, explained by the service's log below the table),
+ * `read`/`write`/`connect` (the connection failed).
+ */
+function errorsOf (r: Run): string {
+  const kinds = ERROR_KINDS.filter(k => (r.errorKinds[k] ?? 0) > 0).map(k => `${k} ${r.errorKinds[k]}`)
+  return kinds.length === 0 ? String(r.errors) : `${r.errors} (${kinds.join(', ')})`
+}
 interface Scenario { name: string, args: (s: Server) => string[] }
 
 const pinned = spawnSync('sh', ['-c', 'command -v taskset']).status === 0 && os.cpus().length > 1
@@ -197,7 +210,9 @@ function wrk (s: Server, args: string[], seconds: number): Run {
   const line = out.trim().split('\n').findLast(l => l.startsWith('{'))
   if (line === undefined) throw new Error(`wrk printed no summary:\n${out}`)
   const r = JSON.parse(line) as { requests: number, duration_us: number, p50_us: number, p99_us: number, connect: number, read: number, write: number, status: number, timeout: number }
-  return { requests: r.requests, seconds: r.duration_us / 1e6, p50: r.p50_us / 1000, p99: r.p99_us / 1000, errors: r.connect + r.read + r.write + r.status + r.timeout, cpu, cpuSeconds: used }
+  const errorKinds = { connect: r.connect, read: r.read, write: r.write, status: r.status, timeout: r.timeout }
+  const errors = r.connect + r.read + r.write + r.status + r.timeout
+  return { requests: r.requests, seconds: r.duration_us / 1e6, p50: r.p50_us / 1000, p99: r.p99_us / 1000, errors, cpu, cpuSeconds: used, errorKinds }
 }
 
 /** Rounds of one scenario on one server, combined: total rate, median p50, worst p99, all errors. */
@@ -209,6 +224,7 @@ function combine (runs: Run[]): Run {
     p50: p50s[Math.floor(p50s.length / 2)]!,
     p99: Math.max(...runs.map(r => r.p99)),
     errors: runs.reduce((a, r) => a + r.errors, 0),
+    errorKinds: Object.fromEntries(ERROR_KINDS.map(k => [k, runs.reduce((a, r) => a + (r.errorKinds[k] ?? 0), 0)])),
     cpu: runs.reduce((a, r) => a + r.cpu, 0) / runs.length,
     cpuSeconds: runs.reduce((a, r) => a + r.cpuSeconds, 0),
   }
@@ -272,7 +288,7 @@ function drive (servers: Server[], list: Scenario[]): Map<string, Run> {
     for (const sc of list) {
       for (const s of servers) {
         const r = wrk(s, sc.args(s), SECONDS)
-        process.stderr.write(`  round ${round} ${sc.name} ${s.kind}: ${rps(r).toFixed(0)} req/s, p99 ${r.p99.toFixed(1)} ms, ${r.errors} errors, cpu ${(100 * r.cpu).toFixed(0)}%\n`)
+        process.stderr.write(`  round ${round} ${sc.name} ${s.kind}: ${rps(r).toFixed(0)} req/s, p99 ${r.p99.toFixed(1)} ms, ${errorsOf(r)} errors, cpu ${(100 * r.cpu).toFixed(0)}%\n`)
         const key = `${sc.name}|${s.kind}`
         runs.set(key, [...(runs.get(key) ?? []), r])
       }
@@ -284,7 +300,7 @@ function drive (servers: Server[], list: Scenario[]): Map<string, Run> {
 function row (label: string, r: Run, ceiling: Run | undefined, rss?: number): string {
   const ratio = ceiling === undefined ? '' : (rps(r) / rps(ceiling)).toFixed(2)
   const cpuRatio = ceiling === undefined ? '' : (cpuPerRequest(ceiling) / cpuPerRequest(r)).toFixed(2)
-  return `| ${label} | ${rps(r).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.errors} | ${(100 * r.cpu).toFixed(0)}% | ` +
+  return `| ${label} | ${rps(r).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${errorsOf(r)} | ${(100 * r.cpu).toFixed(0)}% | ` +
     `${cpuPerRequest(r).toFixed(0)} | ${rss === undefined ? '' : rss.toFixed(0)} | ${ratio} | ${cpuRatio} |`
 }
 
@@ -529,7 +545,7 @@ async function postgres (common: Record<string, string>, token: string, say: (s:
     const rss = rssPeakMiB(server.child.pid!)
     for (const sc of list) {
       const r = results.get(`${sc.name}|service`)!
-      say(`| ${sc.name} | ${rps(r).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.errors} | ${(100 * r.cpu).toFixed(0)}% | ${cpuPerRequest(r).toFixed(0)} | ${rss.toFixed(0)} | ${(rps(r) / rps(sqlite(sc.name))).toFixed(2)} |`)
+      say(`| ${sc.name} | ${rps(r).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${errorsOf(r)} | ${(100 * r.cpu).toFixed(0)}% | ${cpuPerRequest(r).toFixed(0)} | ${rss.toFixed(0)} | ${(rps(r) / rps(sqlite(sc.name))).toFixed(2)} |`)
     }
     for (const name of ['read one', 'list 20']) {
       const ratio = rps(results.get(`${name}|service`)!) / rps(sqlite(name))
