@@ -11,6 +11,9 @@ import { mayChange, type Principal, type Viewer } from './principal.ts'
 /** A client's condition on the current post (If-Match, If-Unmodified-Since); true to go ahead. */
 export type Precondition = (current: Post) => boolean
 
+/** Told of each change a write made, in its unit of work: the post before (null: created) and after (null: deleted). */
+export type PostChanged = (before: Post | null, after: Post | null) => void
+
 const always: Precondition = () => true
 const RETRIES = 5
 
@@ -54,7 +57,7 @@ function slugTaken (slug: PostWrite['slug']): AppError {
  * work's repository for writes (`new PostService(uow.posts)`), on the store's for reads.
  */
 export class PostService {
-  constructor (private readonly store: PostStore, private readonly clock: () => Date = () => new Date()) {}
+  constructor (private readonly store: PostStore, private readonly clock: () => Date = () => new Date(), private readonly changed: PostChanged = () => {}) {}
 
   async get (id: number, viewer: Viewer): Promise<Post> {
     const post = await this.store.findById(id, viewer)
@@ -85,12 +88,15 @@ export class PostService {
   async create (input: PostInput, author: Principal): Promise<Post> {
     const now = this.clock()
     const write = postWrite(input, null, now)
+    let post: Post
     try {
-      return await this.store.create(write, author.subject, now)
+      post = await this.store.create(write, author.subject, now)
     } catch (err) {
       if (err instanceof SlugTakenError) throw slugTaken(write.slug)
       throw err
     }
+    this.changed(null, post)
+    return post
   }
 
   /** Replaces a post with the input `build` makes from the current one (PUT uses the body; PATCH applies a patch). */
@@ -101,7 +107,10 @@ export class PostService {
       const now = this.clock()
       const write = postWrite(build(current), current, now)
       const result = await this.store.replace(id, write, current.revision, now)
-      if (result.outcome === 'done') return result.value
+      if (result.outcome === 'done') {
+        this.changed(current, result.value)
+        return result.value
+      }
       if (result.outcome === 'slug-taken') throw slugTaken(write.slug)
       if (result.outcome === 'missing') throw new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
       // Someone else wrote between our read and our write. With a client precondition that is
@@ -115,7 +124,10 @@ export class PostService {
       const current = await this.writable(id, viewer)
       if (!precondition(current)) throw new AppError('PRECONDITION_FAILED')
       const result = await this.store.delete(id, current.revision)
-      if (result.outcome === 'done') return
+      if (result.outcome === 'done') {
+        this.changed(current, null)
+        return
+      }
       if (result.outcome === 'missing') throw new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
       if (precondition !== always || attempt >= RETRIES) throw new AppError('PRECONDITION_FAILED')
     }

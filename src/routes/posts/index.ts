@@ -20,6 +20,7 @@ import { parseTagFilter } from '../../resources/posts/tags.ts'
 import { postSortValue } from '../../store/repositories/posts-repository.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
+import { postEvents } from './events.ts'
 import { postData, renderPost } from './representation.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, PostSlugParamsSchema, type PostSlugParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
 
@@ -130,7 +131,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     }
     const input = normalisePostInput(req.body)
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts).create(input, req.principal as Principal), 201)
+      return written(req, await new PostService(uow.posts, undefined, postEvents(uow.events)).create(input, req.principal as Principal), 201)
     })
   })
 
@@ -152,7 +153,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     }
     const input = normalisePostInput(req.body)
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts).update(id, req.principal as Principal, () => input, preconditionOf(req, 'posts')), 200)
+      return written(req, await new PostService(uow.posts, undefined, postEvents(uow.events)).update(id, req.principal as Principal, () => input, preconditionOf(req, 'posts')), 200)
     })
   })
 
@@ -183,7 +184,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
       return normalisePostInput(after as unknown as PostBody)
     }
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts).update(id, req.principal as Principal, patched, preconditionOf(req, 'posts')), 200)
+      return written(req, await new PostService(uow.posts, undefined, postEvents(uow.events)).update(id, req.principal as Principal, patched, preconditionOf(req, 'posts')), 200)
     })
   })
 
@@ -198,7 +199,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     },
   }), async (req, reply: FastifyReply) => {
     return await answerDelete(req, reply, async uow => {
-      await new PostService(uow.posts).delete(req.params.post_id, req.principal as Principal, preconditionOf(req, 'posts'))
+      await new PostService(uow.posts, undefined, postEvents(uow.events)).delete(req.params.post_id, req.principal as Principal, preconditionOf(req, 'posts'))
     })
   })
 }
