@@ -1,13 +1,16 @@
 import { randomBytes } from 'node:crypto'
+import { EventEmitter } from 'node:events'
 import { type Kysely, type Migration, sql } from 'kysely'
 import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
 import * as m0004 from './migrations/0004-exports.ts'
+import * as m0005 from './migrations/0005-editorial.ts'
 import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
 import { ExportsRepository } from './repositories/exports-repository.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
 import { PostsRepository } from './repositories/posts-repository.ts'
+import { RevisionsRepository } from './repositories/revisions-repository.ts'
 import { WebhooksRepository } from './repositories/webhooks-repository.ts'
 import type { Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
 import type { Database, DialectParts } from './tables.ts'
@@ -18,6 +21,7 @@ export type { Database, DialectParts } from './tables.ts'
 function repositories (db: Kysely<Database>, dialect: DialectParts, modules: readonly StoreModule[]): Repositories {
   const core = {
     posts: new PostsRepository(db, dialect),
+    revisions: new RevisionsRepository(db, dialect),
     apiKeys: new ApiKeysRepository(db, dialect),
     idempotency: new IdempotencyRepository(db, dialect),
     exports: new ExportsRepository(db, dialect),
@@ -28,7 +32,7 @@ function repositories (db: Kysely<Database>, dialect: DialectParts, modules: rea
 
 /** The core's migrations and every module's, by name (Kysely applies them in name order; 0003 is the orders module's). */
 function migrationsOf (dialect: DialectParts, modules: readonly StoreModule[]): Record<string, Migration> {
-  const all: Record<string, Migration> = { '0001-initial': dialect.initialMigration, '0002-idempotency-keys': m0002.migration(dialect.columnTypes), '0004-exports': m0004.migration(dialect.columnTypes) }
+  const all: Record<string, Migration> = { '0001-initial': dialect.initialMigration, '0002-idempotency-keys': m0002.migration(dialect.columnTypes), '0004-exports': m0004.migration(dialect.columnTypes), '0005-editorial': m0005.migration(dialect.columnTypes) }
   for (const [name, m] of modules.flatMap(m => Object.entries(m.migrations))) {
     if (name in all) throw new Error(`two migrations are named ${name}`)
     all[name] = m(dialect.columnTypes)
@@ -46,6 +50,8 @@ export interface KyselyStore extends Repositories {}
 export class KyselyStore implements Store {
   readonly kind: 'sqlite' | 'postgres'
   private secret: Buffer | null = null
+  /** Signals of this process's units of work, delivered to its own listeners without a round trip. */
+  private readonly signals = new EventEmitter().setMaxListeners(0)
 
   /** Units of work grouped per turn of the event loop, for a dialect that has one writer (SQLite). */
   private readonly groups: GroupCommit | null
@@ -60,7 +66,11 @@ export class KyselyStore implements Store {
     opts.signal?.throwIfAborted()
     const callbacks: (() => unknown)[] = []
     const work = async (conn: Kysely<Database>): Promise<T> => {
-      const result = await fn({ ...repositories(conn, this.dialect, this.modules), onCommit: f => { callbacks.push(f) } })
+      const signal = async (channel: string) => {
+        callbacks.push(() => this.signals.emit(channel))
+        await this.dialect.signals?.notify(conn, channel)
+      }
+      const result = await fn({ ...repositories(conn, this.dialect, this.modules), onCommit: f => { callbacks.push(f) }, signal })
       // An abandoned request (timed out, client gone) commits nothing, so its 503 never hides a change.
       opts.signal?.throwIfAborted()
       // From here the work is committed (or the whole commit fails): it can no longer be abandoned.
@@ -76,6 +86,15 @@ export class KyselyStore implements Store {
       }
     }
     return value
+  }
+
+  async listen (channel: string, fn: () => void): Promise<() => Promise<void>> {
+    this.signals.on(channel, fn)
+    const remote = await this.dialect.signals?.listen(channel, fn)
+    return async () => {
+      this.signals.off(channel, fn)
+      await remote?.()
+    }
   }
 
   /**

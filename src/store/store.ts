@@ -1,6 +1,7 @@
 import type { ExportJob, ExportLease, ExportRequest } from '../domain/export.ts'
 import type { Post, PostInput, PostSortKey, PostStatus, PostSummary } from '../domain/post.ts'
 import type { Viewer } from '../domain/principal.ts'
+import type { Revision, RevisionSummary } from '../domain/revision.ts'
 
 export type SortDirection = 'asc' | 'desc'
 
@@ -59,6 +60,25 @@ export interface PostStore {
    */
   replace (id: number, input: PostInput, expectedRevision: number, now: Date): Promise<WriteResult<Post>>
   delete (id: number, expectedRevision: number): Promise<WriteResult<true>>
+  /**
+   * The scheduled switch (contract §11): a post still `scheduled` at `expectedRevision` becomes
+   * `published` with `publish_at` cleared, in one compare-and-set, so of several instances racing
+   * (or an edit racing the switch) one wins and the others get `stale`.
+   */
+  publishScheduled (id: number, expectedRevision: number, now: Date): Promise<WriteResult<Post>>
+  /** Up to `limit` scheduled posts whose `publish_at` is not after `now`, earliest first. */
+  due (now: Date, limit: number): Promise<{ id: number, revision: number }[]>
+  /** The earliest `publish_at` of any scheduled post, or null when none is scheduled. */
+  nextDue (): Promise<Date | null>
+}
+
+/** A post's history: one revision per change, numbered by the post's revision, kept newest `keep`. */
+export interface RevisionStore {
+  /** Records `post` as it is after a change by `editor`, and drops all but the newest `keep` revisions. */
+  record (post: Post, editor: string, now: Date, keep: number): Promise<void>
+  find (postId: number, number: number): Promise<Revision | null>
+  /** Newest first unless `query.sort` says otherwise; sorted by `number`. */
+  list (postId: number, query: ListQuery<'number', Record<string, never>>): Promise<ListPage<RevisionSummary>>
 }
 
 export interface ApiKeyRecord {
@@ -182,6 +202,7 @@ export interface WebhookStore {
  */
 export interface Repositories {
   readonly posts: PostStore
+  readonly revisions: RevisionStore
   readonly apiKeys: ApiKeyStore
   readonly idempotency: IdempotencyStore
   readonly exports: ExportStore
@@ -192,6 +213,11 @@ export interface Repositories {
 export interface UnitOfWork extends Repositories {
   /** Runs `fn` after the commit (never after a rollback): the place for webhooks and other side effects. */
   onCommit (fn: () => unknown): void
+  /**
+   * Tells every instance's `listen(channel)` once this unit of work commits (nothing on rollback):
+   * background work that sleeps until a time wakes when another instance changes that time.
+   */
+  signal (channel: string): Promise<void>
 }
 
 export interface TransactionOptions {
@@ -231,6 +257,11 @@ export interface Store extends Repositories {
    * sync of the disk): each is still all or nothing, and resolves only once committed.
    */
   transaction<T> (fn: (uow: UnitOfWork) => Promise<T>, opts?: TransactionOptions): Promise<T>
+  /**
+   * Calls `fn` whenever a unit of work on any instance sent `signal(channel)` (at most once per
+   * commit; possibly more often). Resolves to a function that stops listening.
+   */
+  listen (channel: string, fn: () => void): Promise<() => Promise<void>>
   /** A random secret made once per database and shared by every instance (signs cursors). */
   serverSecret (): Promise<Buffer>
   /** Applies every migration not yet applied; safe to run from several instances at once. */

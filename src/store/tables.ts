@@ -10,10 +10,24 @@ export interface PostsTable {
   title: string
   content: string
   status: PostStatus
+  publish_at: Timestamp | null
   author: string
   created_at: Timestamp
   updated_at: Timestamp
   revision: number
+}
+
+/** A post's values after one change; `number` is the post's revision that change made. */
+export interface PostRevisionsTable {
+  post_id: number
+  number: number
+  title: string
+  content: string
+  status: PostStatus
+  publish_at: Timestamp | null
+  /** Who made the change: a principal's subject, or `system` for the scheduled switch. */
+  editor: string
+  created_at: Timestamp
 }
 
 export interface ApiKeysTable {
@@ -96,6 +110,7 @@ export interface WebhookDeliveriesTable {
 /** Every table; a resource adds its own by declaration merging from its folder (see store/module.ts). */
 export interface Database {
   posts: PostsTable
+  post_revisions: PostRevisionsTable
   api_keys: ApiKeysTable
   meta: MetaTable
   idempotency_keys: IdempotencyKeysTable
@@ -136,6 +151,16 @@ export interface DialectParts {
    * pool's connections, and a commit on one must not wait for another's.
    */
   readonly groupCommit: boolean
+  /**
+   * Signals to other instances (PostgreSQL: NOTIFY, which is delivered when the transaction
+   * commits, and LISTEN on a connection of its own); null where only this process shares the
+   * database (SQLite), whose signals the store delivers itself.
+   */
+  readonly signals: {
+    notify (db: Kysely<Database>, channel: string): Promise<void>
+    /** Calls `fn` on each signal, and after reconnecting (a signal may have been missed meanwhile). */
+    listen (channel: string, fn: () => void): Promise<() => Promise<void>>
+  } | null
 }
 
 const FIELD_NAMES = new Map<string, string>()

@@ -65,7 +65,7 @@ for (const kind of await storeKinds()) {
         const post = await store.posts.create({ title: 'Hello', content: 'World', status: 'published' }, 'alice', now)
         assert.ok(Number.isInteger(post.id) && post.id >= 1)
         assert.equal(typeof post.id, 'number', 'BIGINT ids come back as numbers')
-        assert.deepEqual(post, { id: post.id, title: 'Hello', content: 'World', status: 'published', author: 'alice', createdAt: now.toISOString(), updatedAt: now.toISOString(), revision: 1 })
+        assert.deepEqual(post, { id: post.id, title: 'Hello', content: 'World', status: 'published', publishAt: null, author: 'alice', createdAt: now.toISOString(), updatedAt: now.toISOString(), revision: 1 })
         assert.deepEqual(await store.posts.findById(post.id, null), post)
       })
 

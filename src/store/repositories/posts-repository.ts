@@ -6,7 +6,7 @@ import { pageOf, pageQuery, pageValues } from '../read-page.ts'
 import type { ListPage, ListQuery, PostFilter, PostStore, WriteResult } from '../store.ts'
 import { type Database, type DialectParts, iso, type Timestamp } from '../tables.ts'
 
-type SummaryRow = { id: number | string, title: string, status: PostStatus, author: string, created_at: Timestamp, updated_at: Timestamp, revision: number | string }
+type SummaryRow = { id: number | string, title: string, status: PostStatus, publish_at: Timestamp | null, author: string, created_at: Timestamp, updated_at: Timestamp, revision: number | string }
 type PostRow = SummaryRow & { content: string }
 
 function toSummary (row: SummaryRow): PostSummary {
@@ -14,6 +14,7 @@ function toSummary (row: SummaryRow): PostSummary {
     id: Number(row.id),
     title: row.title,
     status: row.status,
+    publishAt: row.publish_at === null ? null : iso(row.publish_at),
     author: row.author,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
@@ -29,7 +30,7 @@ function toPost (row: PostRow): Post {
 
 const SORT_COLUMNS = { id: 'id', title: 'title', created_at: 'created_at', updated_at: 'updated_at' } as const
 
-const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision'] as const
+const SUMMARY_COLUMNS = ['id', 'title', 'status', 'publish_at', 'author', 'created_at', 'updated_at', 'revision'] as const
 
 type ViewerKind = 'anonymous' | 'admin' | 'author'
 
@@ -150,22 +151,52 @@ export class PostsRepository implements PostStore {
   async create (input: PostInput, author: string, now: Date): Promise<Post> {
     const ts = this.dialect.timestamp(now)
     const query = this.prepared.get('create', () => this.db.insertInto('posts')
-      .values({ title: arg(0), content: arg(1), status: arg(2), author: arg(3), created_at: arg(4), updated_at: arg(4), revision: 1 })
+      .values({ title: arg(0), content: arg(1), status: arg(2), publish_at: arg(5), author: arg(3), created_at: arg(4), updated_at: arg(4), revision: 1 })
       .returningAll())
-    const [row] = await query.execute(this.db, [input.title, input.content, input.status, author, ts])
+    const [row] = await query.execute(this.db, [input.title, input.content, input.status, author, ts, this.publishAt(input)])
     if (row === undefined) throw new Error('INSERT … RETURNING returned no row')
     return toPost(row)
   }
 
   async replace (id: number, input: PostInput, expectedRevision: number, now: Date): Promise<WriteResult<Post>> {
     const query = this.prepared.get('replace', () => this.db.updateTable('posts')
-      .set(eb => ({ title: arg(0), content: arg(1), status: arg(2), updated_at: arg(3), revision: eb('revision', '+', 1) }))
+      .set(eb => ({ title: arg(0), content: arg(1), status: arg(2), publish_at: arg(6), updated_at: arg(3), revision: eb('revision', '+', 1) }))
       .where('id', '=', arg<number>(4))
       .where('revision', '=', arg<number>(5))
       .returningAll())
-    const [row] = await query.execute(this.db, [input.title, input.content, input.status, this.dialect.timestamp(now), id, expectedRevision])
+    const [row] = await query.execute(this.db, [input.title, input.content, input.status, this.dialect.timestamp(now), id, expectedRevision, this.publishAt(input)])
     if (row) return { outcome: 'done', value: toPost(row) }
     return await this.missingOrStale(id)
+  }
+
+  private publishAt (input: PostInput): Timestamp | null {
+    return input.publishAt == null ? null : this.dialect.timestamp(new Date(input.publishAt))
+  }
+
+  async publishScheduled (id: number, expectedRevision: number, now: Date): Promise<WriteResult<Post>> {
+    const query = this.prepared.get('publish-scheduled', () => this.db.updateTable('posts')
+      .set(eb => ({ status: 'published', publish_at: null, updated_at: arg(0), revision: eb('revision', '+', 1) }))
+      .where('id', '=', arg<number>(1))
+      .where('revision', '=', arg<number>(2))
+      .where('status', '=', 'scheduled')
+      .returningAll())
+    const [row] = await query.execute(this.db, [this.dialect.timestamp(now), id, expectedRevision])
+    if (row) return { outcome: 'done', value: toPost(row) }
+    return await this.missingOrStale(id)
+  }
+
+  async due (now: Date, limit: number): Promise<{ id: number, revision: number }[]> {
+    const rows = await this.db.selectFrom('posts').select(['id', 'revision'])
+      .where('status', '=', 'scheduled').where('publish_at', '<=', this.dialect.timestamp(now))
+      .orderBy('publish_at').orderBy('id').limit(limit).execute()
+    return rows.map(r => ({ id: Number(r.id), revision: Number(r.revision) }))
+  }
+
+  async nextDue (): Promise<Date | null> {
+    const row = await this.db.selectFrom('posts').select('publish_at')
+      .where('status', '=', 'scheduled').where('publish_at', 'is not', null)
+      .orderBy('publish_at').limit(1).executeTakeFirst()
+    return row?.publish_at == null ? null : new Date(iso(row.publish_at))
   }
 
   async delete (id: number, expectedRevision: number): Promise<WriteResult<true>> {
