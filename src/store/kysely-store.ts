@@ -5,21 +5,24 @@ import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
 import * as m0004 from './migrations/0004-exports.ts'
 import * as m0005 from './migrations/0005-editorial.ts'
+import * as mEvents from './migrations/20261124-events.ts'
 import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
+import { EventsRepository } from './repositories/events-repository.ts'
 import { ExportsRepository } from './repositories/exports-repository.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
 import { PostsRepository } from './repositories/posts-repository.ts'
 import { RevisionsRepository } from './repositories/revisions-repository.ts'
 import { WebhooksRepository } from './repositories/webhooks-repository.ts'
-import type { Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
+import type { EventInput, Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
 import type { Database, DialectParts } from './tables.ts'
 
 export type { Database, DialectParts } from './tables.ts'
 
-/** The core's repositories, then each module's under its name. */
-function repositories (db: Kysely<Database>, dialect: DialectParts, modules: readonly StoreModule[]): Repositories {
+/** The core's repositories, then each module's under its name; `events` collects a unit of work's events. */
+function repositories (db: Kysely<Database>, dialect: DialectParts, modules: readonly StoreModule[], events: EventInput[] | null = null): Repositories {
   const core = {
+    events: new EventsRepository(db, dialect, events),
     posts: new PostsRepository(db, dialect),
     revisions: new RevisionsRepository(db, dialect),
     apiKeys: new ApiKeysRepository(db, dialect),
@@ -32,7 +35,7 @@ function repositories (db: Kysely<Database>, dialect: DialectParts, modules: rea
 
 /** The core's migrations and every module's, by name (Kysely applies them in name order; 0003 is the orders module's). */
 function migrationsOf (dialect: DialectParts, modules: readonly StoreModule[]): Record<string, Migration> {
-  const all: Record<string, Migration> = { '0001-initial': dialect.initialMigration, '0002-idempotency-keys': m0002.migration(dialect.columnTypes), '0004-exports': m0004.migration(dialect.columnTypes), '0005-editorial': m0005.migration(dialect.columnTypes) }
+  const all: Record<string, Migration> = { '0001-initial': dialect.initialMigration, '0002-idempotency-keys': m0002.migration(dialect.columnTypes), '0004-exports': m0004.migration(dialect.columnTypes), '0005-editorial': m0005.migration(dialect.columnTypes), '20261124-events': mEvents.migration(dialect.columnTypes) }
   for (const [name, m] of modules.flatMap(m => Object.entries(m.migrations))) {
     if (name in all) throw new Error(`two migrations are named ${name}`)
     all[name] = m(dialect.columnTypes)
@@ -66,11 +69,14 @@ export class KyselyStore implements Store {
     opts.signal?.throwIfAborted()
     const callbacks: (() => unknown)[] = []
     const work = async (conn: Kysely<Database>): Promise<T> => {
+      const repos = repositories(conn, this.dialect, this.modules, [])
       const signal = async (channel: string) => {
         callbacks.push(() => this.signals.emit(channel))
         await this.dialect.signals?.notify(conn, channel)
       }
-      const result = await fn({ ...repositories(conn, this.dialect, this.modules), onCommit: f => { callbacks.push(f) }, signal })
+      const result = await fn({ ...repos, onCommit: f => { callbacks.push(f) }, signal })
+      // Last, so the lock that orders event ids by commit is held only for the commit.
+      await (repos.events as EventsRepository).flush(new Date())
       // An abandoned request (timed out, client gone) commits nothing, so its 503 never hides a change.
       opts.signal?.throwIfAborted()
       // From here the work is committed (or the whole commit fails): it can no longer be abandoned.

@@ -180,20 +180,108 @@ export interface ExportStore {
 export interface WebhookDelivery {
   readonly id: string
   readonly exportId: number | null
+  /** A subscription's delivery: the subscription, and the event it carries (its `webhook-id`). */
+  readonly webhookId: number | null
+  readonly eventId: number | null
+  readonly eventType: string | null
   readonly url: string
   readonly payload: string
+  readonly state: 'pending' | 'delivered' | 'failed'
   readonly attempts: number
+  readonly lastStatusCode: number | null
+  readonly lastError: string | null
+  readonly nextAttemptAt: string | null
   readonly createdAt: string
+  readonly deliveredAt: string | null
+}
+
+export interface NewDelivery {
+  readonly id: string
+  readonly exportId?: number | null
+  readonly webhookId?: number | null
+  readonly eventId?: number | null
+  readonly eventType?: string | null
+  readonly url: string
+  readonly payload: string
 }
 
 /** The webhook outbox: written with the state it announces, sent after commit, retried until delivered or given up. */
 export interface WebhookStore {
-  enqueue (delivery: { id: string, exportId: number | null, url: string, payload: string }, now: Date): Promise<void>
-  /** Takes up to `limit` due deliveries for `leaseMs` (attempts + 1); another sender skips them meanwhile. */
+  enqueue (delivery: NewDelivery, now: Date): Promise<void>
+  /**
+   * Takes up to `limit` due deliveries for `leaseMs` (attempts + 1); another sender skips them
+   * meanwhile. A subscription's deliveries start in event order: one is taken only once every
+   * earlier one of its subscription has been started.
+   */
   claimDue (now: Date, leaseMs: number, limit: number): Promise<WebhookDelivery[]>
-  delivered (id: string, now: Date): Promise<void>
+  delivered (id: string, now: Date, statusCode?: number): Promise<void>
   /** Tries again at `at` (when given), or gives up. */
-  failedAttempt (id: string, error: string, at: Date | null, now: Date): Promise<void>
+  failedAttempt (id: string, error: string, at: Date | null, now: Date, statusCode?: number | null): Promise<void>
+  findById (id: string): Promise<WebhookDelivery | null>
+  /** A subscription's deliveries, newest first. */
+  listByWebhook (webhookId: number, query: ListQuery<'created_at', Record<string, never>>): Promise<ListPage<WebhookDelivery>>
+  /** Deletes a subscription's deliveries (it is being deleted). */
+  deleteByWebhook (webhookId: number): Promise<void>
+  /** Gives up a subscription's pending deliveries with `reason` (it was disabled). */
+  failPending (webhookId: number, reason: string, now: Date): Promise<void>
+  /** How many deliveries wait, and since when the oldest waits. */
+  backlog (): Promise<{ pending: number, oldestCreatedAt: string | null }>
+  /** Deletes finished deliveries older than `cutoff`. */
+  deleteFinishedBefore (cutoff: Date): Promise<number>
+}
+
+/** What a change raises (contract §12), recorded in its unit of work. */
+export interface EventInput {
+  readonly type: string
+  /** The resource's version-1 representation after the change (`post.deleted`: `{id}`). */
+  readonly data: unknown
+  /** Who sees it on the stream besides admins (the resource's owner); null: admins only. */
+  readonly owner: string | null
+  /** Whether every principal sees it (the events of a published post). */
+  readonly public: boolean
+  /** For this subscription alone (a ping): not on the stream, not fanned out to others. */
+  readonly webhookId?: number
+}
+
+/** An event as the log keeps it; `data` is JSON. */
+export interface StoredEvent {
+  readonly id: number
+  readonly type: string
+  readonly occurredAt: string
+  readonly owner: string | null
+  readonly public: boolean
+  readonly webhookId: number | null
+  readonly data: string
+}
+
+/**
+ * The event log. `record` belongs to a unit of work: the events are written with its other writes
+ * (last, just before the commit) and their ids increase in commit order across the deployment.
+ *
+ * @example
+ * await store.transaction(async uow => {
+ *   const post = await uow.posts.create(input, 'alice', new Date())
+ *   uow.events.record({ type: 'post.created', data: render(post), owner: 'alice', public: post.status === 'published' })
+ * })
+ */
+export interface EventStore {
+  /** Records events in this unit of work; outside one it throws. */
+  record (...events: EventInput[]): void
+  /** Up to `limit` events with ids above `after`, in id order. */
+  list (after: number, limit: number): Promise<StoredEvent[]>
+  /** The newest event's id (0 when none). */
+  lastId (): Promise<number>
+  /** The newest id retention has deleted (0 when none): a reader resuming before it missed events. */
+  prunedThrough (): Promise<number>
+  /** Deletes events older than `cutoff` with ids up to `upTo`; run it in a unit of work. */
+  prune (cutoff: Date, upTo: number): Promise<number>
+  /**
+   * In a unit of work, takes the fan-out's position (the last event fanned out), or null when another
+   * instance holds it; `fannedOut` moves it, in the same unit.
+   */
+  claimFanOut (): Promise<number | null>
+  fannedOut (through: number): Promise<void>
+  fanOutPosition (): Promise<number>
 }
 
 /**
@@ -207,6 +295,7 @@ export interface Repositories {
   readonly idempotency: IdempotencyStore
   readonly exports: ExportStore
   readonly webhooks: WebhookStore
+  readonly events: EventStore
 }
 
 /** The repositories of one transaction, and a place for what must happen only once it has committed. */

@@ -105,6 +105,24 @@ export interface WebhookDeliveriesTable {
   last_error: string | null
   created_at: Timestamp
   updated_at: Timestamp
+  /** The subscription and event of a subscription's delivery; null for an export callback. */
+  webhook_id: number | null
+  event_id: number | null
+  event_type: string | null
+  last_status_code: number | null
+  delivered_at: Timestamp | null
+}
+
+export interface EventsTable {
+  id: Generated<number>
+  type: string
+  occurred_at: Timestamp
+  owner: string | null
+  /** 1 when every principal may see it on the stream. */
+  public: number
+  webhook_id: number | null
+  /** The event's `data` as JSON. */
+  data: string
 }
 
 /** Every table; a resource adds its own by declaration merging from its folder (see store/module.ts). */
@@ -117,6 +135,7 @@ export interface Database {
   exports: ExportsTable
   export_chunks: ExportChunksTable
   webhook_deliveries: WebhookDeliveriesTable
+  events: EventsTable
 }
 
 /** What differs between the databases, supplied by each adapter folder. */
@@ -161,6 +180,13 @@ export interface DialectParts {
     /** Calls `fn` on each signal, and after reconnecting (a signal may have been missed meanwhile). */
     listen (channel: string, fn: () => void): Promise<() => Promise<void>>
   } | null
+  /**
+   * Taken just before a unit of work writes its events, and held until it commits, so that units
+   * writing events commit in the order of their event ids (PostgreSQL: a transaction-scoped
+   * advisory lock; a sequence value is taken before commit, and without it a reader past id n
+   * could miss an n − 1 committed later). Null when writers are serialised anyway (SQLite).
+   */
+  readonly eventsLock: string | null
 }
 
 const FIELD_NAMES = new Map<string, string>()

@@ -193,6 +193,8 @@ export function openPostgresStore (url: string, opts: PostgresOptions): KyselySt
     begin: 'BEGIN ISOLATION LEVEL READ COMMITTED',
     skipLocked: true,
     groupCommit: false,
+    // One constant key for the whole deployment: 'events' in ASCII.
+    eventsLock: 'SELECT pg_advisory_xact_lock(111559182283891)',
     signals: {
       notify: async (kdb, channel) => { await sql`SELECT pg_notify(${channel}, '')`.execute(kdb) },
       listen: async (channel, fn) => await listen(url, connectTimeoutMs, channel, fn),

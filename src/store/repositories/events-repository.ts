@@ -1,0 +1,93 @@
+import { type Kysely, sql } from 'kysely'
+import type { EventInput, EventStore, StoredEvent } from '../store.ts'
+import { type Database, type DialectParts, iso } from '../tables.ts'
+
+const FANNED_OUT = 'events_fanned_out'
+const PRUNED_THROUGH = 'events_pruned_through'
+
+/**
+ * The events table: an outbox written in the unit of work of each change (contract §12). Ids
+ * follow commit order (see DialectParts.eventsLock), so a reader that remembers the last id it
+ * saw and asks for what follows never misses an event that committed late.
+ */
+export class EventsRepository implements EventStore {
+  /**
+   * `pending` is the unit of work's list of events to write once its own work is done (null outside
+   * a unit of work): writing them last keeps the ordering lock for the commit alone.
+   */
+  constructor (private readonly db: Kysely<Database>, private readonly dialect: DialectParts, private readonly pending: EventInput[] | null = null) {}
+
+  record (...events: EventInput[]): void {
+    if (this.pending === null) throw new Error('events are recorded in a unit of work (store.transaction), with the change they announce')
+    this.pending.push(...events)
+  }
+
+  /** Writes the unit's recorded events, as its last statements (KyselyStore.transaction). */
+  async flush (now: Date): Promise<void> {
+    if (this.pending === null || this.pending.length === 0) return
+    if (this.dialect.eventsLock !== null) await sql.raw(this.dialect.eventsLock).execute(this.db)
+    const ts = this.dialect.timestamp(now)
+    await this.db.insertInto('events').values(this.pending.map(e => ({
+      type: e.type,
+      occurred_at: ts,
+      owner: e.owner,
+      public: e.public ? 1 : 0,
+      webhook_id: e.webhookId ?? null,
+      data: JSON.stringify(e.data),
+    }))).execute()
+    this.pending.length = 0
+  }
+
+  async list (after: number, limit: number): Promise<StoredEvent[]> {
+    const rows = await this.db.selectFrom('events').selectAll().where('id', '>', after).orderBy('id').limit(limit).execute()
+    return rows.map(r => ({
+      id: Number(r.id),
+      type: r.type,
+      occurredAt: iso(r.occurred_at),
+      owner: r.owner,
+      public: Number(r.public) === 1,
+      webhookId: r.webhook_id === null ? null : Number(r.webhook_id),
+      data: r.data,
+    }))
+  }
+
+  async lastId (): Promise<number> {
+    const row = await this.db.selectFrom('events').select(eb => eb.fn.max('id').as('id')).executeTakeFirst()
+    return Number(row?.id ?? 0)
+  }
+
+  async prunedThrough (): Promise<number> {
+    return await this.meta(PRUNED_THROUGH)
+  }
+
+  async prune (cutoff: Date, upTo: number): Promise<number> {
+    const gone = await this.db.deleteFrom('events')
+      .where('occurred_at', '<', this.dialect.timestamp(cutoff)).where('id', '<=', upTo)
+      .returning('id').execute()
+    if (gone.length === 0) return 0
+    const through = Math.max(...gone.map(r => Number(r.id)))
+    await this.db.updateTable('meta').set({ value: String(through) })
+      .where('key', '=', PRUNED_THROUGH).where(sql`CAST(value AS BIGINT)`, '<', through).execute()
+    return gone.length
+  }
+
+  async claimFanOut (): Promise<number | null> {
+    let q = this.db.selectFrom('meta').select('value').where('key', '=', FANNED_OUT)
+    if (this.dialect.skipLocked) q = q.forUpdate().skipLocked()
+    const row = await q.executeTakeFirst()
+    return row === undefined ? null : Number(row.value)
+  }
+
+  async fannedOut (through: number): Promise<void> {
+    await this.db.updateTable('meta').set({ value: String(through) }).where('key', '=', FANNED_OUT).execute()
+  }
+
+  async fanOutPosition (): Promise<number> {
+    return await this.meta(FANNED_OUT)
+  }
+
+  private async meta (key: string): Promise<number> {
+    const row = await this.db.selectFrom('meta').select('value').where('key', '=', key).executeTakeFirst()
+    return Number(row?.value ?? 0)
+  }
+}
