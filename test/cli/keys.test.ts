@@ -201,6 +201,8 @@ describe('a bad setting', () => {
     ['HOST', 'not_a_host..', /IP address or a host name/],
     ['DATABASE_URL', 'postgres://', /needs a host/],
     ['DATABASE_URL', 'sqlite:', /file path/],
+    ['REVISIONS_KEEP', '0', /between 1 and 10000/],
+    ['REVISIONS_KEEP', '10001', /between 1 and 10000/],
   ] as const) {
     it(`${name}=${value.slice(0, 20)} stops start-up with one line naming it, exit code 2`, async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-cli-'))

@@ -112,7 +112,7 @@ async function listen (url: string, connectTimeoutMs: number, channel: string, f
   let timer: NodeJS.Timeout | undefined
   const retry = () => {
     client = null
-    if (!stopped) timer = setTimeout(() => { void connect() }, RELISTEN_MS)
+    if (!stopped) timer = setTimeout(() => { connect().catch(() => {}) }, RELISTEN_MS)
   }
   const connect = async () => {
     const c = new pg.Client({ connectionString: url, application_name: APPLICATION_NAME, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS })
