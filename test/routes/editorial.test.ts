@@ -101,6 +101,12 @@ for (const kind of await storeKinds()) {
         assert.deepEqual(errorCodes(await patch(post.id, { publish_at: inMs(60_000) })), ['publish_at:PUBLISH_AT_NOT_ALLOWED'])
       })
 
+      it('exports the scheduled posts when an export asks for status scheduled', async () => {
+        const res = await t.request({ method: 'POST', url: '/exports', headers: admin, payload: { format: 'ndjson', filter: { status: 'scheduled' } } })
+        assert.equal(res.statusCode, 202)
+        assert.equal(json(res).status, 'pending')
+      })
+
       it('publishes at once when a PUT sends the GET representation back with status published', async () => {
         const post = json(await create({ title: 'Now', content: '', status: 'scheduled', publish_at: inMs(3_600_000) }))
         const res = await t.request({ method: 'PUT', url: `/posts/${post.id}`, headers: alice, payload: { ...post, status: 'published' } })

@@ -103,8 +103,8 @@ const RELISTEN_MS = 1000
 
 /**
  * LISTEN on a connection of its own (a pooled one would go back to the pool and stop hearing).
- * A lost connection is made again every second until it works; `fn` runs once it listens again,
- * since a signal sent meanwhile was missed.
+ * A lost connection is made again every second until it works; `fn` runs each time it starts
+ * listening, since a signal sent meanwhile was missed.
  */
 async function listen (url: string, connectTimeoutMs: number, channel: string, fn: () => void): Promise<() => Promise<void>> {
   let client: pg.Client | null = null
@@ -134,7 +134,8 @@ async function listen (url: string, connectTimeoutMs: number, channel: string, f
     c.once('end', retry)
     fn()
   }
-  await connect()
+  // Not awaited: a database unreachable at start-up must not hold up the app's readiness.
+  connect().catch(() => {})
   return async () => {
     stopped = true
     clearTimeout(timer)
