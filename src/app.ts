@@ -7,8 +7,11 @@ import type { Config } from './config.ts'
 import { Authenticator, authorizationPlugin, authPlugin } from './http/auth.ts'
 import { cachingPlugin } from './http/caching.ts'
 import { contentTypePlugin } from './http/content-type.ts'
+import { lingeringClosePlugin } from './http/lingering-close.ts'
 import { metricsPlugin } from './http/metrics.ts'
-import { clientErrorHandler, overloadPlugin, serverOptions } from './http/overload.ts'
+import { nodeRequestsPlugin } from './http/node-requests.ts'
+import { clientErrorHandler, serverOptions } from './http/client-errors.ts'
+import { deadlinesPlugin } from './http/deadlines.ts'
 import { CursorCodec } from './http/paging.ts'
 import { JsonPatchSchema, MergePatchSchema } from './http/patch.ts'
 import { problemsPlugin, sendProblem, toAppError } from './http/problems.ts'
@@ -19,6 +22,8 @@ import { routingPlugin } from './http/routing.ts'
 import { securityPlugin } from './http/security.ts'
 import { documentIdempotencyKey, idempotencyPlugin } from './http/idempotency.ts'
 import { registerResources } from './http/resources.ts'
+import { requestTargetPlugin } from './http/request-target.ts'
+import { sheddingPlugin } from './http/shedding.ts'
 import { lazySerializers } from './http/serialization.ts'
 import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
@@ -70,7 +75,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
       sendProblem(req, reply, toAppError(err))
     },
     clientErrorHandler,
-    // Bounds on reading a request (headers, then the whole request); src/http/overload.ts answers them.
+    // Bounds on reading a request (headers, then the whole request); src/http/client-errors.ts answers them.
     http: serverOptions(config),
     requestTimeout: config.requestTimeoutMs,
     rewriteUrl: rewriteUnversionedAlias,
@@ -85,7 +90,11 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   await app.register(tracingPlugin)
   await app.register(problemsPlugin)
   await app.register(securityPlugin, { config })
-  await app.register(overloadPlugin, { config })
+  await app.register(requestTargetPlugin)
+  await app.register(sheddingPlugin, { config })
+  await app.register(nodeRequestsPlugin)
+  await app.register(lingeringClosePlugin)
+  await app.register(deadlinesPlugin, { config })
   await app.register(routingPlugin)
   await app.register(versioningPlugin, { config })
   await app.register(contentTypePlugin)

@@ -3,7 +3,7 @@
  * `synchronous = FULL` syncs the log and now and then runs a WAL checkpoint, synchronously on the
  * loop. That time is a stall, not a queue of requests: requests that waited through it would not
  * have been answered sooner had fewer been waiting, and shedding them would not shorten the next
- * sync, so load shedding does not count it as waiting (src/http/overload.ts). A process-wide
+ * sync, so load shedding does not count it as waiting (src/http/shedding.ts). A process-wide
  * counter: it describes this process's own event loop, nothing another instance needs.
  */
 let stalledMs = 0

@@ -1,38 +1,90 @@
 import { lookup } from 'node:dns/promises'
-import { BlockList, isIP } from 'node:net'
+import { isIP } from 'node:net'
+import ipaddr from 'ipaddr.js'
 
 /** Where an address leads: only `public` ones may receive webhooks (loopback too, when allowed). */
 export type AddressClass = 'public' | 'loopback' | 'private' | 'link-local' | 'reserved'
 
-function blockList (ranges: readonly (readonly [string, number, 'ipv4' | 'ipv6'])[]): BlockList {
-  const list = new BlockList()
-  for (const [net, prefix, type] of ranges) list.addSubnet(net, prefix, type)
-  return list
+/**
+ * ipaddr.js's names for the IANA special-purpose ranges (RFC 6890's registries for IPv4 and IPv6),
+ * by the class this service reports. Anything special-purpose that is not loopback, private or
+ * link-local is `reserved`: documentation (RFC 5737, RFC 3849), benchmarking, multicast,
+ * broadcast, "this network", the 6to4 relay, AS112 and AMT anycast, ORCHID, discard, and the
+ * transition prefixes whose embedded IPv4 address is not checked here (Teredo, 6to4, RFC 6145,
+ * the local-use NAT64 prefix).
+ */
+const CLASS_OF_RANGE: Readonly<Record<string, AddressClass>> = {
+  unicast: 'public',
+  loopback: 'loopback',
+  private: 'private',
+  carrierGradeNat: 'private',
+  uniqueLocal: 'private',
+  linkLocal: 'link-local',
+  deprecatedSiteLocal: 'private',
 }
 
-const LOOPBACK = blockList([['127.0.0.0', 8, 'ipv4'], ['::1', 128, 'ipv6']])
-const LINK_LOCAL = blockList([['169.254.0.0', 16, 'ipv4'], ['fe80::', 10, 'ipv6']])
-// RFC 1918, carrier-grade NAT (RFC 6598), unique local IPv6 (RFC 4193).
-const PRIVATE = blockList([['10.0.0.0', 8, 'ipv4'], ['172.16.0.0', 12, 'ipv4'], ['192.168.0.0', 16, 'ipv4'], ['100.64.0.0', 10, 'ipv4'], ['fc00::', 7, 'ipv6']])
-// "This network", IETF protocol assignments, benchmarking, multicast, reserved, unspecified (RFC 6890).
-const RESERVED = blockList([
-  ['0.0.0.0', 8, 'ipv4'], ['192.0.0.0', 24, 'ipv4'], ['198.18.0.0', 15, 'ipv4'], ['224.0.0.0', 4, 'ipv4'], ['240.0.0.0', 4, 'ipv4'],
-  ['::', 128, 'ipv6'], ['ff00::', 8, 'ipv6'], ['64:ff9b::', 96, 'ipv6'], ['2001:db8::', 32, 'ipv6'],
-])
+/** The well-known NAT64 prefix (RFC 6052 §2.1): the gateway connects to the IPv4 address in its last 32 bits. */
+const NAT64 = ipaddr.IPv6.parseCIDR('64:ff9b::/96')
+/** IPv4-compatible IPv6 addresses (RFC 4291 §2.5.5.1, deprecated): ::a.b.c.d. */
+const IPV4_COMPATIBLE = ipaddr.IPv6.parseCIDR('::/96')
+/** Global unicast (RFC 4291 §2.5.4): the only IPv6 space IANA allocates to networks on the Internet. */
+const GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR('2000::/3')
 
-/** The class of an IP address; an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) is judged by its IPv4 part. */
+/** The IPv4 address carried in the last 32 bits of an IPv6 address. */
+function embeddedIPv4 (ip: ipaddr.IPv6): ipaddr.IPv4 {
+  const bytes = ip.toByteArray()
+  return new ipaddr.IPv4(bytes.slice(12))
+}
+
+function classifyIPv4 (ip: ipaddr.IPv4): AddressClass {
+  return CLASS_OF_RANGE[ip.range()] ?? 'reserved'
+}
+
+function classifyIPv6 (ip: ipaddr.IPv6): AddressClass {
+  if (ip.isIPv4MappedAddress()) return classifyIPv4(ip.toIPv4Address())
+  if (ip.match(NAT64)) return classifyIPv4(embeddedIPv4(ip))
+  const range = ip.range()
+  if (range === 'loopback') return 'loopback'
+  if (range === 'unspecified') return 'reserved'
+  if (ip.match(IPV4_COMPATIBLE)) {
+    // Deprecated and never routed; stacks that still honour it reach the IPv4 address, so say what that is.
+    const inner = classifyIPv4(embeddedIPv4(ip))
+    return inner === 'public' ? 'reserved' : inner
+  }
+  const c = CLASS_OF_RANGE[range] ?? 'reserved'
+  return c === 'public' && !ip.match(GLOBAL_UNICAST) ? 'reserved' : c
+}
+
+/**
+ * An IPv6 address in its canonical hexadecimal spelling, by the WHATWG URL parser: ipaddr.js
+ * reads a dotted tail (`::8.8.8.8`) as IPv4-mapped, which it is not.
+ */
+function parseIPv6 (text: string): ipaddr.IPv6 {
+  return ipaddr.IPv6.parse(new URL(`http://[${text}]/`).hostname.slice(1, -1))
+}
+
+/**
+ * The class of an IP address in any form (dotted, hexadecimal or octal IPv4; every IPv6
+ * notation, with or without brackets or a zone). Every IPv6 form that reaches an IPv4 address
+ * (mapped, compatible, well-known NAT64) is judged by that address; a zoned one (`fe80::1%eth0`)
+ * means a link of this host. Not an address: `reserved`.
+ */
 export function classifyAddress (address: string): AddressClass {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
-  const ip = mapped ? mapped[1]! : address
-  const type = isIP(ip) === 6 ? 'ipv6' : 'ipv4'
-  if (LOOPBACK.check(ip, type)) return 'loopback'
-  if (LINK_LOCAL.check(ip, type)) return 'link-local'
-  if (PRIVATE.check(ip, type)) return 'private'
-  if (RESERVED.check(ip, type)) return 'reserved'
-  return 'public'
+  const bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address
+  try {
+    if (!bare.includes(':')) return classifyIPv4(ipaddr.IPv4.parse(bare))
+    const zone = bare.indexOf('%')
+    if (zone !== -1) {
+      parseIPv6(bare.slice(0, zone))
+      return 'link-local'
+    }
+    return classifyIPv6(parseIPv6(bare))
+  } catch {
+    return 'reserved'
+  }
 }
 
-/** Whether a webhook may be sent to this address (no server-side request forgery). */
+/** Whether a webhook may be sent to this address (no server-side request forgery): globally routable unicast only. */
 export function addressAllowed (address: string, allowLoopback: boolean): boolean {
   const c = classifyAddress(address)
   return c === 'public' || (c === 'loopback' && allowLoopback)
@@ -43,19 +95,25 @@ export const CALLBACK_URL_MAX = 2048
 export type CallbackCheck = { readonly ok: true } | { readonly ok: false, readonly reason: string }
 
 /**
- * A callback URL is http(s), carries no credentials, and its host resolves only to addresses a
- * webhook may go to. Checked when the job is made, and again (per connection) when it is delivered,
- * because a name can resolve elsewhere by then (DNS rebinding).
+ * The one check of a URL this service will send requests to (an export's callback_url, a webhook
+ * subscription's url): http(s), no credentials, and a host that resolves only to addresses a
+ * webhook may go to (addressAllowed). Checked when the URL is given, and again (per connection)
+ * when it is delivered, because a name can resolve elsewhere by then (DNS rebinding). `field`
+ * names the member in the reason.
+ *
+ * @example
+ * const check = await checkCallbackUrl(body.url, config.webhookAllowLoopback, 'url')
+ * if (!check.ok) throw new AppError('VALIDATION_FAILED', undefined, { errors: [fieldError('url', 'INVALID', check.reason)] })
  */
-export async function checkCallbackUrl (raw: string, allowLoopback: boolean): Promise<CallbackCheck> {
+export async function checkCallbackUrl (raw: string, allowLoopback: boolean, field = 'callback_url'): Promise<CallbackCheck> {
   let url: URL
   try {
     url = new URL(raw)
   } catch {
-    return { ok: false, reason: 'callback_url is not an absolute URL.' }
+    return { ok: false, reason: `${field} is not an absolute URL.` }
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: 'callback_url must use http or https.' }
-  if (url.username !== '' || url.password !== '') return { ok: false, reason: 'callback_url must not carry a user name or password.' }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: `${field} must use http or https.` }
+  if (url.username !== '' || url.password !== '') return { ok: false, reason: `${field} must not carry a user name or password.` }
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
   let addresses: string[]
   if (isIP(host) !== 0) {
@@ -64,12 +122,12 @@ export async function checkCallbackUrl (raw: string, allowLoopback: boolean): Pr
     try {
       addresses = (await lookup(host, { all: true, verbatim: true })).map(a => a.address)
     } catch {
-      return { ok: false, reason: `callback_url's host "${host}" does not resolve.` }
+      return { ok: false, reason: `${field}'s host "${host}" does not resolve.` }
     }
   }
   const refused = addresses.find(a => !addressAllowed(a, allowLoopback))
   if (refused !== undefined) {
-    return { ok: false, reason: `callback_url's host resolves to ${refused}, a ${classifyAddress(refused)} address; webhooks go only to public addresses.` }
+    return { ok: false, reason: `${field}'s host resolves to ${refused}, a ${classifyAddress(refused)} address; webhooks go only to public addresses.` }
   }
   return { ok: true }
 }

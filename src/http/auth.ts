@@ -7,6 +7,7 @@ import { hasScope, type Principal, type Viewer } from '../domain/principal.ts'
 import { AppError } from '../errors.ts'
 import type { ApiKeyStore } from '../store/store.ts'
 import { routeOf } from './route.ts'
+import { unavailable } from './problems.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -72,7 +73,7 @@ function keySetOf (url: string, cooldownMs: number): JWTVerifyGetKey {
     } catch (err) {
       if (err instanceof joseErrors.JWKSNoMatchingKey || err instanceof joseErrors.JWKSMultipleMatchingKeys ||
         err instanceof joseErrors.JOSENotSupported || err instanceof joseErrors.JOSEAlgNotAllowed) throw err
-      throw new AppError('SERVICE_UNAVAILABLE', 'The keys that verify tokens cannot be fetched from the identity provider.', { headers: { 'retry-after': '5' } })
+      throw unavailable('SERVICE_UNAVAILABLE', 'The keys that verify tokens cannot be fetched from the identity provider.')
     }
   }
 }

@@ -1,3 +1,5 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import { STATUS_CODES as HTTP_STATUS_TEXT } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { isStoreUnavailable } from '../store/errors.ts'
@@ -8,6 +10,14 @@ import { toFieldErrors } from './validation.ts'
 import { routeOf } from './route.ts'
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json'
+
+/** Seconds a client is asked to wait after a 503 of ours (overload, store down, shutdown, timeout). */
+export const RETRY_AFTER_S = 5
+
+/** A 503 of ours: the service's own trouble, so the client is told when to come back. */
+export function unavailable (code: 'SERVICE_UNAVAILABLE' | 'REQUEST_TIMEOUT' = 'SERVICE_UNAVAILABLE', detail?: string): AppError {
+  return new AppError(code, detail, { headers: { 'retry-after': String(RETRY_AFTER_S) } })
+}
 
 /** The one error body (RFC 9457 with the contract's extension members). */
 export interface Problem {
@@ -79,6 +89,46 @@ export function sendProblem (req: FastifyRequest, reply: FastifyReply, err: AppE
   return reply.code(err.status).headers(problemHeaders(req, err)).send(Buffer.from(JSON.stringify(buildProblem(req, err))))
 }
 
+/** A problem written on a raw socket: the status line and header block, and the body. */
+export interface RawProblem { status: number, headers: Record<string, string>, head: string, body: string }
+
+/** The path of a request target, when it is a plain origin-form path; else `/`. */
+export function instanceOf (target: string): string {
+  return /^(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,200})/.exec(target)?.[1] ?? '/'
+}
+
+/**
+ * The problem for answers given where Fastify has no request (Node's parser refused it, or Node
+ * answers itself): the same body and headers as sendProblem's, in English, with a new trace, and
+ * `Connection: close`, since nothing more is read from that connection.
+ */
+export function rawProblem (code: ProblemCode, target: string, detail?: string, headers: Record<string, string> = {}): RawProblem {
+  const p = PROBLEMS[code]
+  const problem: Problem = {
+    type: `/problems/${problemSlug(code)}`,
+    title: p.title,
+    status: p.status,
+    detail: detail ?? p.detail,
+    instance: instanceOf(target),
+    code,
+    trace_id: randomBytes(16).toString('hex'),
+    request_id: randomUUID(),
+  }
+  const body = JSON.stringify(problem)
+  const fields: Record<string, string> = {
+    'Content-Type': PROBLEM_MEDIA_TYPE,
+    'Content-Length': String(Buffer.byteLength(body)),
+    'Content-Language': 'en',
+    'Cache-Control': 'no-store',
+    'X-Request-Id': problem.request_id,
+    traceparent: `00-${problem.trace_id}-${randomBytes(8).toString('hex')}-01`,
+    ...headers,
+    Connection: 'close',
+  }
+  const head = `HTTP/1.1 ${p.status} ${HTTP_STATUS_TEXT[p.status]}\r\n${Object.entries(fields).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`
+  return { status: p.status, headers: fields, head, body }
+}
+
 const FRAMEWORK_CODES: Record<string, ProblemCode> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
@@ -130,7 +180,7 @@ export function toAppError (error: unknown, req?: FastifyRequest): AppError {
     return new AppError('VALIDATION_FAILED', undefined, { errors: toFieldErrors(err.validation as never[], context) })
   }
   if (isStoreUnavailable(error) || isStoreClosed(error)) {
-    return new AppError('SERVICE_UNAVAILABLE', 'The store is not reachable. Retry after the time in Retry-After.', { headers: { 'retry-after': '5' } })
+    return unavailable('SERVICE_UNAVAILABLE', 'The store is not reachable. Retry after the time in Retry-After.')
   }
   const mapped = err.code !== undefined ? FRAMEWORK_CODES[err.code] : undefined
   if (mapped) return new AppError(mapped, mapped === 'MALFORMED_JSON' && err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'The request body is empty; send a JSON document.' : undefined)
@@ -148,7 +198,7 @@ export const problemsPlugin = fp(async function problems (app: FastifyInstance) 
     if (appError.status >= 500) {
       if (appError.code === 'INTERNAL_ERROR') req.log.error({ err: error, route: routeOf(req).url }, 'request failed')
       else req.log.warn({ err: error, code: appError.code }, 'service unavailable')
-      if (!('retry-after' in appError.headers) && appError.status === 503) reply.header('retry-after', '5')
+      if (!('retry-after' in appError.headers) && appError.status === 503) reply.header('retry-after', String(RETRY_AFTER_S))
     }
     return sendProblem(req, reply, appError)
   })

@@ -402,7 +402,7 @@ describe('exports: callback URLs (no server-side request forgery)', () => {
 
   const create = async (url: string) => await t.request({ method: 'POST', url: '/exports', headers: admin, payload: { format: 'ndjson', callback_url: url } })
 
-  for (const url of ['http://127.0.0.1:8080/x', 'http://10.1.2.3/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/x', 'http://localhost/x', 'https://192.168.0.10/x', 'http://[::ffff:127.0.0.1]/x', 'http://0.0.0.0/']) {
+  for (const url of ['http://127.0.0.1:8080/x', 'http://10.1.2.3/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/x', 'http://localhost/x', 'https://192.168.0.10/x', 'http://[::ffff:127.0.0.1]/x', 'http://0.0.0.0/', 'http://[::127.0.0.1]/x', 'http://192.0.2.1/x', 'http://198.51.100.7/x', 'http://203.0.113.9/x', 'http://192.88.99.1/x', 'http://[64:ff9b::a9fe:a9fe]/x']) {
     it(`refuses ${url} with 422 unless WEBHOOK_ALLOW_LOOPBACK`, async () => {
       const res = await create(url)
       assert.equal(res.statusCode, 422)

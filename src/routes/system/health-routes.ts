@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { AppError } from '../../errors.ts'
+import { unavailable } from '../../http/problems.ts'
 import type { Store } from '../../store/store.ts'
 import { problemResponses } from '../shared/schemas.ts'
 
@@ -31,7 +31,7 @@ export async function healthRoutes (app: FastifyInstance, opts: { store: Store }
       ])
     } catch (err) {
       app.log.warn({ err }, 'readiness check failed')
-      throw new AppError('SERVICE_UNAVAILABLE', 'The store is not reachable.', { headers: { 'retry-after': '5' } })
+      throw unavailable('SERVICE_UNAVAILABLE', 'The store is not reachable.')
     } finally {
       clearTimeout(timer)
     }

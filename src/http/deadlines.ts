@@ -1,0 +1,164 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Config } from '../config.ts'
+import { AppError } from '../errors.ts'
+import { buildProblem, problemHeaders, SUCCESS_ONLY_HEADERS, unavailable } from './problems.ts'
+import { routeOf } from './route.ts'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * Aborted once nobody waits for the answer: the request ran out of time (REQUEST_TIMEOUT_MS,
+     * and a 503 has been sent) or the client went away. Long work should observe it and stop.
+     */
+    abandoned: AbortSignal
+    /** Internal to this plugin: made on the first read of `abandoned` (most requests never read it). */
+    abandonController: AbortController | null
+    /** Internal to this plugin: why the request was abandoned, once it was. */
+    abandonReason: Error | null
+    /**
+     * The request's writes are being committed: its deadline no longer applies, nor does a
+     * shutdown's 503, since either would say "nothing was changed" of a write about to be
+     * committed. Its answer follows the commit (on SQLite, at the end of the loop's turn).
+     */
+    commitStarted (): void
+  }
+  interface FastifyInstance {
+    /** Answers every request still in flight with 503 and aborts its work (the end of a graceful shutdown). */
+    abandonInFlight (): void
+  }
+}
+
+/** When a request runs out of time (`performance.now()` milliseconds), and its reply. */
+interface Deadline { at: number, reply: FastifyReply }
+
+/**
+ * What a request that ran out of time is answered: a body still arriving is the client's fault
+ * (408, as Node's own requestTimeout answers it, whichever of the two fires first); a request
+ * wholly received and not answered in time is the service's (503, retry later).
+ */
+function timedOut (req: FastifyRequest): AppError {
+  // `complete` is false only on a request read from a socket (an injected one has it undefined).
+  return req.raw.complete === false
+    ? new AppError('CLIENT_TIMEOUT', 'The request body did not arrive within REQUEST_TIMEOUT_MS; the connection is closed.')
+    : unavailable('REQUEST_TIMEOUT')
+}
+
+/** Marks a request abandoned: its `abandoned` signal aborts now, or aborted when first read. */
+function abandon (req: FastifyRequest, reason: Error): void {
+  req.abandonReason = reason
+  req.abandonController?.abort(reason)
+}
+
+/**
+ * A request not answered within REQUEST_TIMEOUT_MS gets 503 REQUEST_TIMEOUT with Retry-After (or
+ * 408 CLIENT_TIMEOUT while its body is still arriving) and `req.abandoned` aborts; a late answer from the abandoned work is dropped by Fastify (logged, no
+ * crash). Shutdown answers what is still in flight the same way (abandonInFlight).
+ */
+export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance, opts: { config: Pick<Config, 'requestTimeoutMs'> }) {
+  const timeoutMs = opts.config.requestTimeoutMs
+  // A Map, not a WeakMap: shutdown must reach every request still in flight. Entries leave on answer.
+  // Every request gets the same timeout, so the Map's insertion order is deadline order: one timer,
+  // set for the oldest entry, replaces a timer per request (arming and clearing a timer for each
+  // request was ~1.5% of a read's CPU).
+  const deadlines = new Map<FastifyRequest, Deadline>()
+  let sweeper: NodeJS.Timeout | null = null
+
+  function arm (): void {
+    if (sweeper !== null) return
+    const first = deadlines.values().next()
+    if (first.done === true) return
+    sweeper = setTimeout(sweep, Math.max(0, first.value.at - performance.now()))
+  }
+
+  /** Forgets a request's deadline; with none left, no timer keeps the process alive. */
+  function forget (req: FastifyRequest): void {
+    deadlines.delete(req)
+    if (deadlines.size === 0 && sweeper !== null) {
+      clearTimeout(sweeper)
+      sweeper = null
+    }
+  }
+
+  function sweep (): void {
+    sweeper = null
+    const now = performance.now()
+    for (const [req, d] of deadlines) {
+      if (d.at > now) break
+      expire(req, d.reply, timedOut(req))
+    }
+    arm()
+  }
+
+  app.decorateRequest('commitStarted', function (this: FastifyRequest) { forget(this) })
+  app.decorateRequest('abandonController', null)
+  app.decorateRequest('abandonReason', null)
+  // An AbortController per request was a measurable share of a read's cost, for a signal that
+  // only writes look at: it is made when first read, already aborted if the request was.
+  app.decorateRequest('abandoned', {
+    getter (this: FastifyRequest): AbortSignal {
+      if (this.abandonController === null) {
+        this.abandonController = new AbortController()
+        if (this.abandonReason !== null) this.abandonController.abort(this.abandonReason)
+      }
+      return this.abandonController.signal
+    },
+  })
+
+  function expire (req: FastifyRequest, reply: FastifyReply, err: AppError): void {
+    forget(req)
+    if (reply.sent || reply.raw.headersSent) return
+    // Hijacked and written at once: the abandoned work may still call reply.code(), send() or
+    // throw, and none of that may touch this answer (Fastify drops sends on a hijacked reply).
+    reply.hijack()
+    const kept: Record<string, string | number | string[]> = {}
+    for (const [name, value] of Object.entries(reply.getHeaders())) {
+      if (value !== undefined && !(SUCCESS_ONLY_HEADERS as readonly string[]).includes(name)) kept[name] = value
+    }
+    const body = JSON.stringify(buildProblem(req, err))
+    // A body still arriving would keep the connection busy (Node reads and discards it to reuse the
+    // connection): closing is the only way to stop a client that trickles its upload.
+    const close: Record<string, string> = req.raw.complete ? {} : { connection: 'close' }
+    reply.raw.writeHead(err.status, { ...kept, ...problemHeaders(req, err), ...close, 'content-length': Buffer.byteLength(body) })
+    reply.raw.end(body)
+    const line = { timeout_ms: timeoutMs, route: routeOf(req).url, code: err.code }
+    if (err.status >= 500) req.log.warn(line, 'request abandoned')
+    else req.log.info(line, 'request abandoned: its body did not arrive in time')
+    abandon(req, err)
+  }
+
+  // Shutdown's last step: whatever is still running gets 503 now and commits nothing.
+  app.decorate('abandonInFlight', () => {
+    for (const [req, d] of [...deadlines]) {
+      expire(req, d.reply, unavailable('SERVICE_UNAVAILABLE', 'The instance is shutting down and could not finish this request in time; nothing was changed. Retry.'))
+    }
+  })
+
+  // Hooks with a callback, not async: each async hook costs a promise and a microtask per request.
+  app.addHook('onRequest', (req, reply, done) => {
+    // Not req.signal: Node closes the request stream once its body is read, long before the answer.
+    // A client that goes away is caught by onRequestAbort below.
+    deadlines.set(req, { at: performance.now() + timeoutMs, reply })
+    arm()
+    done()
+  })
+  // Once an answer is on its way (in onSend), the deadline no longer applies: a second answer
+  // racing the first would write the headers twice. This is the first onSend hook, and nothing
+  // between serialising and onSend waits, so the serialisation needs no hook of its own (and
+  // without any preSerialization hook Fastify serialises without the hook runner).
+  app.addHook('onSend', (req, _reply, payload, done) => {
+    forget(req)
+    done(null, payload)
+  })
+  app.addHook('onResponse', (req, _reply, done) => {
+    forget(req)
+    done()
+  })
+  app.addHook('onRequestAbort', (req, done) => {
+    if (deadlines.has(req)) {
+      forget(req)
+      abandon(req, new Error('the client closed the connection'))
+    }
+    done()
+  })
+}, { name: 'deadlines', dependencies: ['problems'] })
