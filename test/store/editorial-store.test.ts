@@ -107,7 +107,8 @@ for (const kind of await storeKinds()) {
       const stop = await listener.listen(SCHEDULE_CHANNEL, () => { heard++ })
       try {
         // PostgreSQL: the listener calls once when it starts listening (a signal may have been missed before).
-        for (let i = 0; kind === 'postgres' && i < 250; i++) {
+        const startsCalling = kind === 'postgres'
+        for (let i = 0; i < 250 && startsCalling; i++) {
           if (heard > 0) break
           await sleep(20)
         }
