@@ -22,6 +22,7 @@ export const RELIABILITY_TESTS = [
   'test/http/memory.test.ts',
   'test/fuzz/fuzz.test.ts',
   'test/crash/crash.test.ts',
+  'test/idempotency-crash.test.ts',
 ]
 
 interface Row { key: string, test: string, injected: string, count: number, result: string }
@@ -53,6 +54,9 @@ function main (): void {
     FUZZ_RAW_RUNS: process.env.FUZZ_RAW_RUNS ?? '1000',
     CRASH_ROUNDS: process.env.CRASH_ROUNDS ?? '30',
     MEMORY_REQUESTS: process.env.MEMORY_REQUESTS ?? '600',
+    SLOW_CLIENTS: process.env.SLOW_CLIENTS ?? '40',
+    UNREAD_BODY_ROUNDS: process.env.UNREAD_BODY_ROUNDS ?? '50',
+    IDEMPOTENCY_CRASH_ROUNDS: process.env.IDEMPOTENCY_CRASH_ROUNDS ?? '5',
   }
   const run = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...RELIABILITY_TESTS], { cwd: ROOT, env, stdio: 'inherit' })
   if (run.status !== 0) {

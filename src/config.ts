@@ -1,5 +1,6 @@
 import { createPublicKey } from 'node:crypto'
 import { isIP } from 'node:net'
+import os from 'node:os'
 import path from 'node:path'
 
 /** A setting that cannot be used: start-up stops with one line naming it (exit code 2). */
@@ -72,6 +73,13 @@ export interface Config {
   }
   readonly rateLimit: { readonly max: number, readonly windowS: number }
   readonly requestTimeoutMs: number
+  /**
+   * This instance's name: its Idempotency-Key claims carry it, and at start-up it frees the claims
+   * a process of the same name left when it died. Unique among instances sharing a database.
+   */
+  readonly instanceId: string
+  /** How long an instance's heartbeat lease lasts; its claims are dead once it lapses. */
+  readonly instanceLeaseMs: number
   /** How long an Idempotency-Key's record (and the response it replays) is kept. */
   readonly idempotencyTtlS: number
   /** Mean event-loop delay above which requests are shed with 503; 0 turns the check off. */
@@ -279,6 +287,8 @@ export function loadConfig (env: Env = process.env): Config {
       windowS: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
     }),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    instanceId: str(env, 'INSTANCE_ID') ?? `${os.hostname()}:${int(env, 'PORT', 3000, 0, 65535)}`,
+    instanceLeaseMs: int(env, 'INSTANCE_LEASE_MS', 3_000, 300, 600_000),
     idempotencyTtlS: int(env, 'IDEMPOTENCY_TTL_S', 86_400, 1, 30 * 86_400),
     overloadMaxEventLoopDelayMs: int(env, 'OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000),
     overloadMaxWaitMs: int(env, 'OVERLOAD_MAX_WAIT_MS', 2000, 0, 60_000),

@@ -4,9 +4,10 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { KyselyStore } from '../src/store/kysely-store.ts'
 import { openStore } from '../src/store/open-store.ts'
 import { freshDatabase, storeKinds } from './helper.ts'
+import { recordResult } from './reliability-record.ts'
 import { processEnv, startInstance, token } from './process-helper.ts'
 
-const ROUNDS = 2
+const ROUNDS = Number(process.env.IDEMPOTENCY_CRASH_ROUNDS ?? 2)
 const PER_ROUND = 30
 
 /**
@@ -17,10 +18,13 @@ for (const kind of await storeKinds()) {
   describe(`Idempotency-Key across a crash [${kind}]`, () => {
     it('never keeps a post without its record or a record without its post, and a retry completes each once', async (t) => {
       const db = await freshDatabase(kind)
-      // A claim left by the killed process is taken over REQUEST_TIMEOUT_MS + 5 s later.
-      const env = processEnv(db, { REQUEST_TIMEOUT_MS: '1000' })
+      // One instance, restarted under its name: it frees the claims the killed process left at
+      // start-up (before: they blocked retries with 409 until REQUEST_TIMEOUT_MS + 5 s).
+      const env = processEnv(db, { REQUEST_TIMEOUT_MS: '30000', INSTANCE_ID: 'the-one' })
       const headers = { authorization: `Bearer ${await token('crasher', ['posts:write'])}`, 'content-type': 'application/json' }
       const keys: string[] = []
+      let inUse = 0
+      let leftRunning = 0
       try {
         for (let round = 0; round < ROUNDS; round++) {
           const i = await startInstance(`crash ${round}`, env)
@@ -50,6 +54,7 @@ for (const kind of await storeKinds()) {
             assert.equal(done.get(post.title)?.location, `/posts/${post.id}`, `${post.title} has its record`)
           }
           for (const key of done.keys()) assert.ok(posts.some(p => p.title === key), `${key}'s record has its post`)
+          leftRunning = records.length - done.size
           t.diagnostic(`${keys.length} keyed POSTs, ${ROUNDS} SIGKILLs: ${posts.length} done before the kills, ${records.length - done.size} claims left running`)
         } finally {
           await store.close()
@@ -64,12 +69,15 @@ for (const kind of await storeKinds()) {
               await res.arrayBuffer()
               if (res.status === 201) break
               assert.equal(res.status, 409, key)
+              inUse++
               assert.ok(attempt < 20, `${key} still in use`)
               await sleep(Number(res.headers.get('retry-after')) * 1000)
             }
           }
           const list = await (await fetch(`${i.base}/posts?limit=100`, { headers })).json() as { title: string }[]
           assert.deepEqual(list.map(p => p.title).sort(), [...keys].sort())
+          assert.equal(inUse, 0, 'a retry after the restart met a claim of the killed process')
+          recordResult(`idempotency-crash-${kind}`, { test: `SIGKILL during keyed POSTs, restart, retry every key [${kind}]`, injected: `SIGKILL at a random point of ${PER_ROUND} concurrent POSTs with Idempotency-Keys, REQUEST_TIMEOUT_MS=30000`, count: ROUNDS, result: `${keys.length} keys, ${leftRunning} claims left by the kills; every retry after the restart answered at once: 0 × 409 (before: 409 until REQUEST_TIMEOUT_MS + 5 s), each post created once` })
         } finally {
           i.child.kill('SIGTERM')
           await i.exited

@@ -34,8 +34,12 @@ const SWEEP_INTERVAL_MS = 10 * 60_000
  * count) and the representation it asked for (version and media type), so a replay never answers
  * in another version than the one the client negotiated.
  */
+export function requestFingerprint (apiVersion: number, mediaType: string, body: unknown): string {
+  return createHash('sha256').update(`${apiVersion} ${mediaType}\n${stringify(body ?? null) ?? ''}`).digest('base64url')
+}
+
 function fingerprint (req: FastifyRequest): string {
-  return createHash('sha256').update(`${req.apiVersion} ${req.responseMediaType}\n${stringify(req.body ?? null) ?? ''}`).digest('base64url')
+  return requestFingerprint(req.apiVersion, req.responseMediaType, req.body)
 }
 
 const KEY_HEADER = Type.Object({
@@ -82,7 +86,34 @@ export async function completeIdempotentWrite (req: FastifyRequest, uow: UnitOfW
 export const idempotencyPlugin = fp(async function idempotency (app: FastifyInstance, opts: { config: Config }) {
   const lockMs = opts.config.requestTimeoutMs + 5_000
   const ttlMs = opts.config.idempotencyTtlS * 1000
+  const owner = opts.config.instanceId
+  const leaseMs = opts.config.instanceLeaseMs
   app.decorateRequest('idempotency', null)
+
+  // Claims live by their owner's heartbeat lease: a crashed instance's claims are dead once it
+  // lapses (INSTANCE_LEASE_MS), and an instance that starts frees its own name's at once, since
+  // nothing of its own can be running yet. Renewed three times per lease, so one late beat is no loss.
+  const beat = async () => {
+    await app.store.idempotency.heartbeat(owner, new Date(Date.now() + leaseMs))
+  }
+  let heart: NodeJS.Timeout | undefined
+  app.addHook('onReady', async () => {
+    try {
+      const freed = await app.store.idempotency.releaseOwner(owner)
+      if (freed > 0) app.log.info({ freed, instance: owner }, 'freed the Idempotency-Key claims a previous process of this instance left')
+      await beat()
+    } catch (err) {
+      app.log.warn({ err }, 'could not free this instance\'s old Idempotency-Key claims; they free themselves when their lease ends')
+    }
+    heart = setInterval(() => {
+      beat().catch((err: unknown) => { app.log.warn({ err }, 'could not renew this instance\'s heartbeat lease') })
+    }, Math.max(100, Math.floor(leaseMs / 3))).unref()
+  })
+  app.addHook('onClose', async () => {
+    clearInterval(heart)
+    // Every request has been answered or abandoned: none of this instance's claims is still needed.
+    await app.store.idempotency.releaseOwner(owner).catch(() => {})
+  })
 
   // A malformed key is reported before the body is validated: it is wrong whatever the body.
   app.addHook('preValidation', async (req) => {
@@ -103,7 +134,7 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
       key: raw,
     }
     const now = new Date()
-    const claim = await app.store.idempotency.claim(scope, fingerprint(req), now, { lockMs, ttlMs })
+    const claim = await app.store.idempotency.claim(scope, fingerprint(req), now, { lockMs, ttlMs, owner })
     switch (claim.outcome) {
       case 'claimed':
         req.idempotency = { scope, token: claim.token, done: false }

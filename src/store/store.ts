@@ -126,13 +126,29 @@ export interface IdempotencyStore {
    * Claims the key for a request whose body has `fingerprint`, unless a live record exists.
    * The claim is held for `lockMs` (a holder that dies is taken over after it); records live `ttlMs`.
    */
-  claim (scope: IdempotencyScope, fingerprint: string, now: Date, opts: { lockMs: number, ttlMs: number }): Promise<ClaimResult>
+  claim (scope: IdempotencyScope, fingerprint: string, now: Date, opts: ClaimOptions): Promise<ClaimResult>
   /** Stores the response of a claimed key; false when the claim was lost (taken over). Run it in the effect's unit of work. */
   complete (scope: IdempotencyScope, token: string, response: StoredResponse): Promise<boolean>
   /** Gives up a claim without a stored response (the request failed), so the key can be retried. */
   release (scope: IdempotencyScope, token: string): Promise<void>
   /** Deletes expired records; returns how many. */
   sweep (now: Date): Promise<number>
+  /** Renews the heartbeat lease of instance `owner` until `until`: its claims are alive while it lasts. */
+  heartbeat (owner: string, until: Date): Promise<void>
+  /**
+   * Frees every running claim of `owner` and ends its lease: at start-up (a claim of this
+   * instance's name left by a process that died is dead), and at shutdown. Returns how many.
+   */
+  releaseOwner (owner: string): Promise<number>
+}
+
+export interface ClaimOptions {
+  /** How long a claim is held at most, whatever its owner's lease. */
+  readonly lockMs: number
+  /** How long a record lives. */
+  readonly ttlMs: number
+  /** The instance claiming: a claim is taken over as soon as its owner's heartbeat lease has lapsed. */
+  readonly owner: string
 }
 
 /** A stretch of an export's file: `data` holds its bytes from `start` on. */

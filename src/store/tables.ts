@@ -52,6 +52,8 @@ export interface IdempotencyKeysTable {
   fingerprint: string
   /** Who holds an unfinished record; a new claimant changes it, so a late owner cannot complete it. */
   token: string
+  /** The instance that holds a running claim (its heartbeat lease is in `instances`); null on older records. */
+  owner: string | null
   state: 'running' | 'done'
   locked_until: Timestamp
   status: number | null
@@ -59,6 +61,12 @@ export interface IdempotencyKeysTable {
   body: string | null
   created_at: Timestamp
   expires_at: Timestamp
+}
+
+/** Each running instance's heartbeat lease: it is alive while `lease_until` is ahead. */
+export interface InstancesTable {
+  id: string
+  lease_until: Timestamp
 }
 
 export interface ExportsTable {
@@ -132,6 +140,7 @@ export interface Database {
   api_keys: ApiKeysTable
   meta: MetaTable
   idempotency_keys: IdempotencyKeysTable
+  instances: InstancesTable
   exports: ExportsTable
   export_chunks: ExportChunksTable
   webhook_deliveries: WebhookDeliveriesTable

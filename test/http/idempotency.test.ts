@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Principal } from '../../src/domain/principal.ts'
+import { requestFingerprint } from '../../src/http/idempotency.ts'
 import { answerWrite } from '../../src/http/write.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
 
@@ -195,6 +196,67 @@ for (const kind of await storeKinds()) {
       await t.request({ method: 'POST', url: '/posts', headers, payload: body('Swept') })
       assert.equal(await t.store.idempotency.sweep(new Date()), 0, 'not yet expired')
       assert.ok(await t.store.idempotency.sweep(new Date(Date.now() + 1100)) >= 1)
+    })
+  })
+}
+
+for (const kind of await storeKinds()) {
+  describe(`Idempotency-Key claims of a dead instance [${kind}]`, () => {
+    let t: TestApp
+    let headers: Record<string, string>
+    const payload = { title: 'Dead claim', content: 'Once only.' }
+    const scope = (key: string) => ({ principal: 'alice', method: 'POST', path: '/posts', key })
+    /** A running claim on `key` as instance `owner` left it: held for a minute by its lock. */
+    const plant = async (key: string, owner: string) => {
+      const claim = await t.store.idempotency.claim(scope(key), requestFingerprint(1, 'application/json; charset=utf-8', payload), new Date(), { lockMs: 60_000, ttlMs: 86_400_000, owner })
+      assert.equal(claim.outcome, 'claimed')
+    }
+    before(async () => {
+      t = await buildTestApp(kind, { INSTANCE_ID: 'survivor' })
+      headers = { ...await t.auth('alice'), 'content-type': 'application/json' }
+    })
+    after(async () => { await t.close() })
+
+    it('takes over at once a claim whose owner\'s heartbeat lease has lapsed (before: 409 until the lock ended)', async () => {
+      await t.store.idempotency.heartbeat('crashed', new Date(Date.now() - 1))
+      await plant('after-a-crash', 'crashed')
+      const res = await t.request({ method: 'POST', url: '/posts', headers: { ...headers, 'idempotency-key': 'after-a-crash' }, payload })
+      assert.equal(res.statusCode, 201)
+      const replay = await t.request({ method: 'POST', url: '/posts', headers: { ...headers, 'idempotency-key': 'after-a-crash' }, payload })
+      assert.equal(replay.headers['idempotent-replayed'], 'true')
+    })
+
+    it('still answers 409 while the owner\'s lease is alive', async () => {
+      await t.store.idempotency.heartbeat('alive', new Date(Date.now() + 60_000))
+      await plant('still-running', 'alive')
+      const res = await t.request({ method: 'POST', url: '/posts', headers: { ...headers, 'idempotency-key': 'still-running' }, payload })
+      assert.equal(res.statusCode, 409)
+      assert.equal(json(res).code, 'IDEMPOTENCY_KEY_IN_USE')
+    })
+
+    it('frees at start-up the claims its own name left, though their lease has not lapsed yet', async () => {
+      // The process that held them was killed a moment ago: its lease runs on for a while.
+      await t.store.idempotency.heartbeat('restarted', new Date(Date.now() + 60_000))
+      await plant('before-the-restart', 'restarted')
+      const again = await buildTestApp(kind, { INSTANCE_ID: 'restarted' }, { url: () => t.config.databaseUrl })
+      try {
+        const res = await again.request({ method: 'POST', url: '/posts', headers: { ...headers, 'idempotency-key': 'before-the-restart' }, payload })
+        assert.equal(res.statusCode, 201)
+      } finally {
+        await again.close()
+      }
+    })
+
+    it('never completes the effect twice: the dead owner, were it to come back, cannot complete the claim taken over', async () => {
+      await t.store.idempotency.heartbeat('zombie', new Date(Date.now() - 1))
+      const key = 'zombie-key'
+      const fp = requestFingerprint(1, 'application/json; charset=utf-8', payload)
+      const first = await t.store.idempotency.claim(scope(key), fp, new Date(), { lockMs: 60_000, ttlMs: 86_400_000, owner: 'zombie' })
+      assert.equal(first.outcome, 'claimed')
+      const res = await t.request({ method: 'POST', url: '/posts', headers: { ...headers, 'idempotency-key': key }, payload })
+      assert.equal(res.statusCode, 201)
+      const late = await t.store.transaction(async uow => await uow.idempotency.complete(scope(key), (first as { token: string }).token, { status: 201, headers: {}, body: '' }))
+      assert.equal(late, false)
     })
   })
 }

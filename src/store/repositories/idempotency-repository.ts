@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
-import type { ClaimResult, IdempotencyScope, IdempotencyStore, StoredResponse } from '../store.ts'
+import type { ClaimOptions, ClaimResult, IdempotencyScope, IdempotencyStore, StoredResponse } from '../store.ts'
 import { type Database, type DialectParts, iso } from '../tables.ts'
 
 const CLAIM_ATTEMPTS = 5
@@ -8,8 +8,9 @@ const CLAIM_ATTEMPTS = 5
 /**
  * The idempotency_keys table. A record is claimed (state `running`, held until `locked_until`) in
  * its own short transaction, then completed in the unit of work that makes the effect, so the
- * response and the effect commit together. A claim whose holder died is taken over once its lock
- * has passed; the new token makes sure the old holder can no longer complete it.
+ * response and the effect commit together. A claim whose holder died is taken over as soon as its
+ * owner's heartbeat lease (table `instances`) has lapsed, and in any case once its lock has passed;
+ * the new token makes sure the old holder can no longer complete it.
  */
 export class IdempotencyRepository implements IdempotencyStore {
   constructor (private readonly db: Kysely<Database>, private readonly dialect: DialectParts) {}
@@ -20,7 +21,7 @@ export class IdempotencyRepository implements IdempotencyStore {
       .where('path', '=', scope.path).where('key', '=', scope.key)
   }
 
-  async claim (scope: IdempotencyScope, fingerprint: string, now: Date, opts: { lockMs: number, ttlMs: number }): Promise<ClaimResult> {
+  async claim (scope: IdempotencyScope, fingerprint: string, now: Date, opts: ClaimOptions): Promise<ClaimResult> {
     const ts = this.dialect.timestamp(now)
     const lockedUntil = this.dialect.timestamp(new Date(now.getTime() + opts.lockMs))
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
@@ -36,6 +37,7 @@ export class IdempotencyRepository implements IdempotencyStore {
           ...scope,
           fingerprint,
           token,
+          owner: opts.owner,
           state: 'running',
           locked_until: lockedUntil,
           status: null,
@@ -55,10 +57,10 @@ export class IdempotencyRepository implements IdempotencyStore {
         return { outcome: 'done', response: { status: Number(row.status), headers: JSON.parse(row.headers ?? '{}') as Record<string, string>, body: row.body ?? '' } }
       }
       const until = new Date(iso(row.locked_until))
-      if (until > now) return { outcome: 'running', lockedUntil: until }
+      if (until > now && await this.ownerAlive(row.owner, now)) return { outcome: 'running', lockedUntil: until }
       // Its holder is gone (crashed, or gave up without releasing): take the claim over.
       const taken = await this.db.updateTable('idempotency_keys')
-        .set({ token, locked_until: lockedUntil })
+        .set({ token, owner: opts.owner, locked_until: lockedUntil })
         .where('principal', '=', scope.principal).where('method', '=', scope.method)
         .where('path', '=', scope.path).where('key', '=', scope.key)
         .where('token', '=', row.token).where('state', '=', 'running')
@@ -87,7 +89,28 @@ export class IdempotencyRepository implements IdempotencyStore {
       .execute()
   }
 
+  /** Whether the owner of a running claim still holds its lease (a record without an owner is judged by its lock alone). */
+  private async ownerAlive (owner: string | null, now: Date): Promise<boolean> {
+    if (owner === null) return true
+    const lease = await this.db.selectFrom('instances').select('lease_until').where('id', '=', owner).executeTakeFirst()
+    return lease !== undefined && new Date(iso(lease.lease_until)) > now
+  }
+
+  async heartbeat (owner: string, until: Date): Promise<void> {
+    const leaseUntil = this.dialect.timestamp(until)
+    await this.db.insertInto('instances').values({ id: owner, lease_until: leaseUntil })
+      .onConflict(oc => oc.column('id').doUpdateSet({ lease_until: leaseUntil }))
+      .execute()
+  }
+
+  async releaseOwner (owner: string): Promise<number> {
+    const r = await this.db.deleteFrom('idempotency_keys').where('owner', '=', owner).where('state', '=', 'running').executeTakeFirst()
+    await this.db.deleteFrom('instances').where('id', '=', owner).execute()
+    return Number(r.numDeletedRows)
+  }
+
   async sweep (now: Date): Promise<number> {
+    await this.db.deleteFrom('instances').where('lease_until', '<=', this.dialect.timestamp(now)).execute()
     const r = await this.db.deleteFrom('idempotency_keys').where('expires_at', '<=', this.dialect.timestamp(now)).executeTakeFirst()
     return Number(r.numDeletedRows)
   }
