@@ -24,6 +24,7 @@ import { documentIdempotencyKey, idempotencyPlugin } from './http/idempotency.ts
 import { registerResources } from './http/resources.ts'
 import { requestTargetPlugin } from './http/request-target.ts'
 import { sheddingPlugin } from './http/shedding.ts'
+import { storeCircuitPlugin } from './http/store-circuit.ts'
 import { lazySerializers } from './http/serialization.ts'
 import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
@@ -92,6 +93,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   await app.register(securityPlugin, { config })
   await app.register(requestTargetPlugin)
   await app.register(sheddingPlugin, { config })
+  await app.register(storeCircuitPlugin, { store })
   await app.register(nodeRequestsPlugin)
   await app.register(lingeringClosePlugin)
   await app.register(deadlinesPlugin, { config })

@@ -34,6 +34,10 @@ export interface Config {
   readonly pgConnectTimeoutMs: number
   /** PostgreSQL cancels statements running longer (0: no limit). */
   readonly pgStatementTimeoutMs: number
+  /** No single wait for the store (a connection, a statement's answer) outlasts this. */
+  readonly storeBudgetMs: number
+  /** Consecutive store failures that open its circuit (503 at once until a probe succeeds); 0: never. */
+  readonly storeCircuitFailures: number
   readonly webhookSecret: string | null
   readonly webhookAllowLoopback: boolean
   /** A webhook attempt that has not been answered in this time counts as failed. */
@@ -258,6 +262,8 @@ export function loadConfig (env: Env = process.env): Config {
     pgPoolMax: int(env, 'PG_POOL_MAX', 10, 1, 1000),
     pgConnectTimeoutMs: int(env, 'PG_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 15_000, 0, 3_600_000),
+    storeBudgetMs: int(env, 'STORE_BUDGET_MS', 3_000, 100, 3_600_000),
+    storeCircuitFailures: int(env, 'STORE_CIRCUIT_FAILURES', 5, 0, 1_000_000),
     webhookSecret,
     webhookAllowLoopback: bool(env, 'WEBHOOK_ALLOW_LOOPBACK', false),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),

@@ -8,8 +8,8 @@ import { unavailable } from './problems.ts'
 
 /** How often under-pressure samples the event-loop delay (its default). */
 const SAMPLE_INTERVAL_MS = 1000
-/** Probes must tell "overloaded" apart from "dead", so load shedding leaves them alone. */
-const EXEMPT_FROM_SHEDDING = new Set(['/healthz', '/readyz', '/metrics'])
+/** Probes must tell "overloaded" apart from "dead", so load shedding (and the store's circuit) leaves them alone. */
+export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'])
 
 const EXEMPT = Symbol('exempt')
 const IN_FLIGHT = Symbol('inFlight')
@@ -37,10 +37,10 @@ type TrackedSocket = Socket & { [ANSWERED]?: boolean, [BURST]?: number, [SOCKET_
 
 /** Whether load shedding leaves the request alone (a probe): decided once, read by every shedding hook. */
 function exemptFromShedding (req: Tracked): boolean {
-  return (req[EXEMPT] ??= EXEMPT_FROM_SHEDDING.has(pathOf(req.url)))
+  return (req[EXEMPT] ??= PROBE_PATHS.has(pathOf(req.url)))
 }
 
-function pathOf (url: string): string {
+export function pathOf (url: string): string {
   const i = url.indexOf('?')
   return i === -1 ? url : url.slice(0, i)
 }

@@ -11,6 +11,7 @@ import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
 import { EventsRepository } from './repositories/events-repository.ts'
 import { ExportsRepository } from './repositories/exports-repository.ts'
+import { StoreCircuit } from './circuit.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
 import { PostsRepository } from './repositories/posts-repository.ts'
 import { RevisionsRepository } from './repositories/revisions-repository.ts'
@@ -60,7 +61,13 @@ export class KyselyStore implements Store {
   /** Units of work grouped per turn of the event loop, for a dialect that has one writer (SQLite). */
   private readonly groups: GroupCommit | null
 
-  constructor (readonly db: Kysely<Database>, readonly dialect: DialectParts, readonly modules: readonly StoreModule[] = []) {
+  constructor (
+    readonly db: Kysely<Database>,
+    readonly dialect: DialectParts,
+    readonly modules: readonly StoreModule[] = [],
+    // A SQLite file has no network to be partitioned from: its circuit never opens.
+    readonly circuit: StoreCircuit = new StoreCircuit({ failures: 0, probeEveryMs: 1000 }, async () => {})
+  ) {
     this.kind = dialect.kind
     this.groups = dialect.groupCommit ? new GroupCommit(db, dialect.begin) : null
     Object.assign(this, repositories(db, dialect, modules))
@@ -145,6 +152,7 @@ export class KyselyStore implements Store {
   }
 
   async close (): Promise<void> {
+    this.circuit.stop()
     // A group of units still open commits (or fails) before the connection goes.
     await this.groups?.drain().catch(() => {})
     await this.db.destroy()

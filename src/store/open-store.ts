@@ -2,7 +2,7 @@ import type { Config } from '../config.ts'
 import { RESOURCES } from '../registry.ts'
 import type { Store } from './store.ts'
 
-type StoreSettings = Pick<Config, 'databaseUrl' | 'pgPoolMax'> & Partial<Pick<Config, 'pgConnectTimeoutMs' | 'pgStatementTimeoutMs' | 'sqliteSynchronous' | 'requestTimeoutMs'>>
+type StoreSettings = Pick<Config, 'databaseUrl' | 'pgPoolMax'> & Partial<Pick<Config, 'pgConnectTimeoutMs' | 'pgStatementTimeoutMs' | 'sqliteSynchronous' | 'requestTimeoutMs' | 'storeBudgetMs' | 'storeCircuitFailures'>>
 
 /** The tables and repositories of every registered resource. */
 export const STORE_MODULES = RESOURCES.flatMap(r => r.store ?? [])
@@ -21,5 +21,7 @@ export async function openStore (config: StoreSettings): Promise<Store> {
     ...(config.pgConnectTimeoutMs !== undefined ? { connectTimeoutMs: config.pgConnectTimeoutMs } : {}),
     ...(config.pgStatementTimeoutMs !== undefined ? { statementTimeoutMs: config.pgStatementTimeoutMs } : {}),
     ...(config.requestTimeoutMs !== undefined ? { requestTimeoutMs: config.requestTimeoutMs } : {}),
+    ...(config.storeBudgetMs !== undefined ? { storeBudgetMs: config.storeBudgetMs } : {}),
+    ...(config.storeCircuitFailures !== undefined ? { circuitFailures: config.storeCircuitFailures } : {}),
   })
 }

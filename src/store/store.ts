@@ -1,3 +1,4 @@
+import type { StoreCircuit } from './circuit.ts'
 import type { ExportJob, ExportLease, ExportRequest } from '../domain/export.ts'
 import type { Post, PostInput, PostSortKey, PostStatus, PostSummary } from '../domain/post.ts'
 import type { Viewer } from '../domain/principal.ts'
@@ -353,6 +354,8 @@ export interface TransactionOptions {
  */
 export interface Store extends Repositories {
   readonly kind: 'sqlite' | 'postgres'
+  /** The store's circuit breaker: open while the database does not answer (src/store/circuit.ts). */
+  readonly circuit: StoreCircuit
   /**
    * A unit of work: `fn` gets repositories bound to one transaction, which commits once when `fn`
    * resolves and rolls back when it throws or `signal` has fired. onCommit callbacks run after the

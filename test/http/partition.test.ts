@@ -123,4 +123,58 @@ if ((await storeKinds()).includes('postgres')) {
       }
     })
   })
+
+  describe('the store\'s circuit breaker [postgres]', () => {
+    const BUDGET_MS = 400
+    it('bounds store waits by STORE_BUDGET_MS, opens after consecutive failures, answers 503 at once while open, and closes when a probe succeeds', async () => {
+      const proxy = await TcpProxy.start({ host: '127.0.0.1', port: 5432 })
+      // The request's deadline is far: only the store budget can end the waits early.
+      const t = await buildTestApp('postgres', { REQUEST_TIMEOUT_MS: '10000', STORE_BUDGET_MS: String(BUDGET_MS), STORE_CIRCUIT_FAILURES: '3' }, { url: u => proxy.via(u) })
+      const circuitState = async () => /store_circuit_state\{state="([a-z-]+)"\} 1/.exec((await t.app.inject({ method: 'GET', url: '/metrics' })).body)?.[1]
+      try {
+        assert.equal((await t.app.inject({ method: 'GET', url: '/posts' })).statusCode, 200)
+        assert.equal(await circuitState(), 'closed')
+        proxy.hold()
+        const started = performance.now()
+        const during = await Promise.all(Array.from({ length: 4 }, async () => await t.app.inject({ method: 'GET', url: '/posts' })))
+        const slowest = performance.now() - started
+        for (const res of during) assertUnavailable(res, 'GET /posts during the partition')
+        // Before: each waited out the request's whole budget (here 10 s), or PG_CONNECT_TIMEOUT_MS (5 s).
+        assert.ok(slowest < BUDGET_MS + SLACK_MS, `answered after ${Math.round(slowest)} ms`)
+        assert.equal(await circuitState(), 'open')
+
+        // Open: nothing is tried, so the answer says so, and readiness says so at once.
+        const shed = await t.app.inject({ method: 'GET', url: '/posts' })
+        assertUnavailable(shed, 'GET /posts with the circuit open')
+        assert.match(json(shed).detail, /circuit is open/)
+        const ready = await t.app.inject({ method: 'GET', url: '/readyz' })
+        assertUnavailable(ready, 'GET /readyz with the circuit open')
+        assert.match(json(ready).detail, /circuit is (open|half-open)/)
+        assert.equal((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200)
+        assert.match((await t.app.inject({ method: 'GET', url: '/metrics' })).body, /store_circuit_opened_total 1/)
+
+        proxy.cut()
+        proxy.heal()
+        const healed = performance.now()
+        let res = await t.app.inject({ method: 'GET', url: '/posts' })
+        while (res.statusCode !== 200 && performance.now() - healed < 10_000) {
+          await sleep(100)
+          res = await t.app.inject({ method: 'GET', url: '/posts' })
+        }
+        assert.equal(res.statusCode, 200, res.body)
+        assert.equal(await circuitState(), 'closed')
+        assert.equal((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200)
+        recordResult('store-circuit', {
+          test: 'Store circuit breaker in a PostgreSQL partition (STORE_BUDGET_MS=400, STORE_CIRCUIT_FAILURES=3, REQUEST_TIMEOUT_MS=10000)',
+          injected: 'a TCP proxy that stops forwarding; 4 concurrent reads, then one more, /readyz, then the network heals',
+          count: during.length + 2,
+          result: `the 4 in flight 503 after ${Math.round(slowest)} ms at most (the store budget, not the 10 s deadline); the circuit opened, the next read and /readyz 503 at once without trying the store; served again ${Math.round(performance.now() - healed)} ms after the network healed (a probe each second)`,
+        })
+      } finally {
+        proxy.heal()
+        await t.close()
+        await proxy.close()
+      }
+    })
+  })
 }

@@ -2,6 +2,7 @@ import { Kysely, type LogConfig, type Migration, Migrator, type MigrationResultS
 import pg from 'pg'
 import { isStoreUnavailable } from '../errors.ts'
 import { type Database, type DialectParts, KyselyStore } from '../kysely-store.ts'
+import { StoreCircuit } from '../circuit.ts'
 import type { StoreModule } from '../module.ts'
 import * as m0001 from './migrations/0001-initial.ts'
 
@@ -17,6 +18,10 @@ export interface PostgresOptions {
    * connection lost in a network partition is given up by the deadline of the request using it.
    */
   requestTimeoutMs?: number
+  /** No single wait for the database (a connection, a statement's answer) outlasts this (STORE_BUDGET_MS). */
+  storeBudgetMs?: number
+  /** Consecutive failures that open the store's circuit (STORE_CIRCUIT_FAILURES; 0: never). */
+  circuitFailures?: number
   /** The resources' tables and repositories (the registry's); none by default. */
   modules?: readonly StoreModule[]
   /** Kysely's query log: every statement as sent, with its parameters (tests read the SQL of a call). */
@@ -28,11 +33,15 @@ const APPLICATION_NAME = 'blog-post-service'
 /** Idle connections whose peer vanished are found by TCP keep-alive probes after this long. */
 const KEEPALIVE_DELAY_MS = 10_000
 
-function poolConfig (url: string, opts: { max: number, connectTimeoutMs: number, statementTimeoutMs: number, requestTimeoutMs?: number }): pg.PoolConfig {
-  const budget = opts.requestTimeoutMs ?? Infinity
+/** While the store's circuit is open, how often a probe asks whether the database answers again. */
+const PROBE_EVERY_MS = 1000
+
+function poolConfig (url: string, opts: { max: number, connectTimeoutMs: number, statementTimeoutMs: number, requestTimeoutMs?: number, storeBudgetMs?: number }): pg.PoolConfig {
+  const budget = Math.min(opts.requestTimeoutMs ?? Infinity, opts.storeBudgetMs ?? Infinity)
   // The server cancels at statement_timeout; this client-side bound also covers a server (or a
   // network path) that has stopped answering, which no server-side timeout can. Each statement
-  // gets at most the request's whole budget: a partition must not hold a connection for longer.
+  // gets at most the store budget and the request's whole budget: a partition must not hold a
+  // connection for longer.
   const readTimeout = opts.statementTimeoutMs === 0 ? 0 : Math.min(opts.statementTimeoutMs + opts.connectTimeoutMs, budget)
   return {
     connectionString: url,
@@ -68,10 +77,16 @@ function newPool (config: pg.PoolConfig): pg.Pool {
  * going back to the pool, where the next request would fail on it too. Kysely's own release
  * cannot say that a connection is broken.
  */
-function dialectPool (pool: pg.Pool): PostgresPool {
+function dialectPool (pool: pg.Pool, circuit: StoreCircuit): PostgresPool {
   return {
     async connect () {
-      const client = await pool.connect()
+      let client: pg.PoolClient
+      try {
+        client = await pool.connect()
+      } catch (err) {
+        if (isStoreUnavailable(err)) circuit.failed()
+        throw err
+      }
       let broken: Error | undefined
       // pg-pool listens for errors only on idle clients: a socket dying while a client is checked
       // out (between statements, or just as it is handed out) would otherwise be an 'error' event
@@ -80,10 +95,15 @@ function dialectPool (pool: pg.Pool): PostgresPool {
       client.on('error', onError)
       const query = async (text: string, values: readonly unknown[]) => {
         try {
-          return await client.query(text, values as unknown[])
+          const result = await client.query(text, values as unknown[])
+          circuit.succeeded()
+          return result
         } catch (err) {
-          // 57014 (statement_timeout) leaves the connection usable.
-          if (isStoreUnavailable(err) && (err as { code?: string }).code !== '57014') broken = err as Error
+          // 57014 (statement_timeout) leaves the connection usable, and says nothing of the database's health.
+          if (isStoreUnavailable(err) && (err as { code?: string }).code !== '57014') {
+            broken = err as Error
+            circuit.failed()
+          }
           throw err
         }
       }
@@ -184,8 +204,11 @@ export function openPostgresStore (url: string, opts: PostgresOptions): KyselySt
     connectTimeoutMs,
     statementTimeoutMs: opts.statementTimeoutMs ?? 15_000,
     ...(opts.requestTimeoutMs !== undefined ? { requestTimeoutMs: opts.requestTimeoutMs } : {}),
+    ...(opts.storeBudgetMs !== undefined ? { storeBudgetMs: opts.storeBudgetMs } : {}),
   }))
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool) }), ...(opts.log !== undefined ? { log: opts.log } : {}) })
+  // The probe runs long after `db` below is made.
+  const circuit = new StoreCircuit({ failures: opts.circuitFailures ?? 5, probeEveryMs: PROBE_EVERY_MS }, async () => { await sql`select 1`.execute(db) })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool, circuit) }), ...(opts.log !== undefined ? { log: opts.log } : {}) })
   const parts: DialectParts = {
     kind: 'postgres',
     // PostgreSQL text cannot hold NUL; the HTTP layer refuses it, the store must not fail on it.
@@ -214,5 +237,5 @@ export function openPostgresStore (url: string, opts: PostgresOptions): KyselySt
     initialMigration: m0001,
     migrator: (kdb, migrations) => new PostgresMigrator(url, connectTimeoutMs, kdb, migrations),
   }
-  return new KyselyStore(db, parts, opts.modules)
+  return new KyselyStore(db, parts, opts.modules, circuit)
 }
