@@ -48,7 +48,7 @@ describe('three instances on one PostgreSQL, 50 posts scheduled for the same sec
         if (rows[0].n === 0) break
         await sleep(100)
       }
-      const posts = await c.query("SELECT id, status, publish_at, revision, updated_at FROM posts ORDER BY id")
+      const posts = await c.query('SELECT id, status, publish_at, revision, updated_at FROM posts ORDER BY id')
       assert.equal(posts.rows.length, POSTS)
       for (const p of posts.rows) {
         assert.equal(p.status, 'published')
