@@ -37,7 +37,7 @@ Every error the service sends is one JSON body of type \`application/problem+jso
   "detail": "The request is well-formed but some values are invalid; see errors.",
   "instance": "/posts",
   "code": "VALIDATION_FAILED",
-  "errors": [{ "field": "title", "code": "BLANK", "message": "The value is empty or only white space." }],
+  "errors": [{ "field": "title", "code": "BLANK", "message": "must not be blank" }],
   "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
   "request_id": "9f0c2d7e-1b5a-4c1e-8f44-3a1d2b6c7e80"
 }
@@ -69,7 +69,10 @@ ${statuses}
 
 In a 422 \`VALIDATION_FAILED\` body, each entry of \`errors\` is \`{field, code, message}\`.
 \`field\` is a JSON Pointer-like path without the leading slash (\`title\`, \`items/0/quantity\`),
-or the name of a query parameter (\`limit\`). \`code\` is one of:
+or the name of a query parameter (\`limit\`). \`message\` is for a person: the rule that was broken,
+read after the field's name, in the language of \`Accept-Language\` like \`title\` and \`detail\`
+(\`title\`: "must not be blank", "must be at most 200 characters"; in German "darf nicht leer sein").
+Its wording may change; \`code\` does not. \`code\` is one of:
 
 | code | meaning |
 |---|---|

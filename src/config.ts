@@ -76,6 +76,14 @@ export interface Config {
     readonly jwksCooldownS: number
   }
   readonly rateLimit: { readonly max: number, readonly windowS: number }
+  /** Where Prometheus scrapes: a listener of its own, never the API port. */
+  readonly metrics: {
+    /** Port of the metrics listener; null: metrics are counted but not served. */
+    readonly port: number | null
+    readonly host: string
+    /** When set, a scrape must send `Authorization: Bearer <token>`. */
+    readonly token: string | null
+  }
   readonly requestTimeoutMs: number
   /**
    * This instance's name: its Idempotency-Key claims carry it, and at start-up it frees the claims
@@ -202,6 +210,23 @@ function versionDates (env: Env, n: 1 | 2): VersionDates {
   return Object.freeze({ deprecatedAt, sunsetAt })
 }
 
+function metrics (env: Env, apiPort: number, apiHost: string): Config['metrics'] {
+  const port = str(env, 'METRICS_PORT') === null ? null : int(env, 'METRICS_PORT', 0, 0, 65535)
+  if (port !== null && port !== 0 && port === apiPort) {
+    throw new ConfigError('METRICS_PORT', `must differ from PORT (${apiPort}): metrics are served on a listener of their own`)
+  }
+  const hostRaw = str(env, 'METRICS_HOST')
+  if (hostRaw !== null && isIP(hostRaw) === 0 && !HOSTNAME.test(hostRaw)) {
+    throw new ConfigError('METRICS_HOST', `must be an IP address or a host name, got "${hostRaw}"`)
+  }
+  const token = str(env, 'METRICS_TOKEN')
+  if (token !== null && port === null) throw new ConfigError('METRICS_TOKEN', 'needs METRICS_PORT: metrics are only served on their own listener')
+  if (token !== null && !/^[\x21-\x7e]{16,}$/.test(token)) {
+    throw new ConfigError('METRICS_TOKEN', 'must be at least 16 visible ASCII characters (no spaces)')
+  }
+  return Object.freeze({ port, host: hostRaw ?? apiHost, token })
+}
+
 /**
  * Reads every setting from the environment, checks it, and returns a frozen Config.
  * Throws ConfigError naming the first bad setting.
@@ -249,9 +274,11 @@ export function loadConfig (env: Env = process.env): Config {
     }
   }
 
+  const port = int(env, 'PORT', 3000, 0, 65535)
+  const apiHost = host(env)
   return Object.freeze({
-    port: int(env, 'PORT', 3000, 0, 65535),
-    host: host(env),
+    port,
+    host: apiHost,
     databaseUrl,
     storeKind,
     dataDir,
@@ -292,6 +319,7 @@ export function loadConfig (env: Env = process.env): Config {
       max: int(env, 'RATE_LIMIT_MAX', 1000, 0, 1_000_000_000),
       windowS: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
     }),
+    metrics: metrics(env, port, apiHost),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
     instanceId: str(env, 'INSTANCE_ID') ?? `${os.hostname()}:${int(env, 'PORT', 3000, 0, 65535)}`,
     instanceLeaseMs: int(env, 'INSTANCE_LEASE_MS', 3_000, 300, 600_000),

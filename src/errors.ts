@@ -1,4 +1,5 @@
 import { type OtherLanguage, PROBLEM_TRANSLATIONS, type Text } from './errors-i18n.ts'
+import type { Message } from './messages.ts'
 
 /**
  * The one catalogue of problem codes. Every error the service sends carries one of these
@@ -96,7 +97,11 @@ export interface FieldError {
   /** JSON Pointer-like path without the leading slash (`title`, `items/0/quantity`), or a query parameter's name. */
   field: string
   code: FieldCode
-  message: string
+  /**
+   * What a person reads: a catalogue message (src/messages.ts), worded in the request's language
+   * when the problem is sent. A plain string is sent as it is, in every language: avoid it.
+   */
+  message: Message | string
 }
 
 /** An error the service means to send. Anything else that is thrown becomes 500 INTERNAL_ERROR. */
@@ -125,7 +130,7 @@ export function validationFailed (errors: FieldError[]): AppError {
   return new AppError('VALIDATION_FAILED', undefined, { errors })
 }
 
-export function fieldError (field: string, code: FieldCode, message?: string): FieldError {
+export function fieldError (field: string, code: FieldCode, message?: Message | string): FieldError {
   return { field, code, message: message ?? FIELD_CODES[code] }
 }
 

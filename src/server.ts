@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.ts'
 import { type Config, ConfigError } from './config.ts'
 import { generateApiKey } from './http/auth.ts'
+import { buildMetricsApp } from './http/metrics.ts'
 import { openStore } from './store/open-store.ts'
 import type { Store } from './store/store.ts'
 
@@ -27,21 +28,35 @@ export async function bootstrapAdminKey (config: Config, store: Store): Promise<
   return key.token
 }
 
-/** Opens the store, builds the app and listens; SIGTERM/SIGINT drain in-flight requests, close the store, exit 0. */
-export async function startServer (config: Config): Promise<{ app: FastifyInstance, store: Store }> {
+/** Listens on host:port; an address that cannot be had is as bad as a bad setting, and said the same way (one line, exit 2). */
+async function listen (app: FastifyInstance, host: string, port: number, settings: { port: string, host: string }): Promise<void> {
+  try {
+    await app.listen({ port, host })
+  } catch (err) {
+    const code = (err as { code?: string }).code
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+      throw new ConfigError(code === 'EADDRINUSE' || code === 'EACCES' ? settings.port : settings.host, `cannot listen on ${host}:${port} (${code})`)
+    }
+    throw err
+  }
+}
+
+/**
+ * Opens the store, builds the app and listens, and the metrics listener when METRICS_PORT is set;
+ * SIGTERM/SIGINT drain in-flight requests, close both listeners and the store, exit 0.
+ */
+export async function startServer (config: Config): Promise<{ app: FastifyInstance, store: Store, metrics: FastifyInstance | null }> {
   const store = await openStore(config)
   if (config.migrateOnStart) await store.migrate()
   const app = await buildApp({ config, store })
+  const metrics = config.metrics.port === null ? null : await buildMetricsApp(app.metrics, config.metrics, app.log)
   try {
-    await app.listen({ port: config.port, host: config.host })
+    await listen(app, config.host, config.port, { port: 'PORT', host: 'HOST' })
+    if (metrics !== null) await listen(metrics, config.metrics.host, config.metrics.port!, { port: 'METRICS_PORT', host: 'METRICS_HOST' })
   } catch (err) {
+    await metrics?.close().catch(() => {})
     await app.close().catch(() => {})
     await store.close().catch(() => {})
-    const code = (err as { code?: string }).code
-    // The address cannot be had: as bad as a bad setting, and said the same way (one line, exit 2).
-    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-      throw new ConfigError(code === 'EADDRINUSE' || code === 'EACCES' ? 'PORT' : 'HOST', `cannot listen on ${config.host}:${config.port} (${code})`)
-    }
     throw err
   }
   // Only once listening, so that a start that fails leaves no key that nobody saw.
@@ -72,6 +87,8 @@ export async function startServer (config: Config): Promise<{ app: FastifyInstan
     force.unref()
     app.server.closeIdleConnections?.()
     app.close()
+      // Scrapes go on while requests drain; the listener closes before the store.
+      .then(async () => { await metrics?.close() })
       .then(async () => { await store.close() })
       .then(() => { process.exit(0) }, (err: unknown) => {
         app.log.error({ err }, 'shutdown failed')
@@ -80,5 +97,5 @@ export async function startServer (config: Config): Promise<{ app: FastifyInstan
   }
   process.once('SIGTERM', () => { shutdown('SIGTERM') })
   process.once('SIGINT', () => { shutdown('SIGINT') })
-  return { app, store }
+  return { app, store, metrics }
 }

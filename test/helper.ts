@@ -9,6 +9,7 @@ import pg from 'pg'
 import { buildApp } from '../src/app.ts'
 import { type Config, loadConfig } from '../src/config.ts'
 import { generateApiKey } from '../src/http/auth.ts'
+import { buildMetricsApp } from '../src/http/metrics.ts'
 import { openStore } from '../src/store/open-store.ts'
 import type { Store } from '../src/store/store.ts'
 import { validateResponse } from './openapi-validator.ts'
@@ -128,6 +129,8 @@ export interface TestApp {
   auth (sub: string, scopes?: string[]): Promise<{ authorization: string }>
   /** Makes an API key in the store and returns its token. */
   apiKey (name: string, scopes: string[]): Promise<string>
+  /** Scrapes the app's metrics as Prometheus would, from the metrics listener's app (not the API). */
+  scrape (): Promise<string>
   close (): Promise<void>
 }
 
@@ -138,15 +141,11 @@ export interface TestAppOptions {
   url?: (freshUrl: string) => string
 }
 
-/**
- * Builds the same app production builds (same options, a real store) on a fresh database.
- * `env` overrides settings; tests run silent unless TEST_LOG is set.
- */
-export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: TestAppOptions = {}): Promise<TestApp> {
-  const db = await freshDatabase(kind)
-  const config = loadConfig({
-    DATABASE_URL: opts.url ? opts.url(db.url) : db.url,
-    DATA_DIR: db.dataDir,
+/** The settings of a test's app on database `url`: silent unless TEST_LOG is set, no bootstrap key, no shedding; `env` overrides. */
+export function testConfig (url: string, dataDir: string, env: Record<string, string> = {}): Config {
+  return loadConfig({
+    DATABASE_URL: url,
+    DATA_DIR: dataDir,
     AUTH_JWT_SECRET: JWT_SECRET,
     LOG_LEVEL: process.env.TEST_LOG ?? 'silent',
     BOOTSTRAP_ADMIN_KEY: 'false',
@@ -156,6 +155,15 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
     OVERLOAD_MAX_WAIT_MS: '0',
     ...env,
   })
+}
+
+/**
+ * Builds the same app production builds (same options, a real store) on a fresh database.
+ * `env` overrides settings; tests run silent unless TEST_LOG is set.
+ */
+export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: TestAppOptions = {}): Promise<TestApp> {
+  const db = await freshDatabase(kind)
+  const config = testConfig(opts.url ? opts.url(db.url) : db.url, db.dataDir, env)
   const store = await openStore(config)
   await store.migrate()
   const app = await buildApp({ config, store })
@@ -170,6 +178,7 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
   }
   Object.assign(app, { inject: checkedInject })
   const secret = new TextEncoder().encode(config.auth.jwtSecret ?? JWT_SECRET)
+  let metricsApp: Promise<FastifyInstance> | undefined
 
   const t: TestApp = {
     app,
@@ -193,7 +202,14 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
       await store.apiKeys.create({ id: key.id, name, scopes, hash: key.hash }, new Date())
       return key.token
     },
+    async scrape () {
+      metricsApp ??= buildMetricsApp(app.metrics, config.metrics)
+      const res = await (await metricsApp).inject({ method: 'GET', url: '/metrics', headers: config.metrics.token === null ? {} : { authorization: `Bearer ${config.metrics.token}` } })
+      if (res.statusCode !== 200) throw new Error(`GET /metrics answered ${res.statusCode}: ${res.body}`)
+      return res.body
+    },
     async close () {
+      await (await metricsApp)?.close()
       await app.close()
       // A test may have closed the store already, to see what the service does without it.
       await store.close().catch(() => {})

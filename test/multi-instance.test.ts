@@ -65,6 +65,19 @@ describe('several instances on one PostgreSQL and Redis', { skip: !reachable && 
     assert.deepEqual(await onB.json(), await onA.json())
   })
 
+  it('serves each instance\'s own metrics on its metrics port, not on the API port', async () => {
+    const scrape = async (i: Instance) => {
+      const res = await fetch(`${i.metrics}/metrics`)
+      assert.equal(res.status, 200, i.name)
+      return Number(/^http_requests_total\{method="GET",route="\/healthz",status="200"\} (\d+)$/m.exec(await res.text())?.[1] ?? 0)
+    }
+    const [beforeA, beforeB] = [await scrape(a), await scrape(b)]
+    for (let n = 0; n < 3; n++) assert.equal((await fetch(`${a.base}/healthz`)).status, 200)
+    assert.equal(await scrape(a), beforeA + 3, 'A counts what A answered')
+    assert.equal(await scrape(b), beforeB, 'B does not count what A answered')
+    for (const i of [a, b]) assert.equal((await fetch(`${i.base}/metrics`)).status, 404, i.name)
+  })
+
   it('serves version 2 alike on both, by path and by media type', async () => {
     const created = await (await fetch(`${a.base}/v2/posts`, { method: 'POST', headers: alice, body: JSON.stringify({ title: 'Versioned', content: '' }) })).json() as { postId: number }
     for (const [url, headers] of [[`/v2/posts/${created.postId}`, {}], [`/posts/${created.postId}`, { accept: 'application/vnd.blog.v2+json' }]] as const) {
@@ -212,6 +225,8 @@ describe('several instances on one PostgreSQL and Redis', { skip: !reachable && 
     a.child.kill('SIGTERM')
     await Promise.all(load)
     assert.equal(await a.exited, 0, `A's exit code; its output:\n${a.output.join('')}`)
+    await assert.rejects(fetch(`${a.metrics}/metrics`), 'A\'s metrics listener closed with it')
+    assert.equal((await fetch(`${b.metrics}/metrics`)).status, 200, 'B\'s metrics still answer')
     assert.ok(acknowledged.length >= 24, `B acknowledged all its writes (${acknowledged.length} in all, ${refused} refused by A)`)
     t.diagnostic(`${acknowledged.length} writes acknowledged, ${finishedByA} of them by A after SIGTERM, ${refused} refused by A`)
     // One list read (anonymous reads share one budget per address, and this suite spends it).

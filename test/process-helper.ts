@@ -34,20 +34,23 @@ export function processEnv (db: { url: string, dataDir?: string }, extra: Record
 export interface Instance {
   name: string
   base: string
+  /** The metrics listener's origin (METRICS_PORT), apart from the API's. */
+  metrics: string
   child: ChildProcess
   output: string[]
   exited: Promise<number | null>
 }
 
 /**
- * Starts a service process on a free port and waits until /readyz answers 200. It runs
+ * Starts a service process on a free port, its metrics on another, and waits until /readyz answers 200. It runs
  * `bin/blog.js serve` unless `command` says otherwise (a shell command line, run with `exec` so
  * that signals reach the service itself).
  */
 export async function startInstance (name: string, env: Record<string, string>, command?: string): Promise<Instance> {
   const port = await freePort()
+  const metricsPort = await freePort()
   const [cmd, args] = command === undefined ? [process.execPath, [BIN, 'serve']] : ['sh', ['-c', `exec ${command}`]]
-  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, METRICS_PORT: String(metricsPort), ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] })
   const output: string[] = []
   child.stdout!.on('data', (d: Buffer) => output.push(d.toString()))
   child.stderr!.on('data', (d: Buffer) => output.push(d.toString()))
@@ -66,7 +69,7 @@ export async function startInstance (name: string, env: Record<string, string>, 
     }
     await sleep(100)
   }
-  return { name, base, child, output, exited }
+  return { name, base, metrics: `http://127.0.0.1:${env.METRICS_PORT ?? metricsPort}`, child, output, exited }
 }
 
 export async function stop (i: Instance): Promise<number | null> {

@@ -1,6 +1,7 @@
 import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import ipaddr from 'ipaddr.js'
+import { type Message, message } from '../messages.ts'
 
 /** Where an address leads: only `public` ones may receive webhooks (loopback too, when allowed). */
 export type AddressClass = 'public' | 'loopback' | 'private' | 'link-local' | 'reserved'
@@ -92,28 +93,29 @@ export function addressAllowed (address: string, allowLoopback: boolean): boolea
 
 export const CALLBACK_URL_MAX = 2048
 
-export type CallbackCheck = { readonly ok: true } | { readonly ok: false, readonly reason: string }
+export type CallbackCheck = { readonly ok: true } | { readonly ok: false, readonly reason: Message }
 
 /**
  * The one check of a URL this service will send requests to (an export's callback_url, a webhook
  * subscription's url): http(s), no credentials, and a host that resolves only to addresses a
  * webhook may go to (addressAllowed). Checked when the URL is given, and again (per connection)
- * when it is delivered, because a name can resolve elsewhere by then (DNS rebinding). `field`
- * names the member in the reason.
+ * when it is delivered, because a name can resolve elsewhere by then (DNS rebinding). The reason
+ * is a message of the catalogue (src/messages.ts), worded in the request's language; it names no
+ * member, the field error does.
  *
  * @example
- * const check = await checkCallbackUrl(body.url, config.webhookAllowLoopback, 'url')
- * if (!check.ok) throw new AppError('VALIDATION_FAILED', undefined, { errors: [fieldError('url', 'INVALID', check.reason)] })
+ * const check = await checkCallbackUrl(body.url, config.webhookAllowLoopback)
+ * if (!check.ok) throw validationFailed([fieldError('url', 'INVALID_VALUE', check.reason)])
  */
-export async function checkCallbackUrl (raw: string, allowLoopback: boolean, field = 'callback_url'): Promise<CallbackCheck> {
+export async function checkCallbackUrl (raw: string, allowLoopback: boolean): Promise<CallbackCheck> {
   let url: URL
   try {
     url = new URL(raw)
   } catch {
-    return { ok: false, reason: `${field} is not an absolute URL.` }
+    return { ok: false, reason: message('URL') }
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: `${field} must use http or https.` }
-  if (url.username !== '' || url.password !== '') return { ok: false, reason: `${field} must not carry a user name or password.` }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: message('URL_SCHEME') }
+  if (url.username !== '' || url.password !== '') return { ok: false, reason: message('URL_CREDENTIALS') }
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
   let addresses: string[]
   if (isIP(host) !== 0) {
@@ -122,12 +124,12 @@ export async function checkCallbackUrl (raw: string, allowLoopback: boolean, fie
     try {
       addresses = (await lookup(host, { all: true, verbatim: true })).map(a => a.address)
     } catch {
-      return { ok: false, reason: `${field}'s host "${host}" does not resolve.` }
+      return { ok: false, reason: message('HOST_UNRESOLVED', { host }) }
     }
   }
   const refused = addresses.find(a => !addressAllowed(a, allowLoopback))
   if (refused !== undefined) {
-    return { ok: false, reason: `${field}'s host resolves to ${refused}, a ${classifyAddress(refused)} address; webhooks go only to public addresses.` }
+    return { ok: false, reason: message('ADDRESS_REFUSED', { address: refused, kind: classifyAddress(refused) as Exclude<AddressClass, 'public'> }) }
   }
   return { ok: true }
 }

@@ -17,7 +17,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The scope a route needs; absent means anyone, credential or not. */
     requiredScope?: string
-    /** Probes (health, readiness, metrics) answer the same whatever credential is sent. */
+    /** Probes (health, readiness) answer the same whatever credential is sent. */
     ignoresCredentials?: boolean
   }
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError, fieldError, validationFailed } from '../errors.ts'
+import { message } from '../messages.ts'
 import { routeOf } from './route.ts'
 import { API_VERSIONS, vendorMediaType, vendorVersion } from './versioning.ts'
 
@@ -95,10 +96,10 @@ export function parseJsonBody (raw: Buffer): unknown {
   }
   const check = checkDocument(value)
   if (check.problem === 'too-long') {
-    throw validationFailed([fieldError(check.field, 'TOO_LONG', `must not have more than ${MAX_JSON_ARRAY} entries`)])
+    throw validationFailed([fieldError(check.field, 'TOO_LONG', message('MAX_ITEMS', { limit: MAX_JSON_ARRAY }))])
   }
   if (check.problem === 'nul') {
-    throw validationFailed([fieldError(check.field, 'INVALID_FORMAT', 'must not contain the NUL character (U+0000)')])
+    throw validationFailed([fieldError(check.field, 'INVALID_FORMAT', message('NUL_CHARACTER'))])
   }
   if (check.problem === 'ill-formed') throw new AppError('MALFORMED_JSON', 'The request body has a string with an unpaired surrogate (\\uD800–\\uDFFF), which is not Unicode text.')
   if (check.problem === 'too-deep') throw new AppError('MALFORMED_JSON', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`)

@@ -1,9 +1,12 @@
-import type { FastifyInstance } from 'fastify'
+import { createHash, timingSafeEqual } from 'node:crypto'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
-import { problemResponses } from '../routes/shared/schemas.ts'
-import { SYSTEM_ERRORS } from '../routes/system/health-routes.ts'
-import { routeOf } from './route.ts'
+import type { Config } from '../config.ts'
+import { AppError } from '../errors.ts'
+import { problemsPlugin, sendProblem } from './problems.ts'
+import { routeOf, routePlugin } from './route.ts'
+import { genRequestId, tracingPlugin } from './tracing.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -14,7 +17,8 @@ declare module 'fastify' {
 
 /**
  * Prometheus metrics: request counts and latency by route (the pattern, never the raw path,
- * so cardinality stays bounded), method and status. One registry per app instance.
+ * so cardinality stays bounded), method and status. One registry per app instance; it is
+ * served by the metrics listener (buildMetricsApp), not on the API.
  */
 export const metricsPlugin = fp(async function metrics (app: FastifyInstance) {
   const registry = new Registry()
@@ -46,17 +50,53 @@ export const metricsPlugin = fp(async function metrics (app: FastifyInstance) {
     s.time.observe(reply.elapsedTime / 1000)
     done()
   })
+}, { name: 'metrics' })
 
-  app.get('/metrics', {
-    config: { ignoresCredentials: true },
-    schema: {
-      tags: ['operations'],
-      summary: 'Prometheus metrics (text exposition format)',
-      produces: ['text/plain'],
-      response: { 200: { type: 'string', description: 'Prometheus text exposition format 0.0.4.' }, ...problemResponses(...SYSTEM_ERRORS) },
-    },
-  }, async (_req, reply) => {
+const METRICS_REALM = 'Bearer realm="metrics"'
+
+function digest (text: string): Buffer {
+  return createHash('sha256').update(text).digest()
+}
+
+/** `Authorization: Bearer <token>` as Prometheus sends it (`authorization.credentials`), in constant time. */
+function checkToken (expected: Buffer) {
+  return function metricsToken (req: FastifyRequest, reply: FastifyReply, done: () => void): void {
+    const header = req.headers.authorization
+    if (header === undefined || header.trim() === '') {
+      sendProblem(req, reply, new AppError('UNAUTHENTICATED', 'Scraping the metrics needs the METRICS_TOKEN as a bearer token.', { headers: { 'www-authenticate': METRICS_REALM } }))
+      return
+    }
+    const m = /^Bearer +(\S+) *$/i.exec(header)
+    if (m === null || !timingSafeEqual(digest(m[1]!), expected)) {
+      sendProblem(req, reply, new AppError('INVALID_TOKEN', 'This is not the metrics token.', { headers: { 'www-authenticate': `${METRICS_REALM}, error="invalid_token"` } }))
+      return
+    }
+    done()
+  }
+}
+
+/**
+ * The metrics listener's app: `GET /metrics` of `registry` in the Prometheus text format, and
+ * nothing else. It is served on a port of its own (METRICS_PORT), so that process figures, route
+ * names and counts are not open to whoever can reach the API; METRICS_TOKEN adds a bearer token.
+ * Never listens: the server does (src/server.ts).
+ */
+export async function buildMetricsApp (registry: Registry, settings: Pick<Config['metrics'], 'token'>, logger?: FastifyBaseLogger): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(logger !== undefined ? { loggerInstance: logger.child({ listener: 'metrics' }) } : { logger: false }),
+    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
+    genReqId: genRequestId,
+    requestIdHeader: false,
+    return503OnClosing: true,
+  })
+  await app.register(routePlugin)
+  await app.register(tracingPlugin)
+  await app.register(problemsPlugin)
+  app.setNotFoundHandler((req, reply) => sendProblem(req, reply, new AppError('NOT_FOUND', 'The metrics listener serves GET /metrics only.')))
+  const onRequest = settings.token === null ? [] : [checkToken(digest(settings.token))]
+  app.get('/metrics', { onRequest }, async (_req, reply) => {
     reply.header('content-type', registry.contentType).header('cache-control', 'no-store')
     return await registry.metrics()
   })
-}, { name: 'metrics' })
+  return app
+}

@@ -3,6 +3,7 @@ import { type TProperties, Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Lru } from 'toad-cache'
 import { AppError, fieldError, type FieldError, validationFailed } from '../errors.ts'
+import { message } from '../messages.ts'
 import type { ListPage, SortTerm } from '../store/store.ts'
 import { fieldName } from '../store/tables.ts'
 import { type Audience, appendVary } from './caching.ts'
@@ -71,17 +72,17 @@ function parseSort<K extends string> (raw: string, spec: CollectionSpec<K>, erro
       const [k = '', d = '', ...rest] = part.split(':')
       key = k
       if ((d !== 'asc' && d !== 'desc') || rest.length > 0) {
-        errors.push(fieldError('sort', 'INVALID_VALUE', `"${part.slice(k.length + 1)}" is not a sort direction; use asc or desc.`))
+        errors.push(fieldError('sort', 'INVALID_VALUE', message('SORT_DIRECTION', { value: part.slice(k.length + 1) })))
         continue
       }
       direction = d
     }
     if (!(spec.sortKeys as readonly string[]).includes(key)) {
-      errors.push(fieldError('sort', 'INVALID_VALUE', `"${key}" is not a sort key; use one of ${spec.sortKeys.join(', ')}.`))
+      errors.push(fieldError('sort', 'INVALID_VALUE', message('SORT_KEY', { value: key, allowed: spec.sortKeys })))
       continue
     }
     if (terms.some(t => t.key === key)) {
-      errors.push(fieldError('sort', 'INVALID_VALUE', `"${key}" appears twice in sort.`))
+      errors.push(fieldError('sort', 'INVALID_VALUE', message('SORT_REPEATED', { value: key })))
       continue
     }
     terms.push({ key: key as K, direction })
@@ -168,24 +169,24 @@ export function parseListRequest<K extends string> (
   const errors: FieldError[] = []
   const sort = parseSort(query.sort ?? spec.defaultSort, spec, errors)
   if (query.limit !== undefined && query.per_page !== undefined && query.limit !== query.per_page) {
-    errors.push(fieldError('per_page', 'CONFLICTING_PARAMETERS', '`limit` and `per_page` are synonyms; give one, or give both the same value.'))
+    errors.push(fieldError('per_page', 'CONFLICTING_PARAMETERS', message('SYNONYMS_DIFFER', { a: 'limit', b: 'per_page' })))
   }
   if (query.page !== undefined && query.cursor !== undefined) {
-    errors.push(fieldError('cursor', 'CONFLICTING_PARAMETERS', '`page` and `cursor` choose different kinds of paging; give one.'))
+    errors.push(fieldError('cursor', 'CONFLICTING_PARAMETERS', message('PAGING_CONFLICT', { a: 'page', b: 'cursor' })))
   }
   let fields: string[] | null = null
   if (query.fields !== undefined) {
     fields = [...new Set(list(query.fields))]
     for (const f of fields) {
-      if (!fieldNames.includes(f)) errors.push(fieldError('fields', 'INVALID_VALUE', `"${f}" is not a field; use any of ${fieldNames.join(', ')}.`))
+      if (!fieldNames.includes(f)) errors.push(fieldError('fields', 'INVALID_VALUE', message('UNKNOWN_FIELD_NAME', { value: f, allowed: fieldNames })))
     }
   }
   const include = list(query.include)
   for (const name of include) {
     if (!spec.includes.includes(name)) {
       errors.push(fieldError('include', 'INVALID_VALUE', spec.includes.length === 0
-        ? `${spec.name} have no related resources to include.`
-        : `"${name}" cannot be included; use any of ${spec.includes.join(', ')}.`))
+        ? message('NO_INCLUDES')
+        : message('UNKNOWN_INCLUDE', { value: name, allowed: spec.includes })))
     }
   }
   if (errors.length > 0) throw validationFailed(errors)

@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin'
 import { isStoreUnavailable } from '../store/errors.ts'
 import { AppError, fieldError, PROBLEMS, type FieldError, type ProblemCode, problemSlug } from '../errors.ts'
+import { message, wordMessage } from '../messages.ts'
 import { PROBLEM_TRANSLATIONS, type ProblemLanguage, problemLanguage } from '../errors-i18n.ts'
 import { PROBLEM_LIMITS } from '../routes/shared/schemas.ts'
 import { toFieldErrors } from './validation.ts'
@@ -27,7 +28,8 @@ export interface Problem {
   detail: string
   instance: string
   code: ProblemCode
-  errors?: FieldError[]
+  /** `errors[]` as sent: each message worded in the problem's language. */
+  errors?: (Omit<FieldError, 'message'> & { message: string })[]
   trace_id: string
   request_id: string
 }
@@ -64,7 +66,11 @@ export function buildProblem (req: FastifyRequest, err: AppError): Problem {
   }
   if (err.errors !== undefined) {
     problem.errors = err.errors.slice(0, PROBLEM_LIMITS.errors)
-      .map(e => ({ field: clamp(e.field, PROBLEM_LIMITS.field), code: e.code, message: clamp(e.message, PROBLEM_LIMITS.message) }))
+      .map(e => ({
+        field: clamp(e.field, PROBLEM_LIMITS.field),
+        code: e.code,
+        message: clamp(typeof e.message === 'string' ? e.message : wordMessage(e.message, lang), PROBLEM_LIMITS.message),
+      }))
   }
   return problem
 }
@@ -175,7 +181,7 @@ export function toAppError (error: unknown, req?: FastifyRequest): AppError {
     const context = err.validationContext ?? 'body'
     // No body bytes at all: say that one is required, not that "undefined" has the wrong type.
     if (context === 'body' && req !== undefined && req.body == null && !hasBodyBytes(req)) {
-      return new AppError('VALIDATION_FAILED', undefined, { errors: [fieldError('', 'REQUIRED', 'A JSON request body is required.')] })
+      return new AppError('VALIDATION_FAILED', undefined, { errors: [fieldError('', 'REQUIRED', message('BODY_REQUIRED'))] })
     }
     return new AppError('VALIDATION_FAILED', undefined, { errors: toFieldErrors(err.validation as never[], context) })
   }

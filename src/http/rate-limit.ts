@@ -8,8 +8,8 @@ import { routeOf } from './route.ts'
 
 /** The policy's name in RateLimit-Policy and RateLimit. */
 const POLICY = 'default'
-/** Probes and scrapes from the platform are not clients: they are never limited. */
-const EXEMPT_ROUTES = new Set(['/healthz', '/readyz', '/metrics'])
+/** Probes from the platform are not clients: they are never limited (metrics have a listener of their own). */
+const EXEMPT_ROUTES = new Set(['/healthz', '/readyz'])
 const LOCAL_KEYS = 50_000
 /** After Redis failed or timed out, it is left alone this long: one request pays a timeout, not every one. */
 const BREAKER_OPEN_MS = 5_000

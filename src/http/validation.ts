@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
 import { fieldError, type FieldCode, type FieldError } from '../errors.ts'
+import { type JsonType, type Message, message } from '../messages.ts'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
 type AddFormats = (ajv: Ajv, formats: string[]) => Ajv
@@ -29,11 +30,11 @@ function makeAjv (coerce: boolean, validateSchema: boolean): Ajv {
       const n = [...data.trim()].length
       const self = trimmedLength as unknown as { errors: Partial<ErrorObject>[] }
       if (n < limits.minimum) {
-        self.errors = [{ keyword: 'trimmedLength', params: { limit: limits.minimum, blank: n === 0 }, message: `must have at least ${limits.minimum} characters that are not white space` }]
+        self.errors = [{ keyword: 'trimmedLength', params: { limit: limits.minimum, bound: 'min', blank: n === 0 } }]
         return false
       }
       if (n > limits.maximum) {
-        self.errors = [{ keyword: 'trimmedLength', params: { limit: limits.maximum }, message: `must have at most ${limits.maximum} characters after trimming` }]
+        self.errors = [{ keyword: 'trimmedLength', params: { limit: limits.maximum, bound: 'max' } }]
         return false
       }
       return true
@@ -106,7 +107,7 @@ function codeFor (e: ErrorObject, context: string): FieldCode {
       return 'INVALID_VALUE'
     case 'format': return e.params.format === 'email' ? 'INVALID_EMAIL' : 'INVALID_FORMAT'
     case 'pattern': return 'INVALID_FORMAT'
-    case 'trimmedLength': return e.params.blank ? 'BLANK' : (e.message?.includes('at most') ? 'TOO_LONG' : 'TOO_SHORT')
+    case 'trimmedLength': return e.params.blank ? 'BLANK' : (e.params.bound === 'max' ? 'TOO_LONG' : 'TOO_SHORT')
     default: return 'INVALID_VALUE'
   }
 }
@@ -120,17 +121,44 @@ function fieldOf (e: ErrorObject, context: string): string {
   return field === '' && context !== 'body' ? context : field
 }
 
-function messageOf (e: ErrorObject, field: string, code: FieldCode, context: string): string {
-  const what = context === 'querystring' ? 'query parameter' : context === 'params' ? 'path parameter' : 'member'
-  switch (code) {
-    case 'REQUIRED': return field === '' ? 'A JSON request body is required.' : `The ${what} "${field}" is required.`
-    case 'UNKNOWN_FIELD': return `"${field}" is not a member of this resource.`
-    case 'UNKNOWN_PARAMETER': return `"${field}" is not a query parameter of this endpoint.`
-    case 'INVALID_VALUE':
-      return Array.isArray(e.params.allowedValues)
-        ? `${field || 'The body'} must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}.`
-        : `${field || 'The body'} ${e.message ?? 'is invalid'}.`
-    default: return `${field || 'The body'} ${e.message ?? 'is invalid'}.`
+const FORMAT_MESSAGES: Readonly<Record<string, Message>> = {
+  email: message('EMAIL'),
+  'date-time': message('DATE_TIME'),
+  date: message('DATE'),
+  uri: message('URL'),
+  uuid: message('UUID'),
+}
+
+/**
+ * The catalogue message of one violated rule, from the schema keyword and its parameters: the
+ * same rule reads the same on every field and in every language (src/messages.ts).
+ */
+function messageOf (e: ErrorObject, context: string): Message {
+  const limit = Number(e.params.limit)
+  switch (e.keyword) {
+    case 'required': return message('REQUIRED')
+    case 'additionalProperties': return context === 'body' ? message('UNKNOWN_MEMBER') : message('UNKNOWN_PARAMETER')
+    case 'type':
+      if (e.params.decimal === true) return message('DECIMAL_INTEGER')
+      return message('TYPE', { types: [e.params.type].flat().flatMap(t => String(t).split(',')) as JsonType[] })
+    case 'minLength': return message('MIN_LENGTH', { limit })
+    case 'maxLength': return message('MAX_LENGTH', { limit })
+    case 'trimmedLength':
+      if (e.params.blank === true) return message('BLANK')
+      return e.params.bound === 'max' ? message('MAX_LENGTH', { limit }) : message('MIN_LENGTH', { limit })
+    case 'minItems': return message('MIN_ITEMS', { limit })
+    case 'maxItems': return message('MAX_ITEMS', { limit })
+    case 'uniqueItems': return message('DUPLICATE_ITEMS')
+    case 'minimum': return message('MINIMUM', { limit })
+    case 'maximum': return message('MAXIMUM', { limit })
+    case 'exclusiveMinimum': return message('ABOVE', { limit })
+    case 'exclusiveMaximum': return message('BELOW', { limit })
+    case 'enum': return message('ONE_OF', { allowed: e.params.allowedValues as unknown[] })
+    case 'const': return message('EQUAL', { value: e.params.allowedValue })
+    case 'format': return FORMAT_MESSAGES[String(e.params.format)] ?? message('FORMAT')
+    // A pattern is the validator's business; what the person sent is theirs: only white space is blank.
+    case 'pattern': return typeof e.data === 'string' && e.data.trim() === '' ? message('BLANK') : message('FORMAT')
+    default: return message('INVALID')
   }
 }
 
@@ -146,7 +174,7 @@ function strictIntegers (validate: ValidateFunction, schema: { properties?: Reco
   const wrapped = function (data: Record<string, unknown>) {
     const bad = integers.filter(name => typeof data?.[name] === 'string' && !INTEGER_TEXT.test(data[name] as string))
     if (bad.length > 0) {
-      wrapped.errors = bad.map(name => ({ keyword: 'type', instancePath: `/${name}`, schemaPath: `#/properties/${name}/type`, params: { type: 'integer' }, message: 'must be an integer written in decimal digits', data: data[name] }))
+      wrapped.errors = bad.map(name => ({ keyword: 'type', instancePath: `/${name}`, schemaPath: `#/properties/${name}/type`, params: { type: 'integer', decimal: true }, data: data[name] }))
       return false
     }
     const ok = validate(data)
@@ -174,7 +202,7 @@ export function toFieldErrors (errors: readonly ErrorObject[], context: string):
     const key = `${field}\u0000${code}`
     if (seen.has(key)) continue
     seen.add(key)
-    out.push(fieldError(field, code, messageOf(e, field, code, context)))
+    out.push(fieldError(field, code, messageOf(e, context)))
   }
   return out
 }

@@ -172,23 +172,25 @@ describe('help', () => {
   })
 })
 
-describe('a port already taken', () => {
-  it('stops start-up with one line naming PORT, exit code 2, and makes no key', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-cli-'))
-    const busy = net.createServer()
-    await new Promise<void>(resolve => busy.listen(0, '127.0.0.1', resolve))
-    try {
-      const port = (busy.address() as net.AddressInfo).port
-      const res = await cli(['serve'], { DATA_DIR: dir, PORT: String(port), LOG_LEVEL: 'silent' })
-      assert.equal(res.code, 2)
-      assert.match(res.stderr.trim(), /^bad setting PORT: cannot listen on 127\.0\.0\.1:\d+ \(EADDRINUSE\)$/)
-      assert.doesNotMatch(res.stderr, /blog_/, 'no admin key was printed')
-    } finally {
-      await new Promise(resolve => busy.close(resolve))
-      fs.rmSync(dir, { recursive: true, force: true })
-    }
+for (const setting of ['PORT', 'METRICS_PORT'] as const) {
+  describe(`${setting === 'PORT' ? 'a port' : 'a metrics port'} already taken`, () => {
+    it(`stops start-up with one line naming ${setting}, exit code 2, and makes no key`, async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-cli-'))
+      const busy = net.createServer()
+      await new Promise<void>(resolve => busy.listen(0, '127.0.0.1', resolve))
+      try {
+        const port = (busy.address() as net.AddressInfo).port
+        const res = await cli(['serve'], { DATA_DIR: dir, PORT: '0', [setting]: String(port), LOG_LEVEL: 'silent' })
+        assert.equal(res.code, 2)
+        assert.match(res.stderr.trim(), new RegExp(`^bad setting ${setting}: cannot listen on 127\\.0\\.0\\.1:\\d+ \\(EADDRINUSE\\)$`))
+        assert.doesNotMatch(res.stderr, /blog_/, 'no admin key was printed')
+      } finally {
+        await new Promise(resolve => busy.close(resolve))
+        fs.rmSync(dir, { recursive: true, force: true })
+      }
+    })
   })
-})
+}
 
 describe('a bad setting', () => {
   for (const [name, value, why] of [
@@ -203,6 +205,9 @@ describe('a bad setting', () => {
     ['DATABASE_URL', 'sqlite:', /file path/],
     ['REVISIONS_KEEP', '0', /between 1 and 10000/],
     ['REVISIONS_KEEP', '10001', /between 1 and 10000/],
+    ['METRICS_PORT', '3000', /differ from PORT/],
+    ['METRICS_HOST', 'not_a_host..', /IP address or a host name/],
+    ['METRICS_TOKEN', 'a-token-without-a-port', /needs METRICS_PORT/],
   ] as const) {
     it(`${name}=${value.slice(0, 20)} stops start-up with one line naming it, exit code 2`, async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-cli-'))

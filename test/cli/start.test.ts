@@ -85,9 +85,10 @@ describe('npm start (the bundled build)', () => {
       assert.ok((await res.arrayBuffer()).byteLength > 100, asset)
     }
 
-    const metrics = await fetch(`${server.base}/metrics`)
+    const metrics = await fetch(`${server.metrics}/metrics`)
     assert.equal(metrics.status, 200)
     assert.match(await metrics.text(), /^http_requests_total\{method="POST",route="\/posts",status="201"\} 1$/m)
+    assert.equal((await fetch(`${server.base}/metrics`)).status, 404, 'not on the API port')
   })
 
   it('answers as the TypeScript sources do, request for request (same database, same settings)', async () => {

@@ -46,13 +46,15 @@ describe('checkCallbackUrl', () => {
     for (const url of ['http://[::127.0.0.1]/', 'http://[::ffff:7f00:1]/', 'http://0x7f000001/', 'http://192.0.2.2/', 'http://[64:ff9b::7f00:1]/x']) {
       const check = await checkCallbackUrl(url, false)
       assert.equal(check.ok, false, url)
-      assert.match((check as { reason: string }).reason, /^callback_url's host resolves to .*, a (loopback|reserved) address/)
+      const reason = (check as { reason: { key: string, params: { kind?: string } } }).reason
+      assert.equal(reason.key, 'ADDRESS_REFUSED', url)
+      assert.match(reason.params.kind ?? '', /^(loopback|reserved)$/, url)
     }
     assert.deepEqual(await checkCallbackUrl('https://[2606:4700:4700::1111]/hook', false), { ok: true })
     assert.deepEqual(await checkCallbackUrl('https://8.8.8.8/hook', false), { ok: true })
   })
-  it('names the member it checks', async () => {
-    const check = await checkCallbackUrl('ftp://8.8.8.8/', false, 'url')
-    assert.deepEqual(check, { ok: false, reason: 'url must use http or https.' })
+  it('says why with a message of the catalogue, which names no member (the field error does)', async () => {
+    assert.deepEqual(await checkCallbackUrl('ftp://8.8.8.8/', false), { ok: false, reason: { key: 'URL_SCHEME', params: {} } })
+    assert.deepEqual(await checkCallbackUrl('https://user:pw@8.8.8.8/', false), { ok: false, reason: { key: 'URL_CREDENTIALS', params: {} } })
   })
 })

@@ -86,7 +86,7 @@ describe('rate limits', () => {
       assert.equal(limitOf(await t.request({ method: 'GET', url: '/posts', headers: await t.auth('anna', ['admin']) })).r, 0, 'a second token of one subject shares its budget')
     })
 
-    it('never limits health probes and metrics scrapes', async () => {
+    it('never limits health probes', async () => {
       for (let i = 0; i < 5; i++) {
         const res = await t.request({ method: 'GET', url: '/healthz', remoteAddress: '192.0.2.99' })
         assert.equal(res.statusCode, 200)

@@ -53,7 +53,7 @@ describe('GET /docs in a browser', { skip }, () => {
     await page.getByText('List posts').first().waitFor({ state: 'visible' })
     const text = await page.locator('body').innerText()
 
-    for (const expected of ['Blog Post Service', 'List posts', '/posts/{post_id}', '/healthz', '/metrics']) {
+    for (const expected of ['Blog Post Service', 'List posts', '/posts/{post_id}', '/healthz', '/readyz']) {
       assert.ok(text.includes(expected), `the page shows ${expected}`)
     }
     for (const method of ['GET', 'POST', 'PUT', 'DELETE']) assert.ok(text.includes(method), `the page shows ${method} operations`)

@@ -213,7 +213,7 @@ for (const kind of await storeKinds()) {
       it('with two instances on one database, runs each job exactly once; either instance serves the file', async () => {
         const b = await buildTestApp('postgres', FAST, { url: () => t.config.databaseUrl })
         const hook = await receiver()
-        const succeeded = async (app: TestApp) => Number(/export_runs_total\{outcome="succeeded"\} (\d+)/.exec((await app.request({ method: 'GET', url: '/metrics' })).body)?.[1] ?? 0)
+        const succeeded = async (app: TestApp) => Number(/export_runs_total\{outcome="succeeded"\} (\d+)/.exec(await app.scrape())?.[1] ?? 0)
         try {
           const before = await succeeded(t)
           const urls: string[] = []
@@ -379,7 +379,7 @@ for (const kind of await storeKinds()) {
           assert.equal(new Set(hook.got.map(g => g.body)).size, 1)
           await sleep(300)
           assert.equal(hook.got.length, 3, 'nothing more once delivered')
-          const metrics = (await t.request({ method: 'GET', url: '/metrics' })).body
+          const metrics = await t.scrape()
           assert.match(metrics, /webhook_delivery_attempts_total\{outcome="retry"\} [2-9]/)
           assert.match(metrics, /webhook_delivery_attempts_total\{outcome="delivered"\} [1-9]/)
         } finally {

@@ -47,7 +47,7 @@ for (const kind of await storeKinds()) {
         assert.equal(p.code, 'VALIDATION_FAILED')
         const got = p.errors.map((e: { field: string, code: string }) => `${e.field}:${e.code}`).sort()
         assert.deepEqual(got, ['colour:UNKNOWN_FIELD', 'content:INVALID_TYPE', 'status:INVALID_VALUE', 'title:BLANK'])
-        assert.equal(p.errors.find((e: { field: string }) => e.field === 'status').message, 'status must be one of: draft, published, archived, scheduled.')
+        assert.equal(p.errors.find((e: { field: string }) => e.field === 'status').message, 'must be one of: draft, published, archived, scheduled')
       })
 
       it('requires title and content', async () => {
@@ -85,7 +85,7 @@ for (const kind of await storeKinds()) {
         }
         const none = await t.request({ method: 'POST', url: '/posts', headers: alice })
         assert.equal(none.statusCode, 422)
-        assert.deepEqual(json(none).errors, [{ field: '', code: 'REQUIRED', message: 'A JSON request body is required.' }])
+        assert.deepEqual(json(none).errors, [{ field: '', code: 'REQUIRED', message: 'A JSON request body is required' }])
         const empty = await t.request({ method: 'POST', url: '/posts', headers: { ...alice, 'content-type': 'application/json' }, payload: '' })
         assert.equal(empty.statusCode, 400)
         assert.equal(json(empty).code, 'MALFORMED_JSON')

@@ -5,6 +5,7 @@ import { checkCallbackUrl } from '../../domain/callback-url.ts'
 import { type ExportJob, type ExportRequest, isFinished } from '../../domain/export.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
+import { message } from '../../messages.ts'
 import { sendRepresentation } from '../../http/conditional.ts'
 import { sendRanged } from '../../http/ranges.ts'
 import type { Resource, ResourceContext } from '../../http/resources.ts'
@@ -44,7 +45,7 @@ async function exportRequest (body: CreateExportBody, ctx: ResourceContext): Pro
     const check = await checkCallbackUrl(callbackUrl, ctx.config.webhookAllowLoopback)
     if (!check.ok) throw validationFailed([fieldError('callback_url', 'INVALID_VALUE', check.reason)])
     if (ctx.config.webhookSecret === null) {
-      throw validationFailed([fieldError('callback_url', 'INVALID_VALUE', 'This service has no WEBHOOK_SECRET, so it cannot sign webhooks; leave callback_url out and poll the export instead.')])
+      throw validationFailed([fieldError('callback_url', 'INVALID_VALUE', message('NO_WEBHOOK_SECRET'))])
     }
   }
   return { format: body.format, filter: body.filter?.status === undefined ? {} : { status: body.filter.status }, callbackUrl }

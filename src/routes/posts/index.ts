@@ -7,6 +7,7 @@ import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, type P
 import { PostService } from '../../domain/post-service.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { fieldError, validationFailed } from '../../errors.ts'
+import { message } from '../../messages.ts'
 import { preconditionOf, sendResource } from '../../http/conditional.ts'
 import { PATCH_TYPES } from '../../http/content-type.ts'
 import { applyPatch, type Json, patchBodySchema } from '../../http/patch.ts'
@@ -90,7 +91,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     },
   }), async (req, reply) => {
     if (req.body[v.idName] !== undefined) {
-      throw validationFailed([fieldError(v.idName, 'READ_ONLY', 'The id of a new post is assigned by the service; leave it out.')])
+      throw validationFailed([fieldError(v.idName, 'READ_ONLY', message('ID_ASSIGNED'))])
     }
     const input = normalisePostInput(req.body)
     return await answerWrite(req, reply, async uow => {
@@ -112,7 +113,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     const id = req.params.post_id
     const sentId = req.body[v.idName]
     if (sentId !== undefined && sentId !== id) {
-      throw validationFailed([fieldError(v.idName, 'ID_MISMATCH', `The body's ${v.idName} (${sentId}) differs from the path's (${id}).`)])
+      throw validationFailed([fieldError(v.idName, 'ID_MISMATCH', message('ID_MISMATCH', { sent: sentId, path: id }))])
     }
     const input = normalisePostInput(req.body)
     return await answerWrite(req, reply, async uow => {
@@ -137,11 +138,11 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
       const before = renderPost(current, version, base) as Record<string, Json>
       const after = applyPatch(req.headers['content-type'], before, req.body as Json)
       if (typeof after !== 'object' || after === null || Array.isArray(after)) {
-        throw validationFailed([fieldError('', 'INVALID_TYPE', 'The patched post must be a JSON object.')])
+        throw validationFailed([fieldError('', 'INVALID_TYPE', message('TYPE', { types: ['object'] }))])
       }
       const errors = v.readOnly
         .filter(k => JSON.stringify(after[k]) !== JSON.stringify(before[k]))
-        .map(k => fieldError(k, 'READ_ONLY', `"${k}" is set by the service; a patch cannot change it.`))
+        .map(k => fieldError(k, 'READ_ONLY', message('SERVICE_SET')))
       if (!validateBody(after)) errors.push(...toFieldErrors(validateBody.errors ?? [], 'body'))
       if (errors.length > 0) throw validationFailed(errors)
       return normalisePostInput(after as unknown as PostBody)

@@ -87,7 +87,7 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 
 const RATE_LIMIT_HEADERS = {
   RateLimit: {
-    description: 'Quota left in the current window and seconds until it resets (IETF httpapi-ratelimit-headers): `"default";r=<left>;t=<seconds>`. On every response under a limit; probes (`/healthz`, `/readyz`, `/metrics`) are never limited.',
+    description: 'Quota left in the current window and seconds until it resets (IETF httpapi-ratelimit-headers): `"default";r=<left>;t=<seconds>`. On every response under a limit; probes (`/healthz`, `/readyz`) are never limited.',
     schema: { type: 'string', maxLength: 100 },
   },
   'RateLimit-Policy': {
