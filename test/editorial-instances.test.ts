@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { freshDatabase, postgresAvailable, storeKinds } from './helper.ts'
+import { freePort, freshDatabase, postgresAvailable, storeKinds } from './helper.ts'
 import { type Instance, processEnv, startInstance, stop, token } from './process-helper.ts'
 
 const POSTS = 50
@@ -12,9 +12,9 @@ async function postJson (base: string, authorization: string, body: object): Pro
   return { status: res.status, body: await res.json() as never }
 }
 
-/** The scheduled switches an instance made, by its own metric. */
-async function switchesOf (i: Instance): Promise<number> {
-  const text = await (await fetch(`${i.base}/metrics`)).text()
+/** The scheduled switches an instance made, by its own metric (served on its METRICS_PORT). */
+async function switchesOf (metricsPort: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
   return Number(/^scheduled_posts_published_total (\d+)/m.exec(text)?.[1] ?? 'NaN')
 }
 
@@ -31,7 +31,8 @@ describe('three instances on one PostgreSQL, 50 posts scheduled for the same sec
   it('publishes each once: one revision by system per post, the switches shared among the instances add up to 50', async (t) => {
     db = await freshDatabase('postgres')
     const env = processEnv(db, { PG_POOL_MAX: '4', RATE_LIMIT_MAX: '0', LOG_LEVEL: 'warn' })
-    instances = await Promise.all(['A', 'B', 'C'].map(async name => await startInstance(name, env)))
+    const metricsPorts = [await freePort(), await freePort(), await freePort()]
+    instances = await Promise.all(['A', 'B', 'C'].map(async (name, i) => await startInstance(name, { ...env, METRICS_PORT: String(metricsPorts[i]) })))
     const authorization = `Bearer ${await token('alice', ['posts:write'])}`
     // A whole second far enough ahead that every create is made before it, on a slow machine too.
     const second = new Date(Math.ceil((Date.now() + 8000) / 1000) * 1000).toISOString()
@@ -68,7 +69,7 @@ describe('three instances on one PostgreSQL, 50 posts scheduled for the same sec
     } finally {
       await c.end()
     }
-    const perInstance = await Promise.all(instances.map(switchesOf))
+    const perInstance = await Promise.all(metricsPorts.map(switchesOf))
     assert.equal(perInstance.reduce((a, b) => a + b, 0), POSTS, `switches per instance: ${perInstance.join(', ')}`)
     t.diagnostic(`switches made by A, B, C: ${perInstance.join(', ')}`)
   })
