@@ -36,6 +36,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
 const POSTS = 10_000
+/** Seeded posts carry one of this many tags (`tag-0` … `tag-9`), so a tag holds a tenth of them. */
+const TAGS = 10
 const BIG_POSTS = Number(process.env.BENCH_BIG_POSTS ?? 1_000_000)
 const PG_ADMIN = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const PG_POOL_MAX = process.env.PG_POOL_MAX ?? '10'
@@ -82,6 +84,13 @@ function seedSqlite (file: string, count: number): void {
            strftime('%Y-%m-%dT%H:%M:%fZ', 1577836800 + i, 'unixepoch'), strftime('%Y-%m-%dT%H:%M:%fZ', 1577836800 + i, 'unixepoch'), 1
     FROM seq`).run(count, FILLER)
   if (trigger !== null) db.exec(trigger)
+  // What the service derives on a write: the slug, published_at, the HTML and excerpt of the
+  // content (its first 200 characters; close enough for reads), and one of ten tags per post.
+  db.exec(`UPDATE posts SET slug = 'post-' || id, published_at = created_at, tags = '["tag-' || (id % ${TAGS}) || '"]',
+    content_html = '<p>' || content || '</p>' || char(10), excerpt = substr(content, 1, 200) || '…'`)
+  db.exec('INSERT INTO post_slugs (slug, post_id) SELECT slug, id FROM posts')
+  db.exec(`INSERT INTO post_tags (post_id, tag_key, name) SELECT id, 'tag-' || (id % ${TAGS}), 'tag-' || (id % ${TAGS}) FROM posts`)
+  db.exec('ANALYZE')
   db.pragma('wal_checkpoint(TRUNCATE)')
   db.close()
 }
@@ -95,6 +104,11 @@ async function seedPostgres (url: string): Promise<void> {
     SELECT 'Post ' || i || ' ' || substr(md5(random()::text), 1, 8), 'Post number ' || i || '. ' || $2, 'published', 'bench',
            to_timestamp(1577836800 + i), to_timestamp(1577836800 + i), 1
     FROM generate_series(1, $1::int) AS i`, [POSTS, FILLER])
+  await client.query(`UPDATE posts SET slug = 'post-' || id, published_at = created_at, tags = '["tag-' || (id % ${TAGS}) || '"]',
+    content_html = '<p>' || content || '</p>' || chr(10), excerpt = substr(content, 1, 200) || '…'`)
+  await client.query('INSERT INTO post_slugs (slug, post_id) SELECT slug, id FROM posts')
+  await client.query(`INSERT INTO post_tags (post_id, tag_key, name) SELECT id, 'tag-' || (id % ${TAGS}), 'tag-' || (id % ${TAGS}) FROM posts`)
+  await client.query('VACUUM ANALYZE post_tags')
   await client.query('VACUUM ANALYZE posts')
   await client.end()
 }
@@ -242,6 +256,10 @@ function scenarios (count: number, token: string, deep: Map<ServerKind, string>)
     { name: 'mixed 90% GET / 10% PUT', args: () => ['mixed', String(count), token] },
     { name: 'create', args: () => ['create', token] },
     { name: 'cursor list, 90% deep', args: s => ['path', deep.get(s.kind)!] },
+    // The other servers have neither tags nor published_at: they serve their plain list, the
+    // service's own plain list ('list 20') is what these are held against.
+    { name: 'list 20 by tag', args: s => ['path', s.kind === 'service' ? '/posts?limit=20&tag=tag-3' : list(s)] },
+    { name: 'list 20 by published_at', args: s => ['path', s.kind === 'service' ? '/posts?limit=20&sort=-published_at' : list(s)] },
   ]
 }
 
@@ -335,6 +353,10 @@ async function main (): Promise<void> {
     }
     const p99 = svc('read one').p99 / results.get('read one|ceiling')!.p99
     target('p99 of read one ≤ 2× the ceiling\'s', p99 <= 2, `${svc('read one').p99.toFixed(1)} ms vs ${results.get('read one|ceiling')!.p99.toFixed(1)} ms (${p99.toFixed(2)}×; the floor's ${results.get('read one|floor')!.p99.toFixed(1)} ms)`)
+    for (const name of ['list 20 by tag', 'list 20 by published_at']) {
+      const cost = rps(svc('list 20')) / rps(svc(name))
+      target(`${name} costs ≤ 1.3× list 20`, cost <= 1.3, `${cost.toFixed(2)}× (${rps(svc(name)).toFixed(0)} vs ${rps(svc('list 20')).toFixed(0)} req/s)`)
+    }
     const errors = list.reduce((a, sc) => a + svc(sc.name).errors, 0)
     target('0 errors (this service, every scenario; wrk counts 4xx/5xx and socket errors)', errors === 0, String(errors))
     target('peak RSS ≤ 160 MB at 10 000 posts', rss.get('service')! * 1.048576 <= 160, `${(rss.get('service')! * 1.048576).toFixed(0)} MB`)
@@ -353,7 +375,7 @@ async function main (): Promise<void> {
         ['ceiling', `/posts?after=${bigPosition.join(',')}`],
         ['service', `/posts?limit=20&cursor=${await deepCursor(bigServers[1]!.port, sqliteSecret(big), bigPosition)}`],
       ])
-      const bigList = scenarios(BIG_POSTS, token, bigDeep).filter(sc => sc.name === 'read one' || sc.name.startsWith('cursor'))
+      const bigList = scenarios(BIG_POSTS, token, bigDeep).filter(sc => sc.name === 'read one' || sc.name.startsWith('cursor') || sc.name.startsWith('list 20'))
       const bigResults = drive(bigServers, bigList)
       for (const s of bigServers) await stop(s)
       const bigLog = await logSummary(bigServers[1]!)
@@ -368,6 +390,10 @@ async function main (): Promise<void> {
         const ownCpu = cpuPerRequest(svc(sc.name)) / cpuPerRequest(bigResults.get(`${sc.name}|service`)!)
         target(`${sc.name} at ${BIG_POSTS.toLocaleString('en')} ≥ 0.75× its figure at ${POSTS.toLocaleString('en')}`, own >= 0.75,
           `${own.toFixed(2)}× (by CPU per request ${ownCpu.toFixed(2)}×)`)
+      }
+      for (const name of ['list 20 by tag', 'list 20 by published_at']) {
+        const cost = rps(bigResults.get('list 20|service')!) / rps(bigResults.get(`${name}|service`)!)
+        target(`${name} at ${BIG_POSTS.toLocaleString('en')} costs ≤ 1.3× list 20`, cost <= 1.3, `${cost.toFixed(2)}×`)
       }
       say(`The service's log, warnings and errors: ${bigLog}.`)
     }
@@ -411,6 +437,9 @@ async function bigTemplate (): Promise<string> {
   const migrations = path.join(ROOT, 'src/store/sqlite/migrations')
   const hash = createHash('sha256')
   for (const f of fs.readdirSync(migrations).sort()) hash.update(fs.readFileSync(path.join(migrations, f)))
+  // The posts' content migration, and the seed itself, shape the file too.
+  hash.update(fs.readFileSync(path.join(ROOT, 'src/resources/posts/20261124-posts-content.ts')))
+  hash.update(seedSqlite.toString())
   const cache = path.join(os.tmpdir(), 'blog-bench')
   fs.mkdirSync(cache, { recursive: true })
   const file = path.join(cache, `throughput-${BIG_POSTS}-${hash.digest('hex').slice(0, 12)}.db`)

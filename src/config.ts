@@ -20,6 +20,8 @@ export interface VersionDates {
 export interface Config {
   readonly port: number
   readonly host: string
+  /** Where readers reach the service: the origin (and path prefix) of feed links, no trailing slash. */
+  readonly publicBaseUrl: string
   /** `sqlite:<file>` or `postgres://…` */
   readonly databaseUrl: string
   readonly storeKind: 'sqlite' | 'postgres'
@@ -186,6 +188,17 @@ function host (env: Env): string {
   return raw
 }
 
+/** PUBLIC_BASE_URL: an http(s) URL without query or fragment; default `http://HOST:PORT`. */
+function publicBaseUrl (env: Env, hostName: string, port: number): string {
+  const raw = url(env, 'PUBLIC_BASE_URL', ['http:', 'https:'])
+  if (raw === null) return `http://${isIP(hostName) === 6 ? `[${hostName}]` : hostName}:${port}`
+  const parsed = new URL(raw)
+  if (parsed.search !== '' || parsed.hash !== '' || parsed.username !== '' || parsed.password !== '') {
+    throw new ConfigError('PUBLIC_BASE_URL', 'must be an origin with an optional path, such as https://blog.example.com, without query, fragment or credentials')
+  }
+  return raw.replace(/\/+$/, '')
+}
+
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
 
 function date (env: Env, name: string): Date | null {
@@ -279,6 +292,7 @@ export function loadConfig (env: Env = process.env): Config {
   return Object.freeze({
     port,
     host: apiHost,
+    publicBaseUrl: publicBaseUrl(env, apiHost, port),
     databaseUrl,
     storeKind,
     dataDir,

@@ -1,6 +1,11 @@
 import { AppError } from '../errors.ts'
-import type { ListPage, ListQuery, PostFilter, PostStore, RevisionStore } from '../store/store.ts'
-import type { Post, PostInput, PostSortKey, PostSummary } from './post.ts'
+import '../resources/posts/content-problems.ts'
+import { renderContent } from '../resources/posts/markdown.ts'
+import { publishedAtAfter } from '../resources/posts/published-at.ts'
+import { deriveSlug } from '../resources/posts/slug.ts'
+import { SlugTakenError } from '../store/repositories/posts-repository.ts'
+import type { DuePost, ListPage, ListQuery, PostFilter, PostStore, RevisionStore, TagCount, TagsQuery } from '../store/store.ts'
+import type { Post, PostInput, PostSortKey, PostSummary, PostWrite } from './post.ts'
 import { mayChange, type Principal, type Viewer } from './principal.ts'
 import { type Revision, type RevisionSummary, SYSTEM_EDITOR } from './revision.ts'
 import { applySchedule, SCHEDULE_CHANNEL } from './schedule.ts'
@@ -29,6 +34,42 @@ function notFound (id: number): AppError {
   return new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
 }
 
+function sameTags (a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((t, i) => t === b[i])
+}
+
+/**
+ * What the store writes for `input` over `current` (null on create): the HTML and derived excerpt
+ * from one parse of the content, `published_at` by its one rule, the slug to claim (derived on
+ * create when absent; on replace only when it changes), the tags only when they change.
+ */
+export function postWrite (input: PostInput, current: Post | null, now: Date): PostWrite {
+  const rendered = renderContent(input.content)
+  // An excerpt sent back as it was derived (a GET-modify-PUT round trip, a merge patch of other
+  // members) stays derived, so it follows the content.
+  const derived = input.excerpt === null || (current !== null && current.excerptDerived && input.excerpt === current.excerpt)
+  const slug = current === null
+    ? (input.slug !== undefined ? { given: input.slug } : { derived: deriveSlug(input.title) })
+    : (input.slug !== undefined && input.slug !== current.slug ? { given: input.slug } : null)
+  return {
+    title: input.title,
+    content: input.content,
+    status: input.status,
+    slug,
+    tags: current !== null && sameTags(current.tags, input.tags) ? null : input.tags,
+    excerpt: derived ? rendered.excerpt : input.excerpt!,
+    excerptDerived: derived,
+    contentHtml: rendered.html,
+    publishedAt: publishedAtAfter(current?.publishedAt ?? null, input.status, now),
+    publishAt: input.publishAt ?? null,
+  }
+}
+
+function slugTaken (slug: PostWrite['slug']): AppError {
+  const name = slug !== null && 'given' in slug ? slug.given : ''
+  return new AppError('SLUG_TAKEN', `The slug "${name}" is held by another post (as its own or as an old one). Choose another.`)
+}
+
 /**
  * The rules of posts: who sees and changes what, optimistic concurrency, scheduling, and the
  * revision every change records in the same unit of work. Built on a unit of work's repositories
@@ -49,6 +90,13 @@ export class PostService {
     return post
   }
 
+  /** The post with this slug, or the current slug of the post it is an old slug of. */
+  async getBySlug (slug: string, viewer: Viewer): Promise<{ post: Post } | { movedTo: string }> {
+    const found = await this.store.findBySlug(slug, viewer)
+    if (found === null) throw new AppError('POST_NOT_FOUND', `No post has the slug "${slug}", or you may not see it.`)
+    return found
+  }
+
   async list (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<Post>> {
     return await this.store.list(query, viewer)
   }
@@ -58,9 +106,20 @@ export class PostService {
     return await this.store.listSummaries(query, viewer)
   }
 
+  async tags (query: ListQuery<string, TagsQuery>, viewer: Viewer): Promise<ListPage<TagCount>> {
+    return await this.store.tags(query, viewer)
+  }
+
   async create (input: PostInput, author: Principal): Promise<Post> {
     const now = this.clock()
-    const post = await this.store.create(applySchedule(input, null, now), author.subject, now)
+    const write = postWrite(applySchedule(input, null, now), null, now)
+    let post: Post
+    try {
+      post = await this.store.create(write, author.subject, now)
+    } catch (err) {
+      if (err instanceof SlugTakenError) throw slugTaken(write.slug)
+      throw err
+    }
     await this.rescheduled(null, post)
     return await this.recorded(post, author.subject, now)
   }
@@ -71,11 +130,13 @@ export class PostService {
       const current = await this.writable(id, viewer)
       if (!precondition(current)) throw new AppError('PRECONDITION_FAILED')
       const now = this.clock()
-      const result = await this.store.replace(id, applySchedule(build(current), current, now), current.revision, now)
+      const write = postWrite(applySchedule(build(current), current, now), current, now)
+      const result = await this.store.replace(id, write, current.revision, now)
       if (result.outcome === 'done') {
         await this.rescheduled(current, result.value)
         return await this.recorded(result.value, viewer.subject, now)
       }
+      if (result.outcome === 'slug-taken') throw slugTaken(write.slug)
       if (result.outcome === 'missing') throw notFound(id)
       // Someone else wrote between our read and our write (an edit, or the scheduled switch). With
       // a client precondition that is the client's lost update (412); without one, read again and retry.
@@ -86,7 +147,16 @@ export class PostService {
   /** Gives the post the values of its revision `number` (a change like any other: it records a new revision). */
   async restore (id: number, number: number, viewer: Principal, precondition: Precondition = always): Promise<Post> {
     const revision = await this.revision(id, number, viewer)
-    const input = { title: revision.title, content: revision.content, status: revision.status, publishAt: revision.publishAt }
+    // A derived excerpt is restored as derived: it follows the restored content.
+    const input: PostInput = {
+      title: revision.title,
+      content: revision.content,
+      status: revision.status,
+      slug: revision.slug,
+      tags: revision.tags,
+      excerpt: revision.excerptDerived ? null : revision.excerpt,
+      publishAt: revision.publishAt,
+    }
     return await this.update(id, viewer, () => input, precondition)
   }
 
@@ -103,12 +173,14 @@ export class PostService {
   }
 
   /**
-   * The scheduled switch of post `id`, if it is still scheduled at `revision`: published, with a
-   * revision by `system`. Null when another instance or an edit got there first.
+   * The scheduled switch of a due post, if it is still scheduled at the revision it was read at:
+   * published, with a revision by `system`. Null when another instance or an edit got there first.
    */
-  async publishScheduled (id: number, revision: number): Promise<Post | null> {
+  async publishScheduled (due: DuePost): Promise<Post | null> {
     const now = this.clock()
-    const result = await this.store.publishScheduled(id, revision, now)
+    // published_at = publish_at (contract §11), by the one rule of §10: only a first publication sets it.
+    const publishedAt = publishedAtAfter(due.publishedAt, 'published', new Date(due.publishAt))
+    const result = await this.store.publishScheduled(due.id, due.revision, publishedAt, now)
     if (result.outcome !== 'done') return null
     return await this.recorded(result.value, SYSTEM_EDITOR, now)
   }

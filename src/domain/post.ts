@@ -1,4 +1,5 @@
 import { fieldError, validationFailed } from '../errors.ts'
+import { normaliseTags } from '../resources/posts/tags.ts'
 
 export const POST_STATUSES = ['draft', 'published', 'archived', 'scheduled'] as const
 export type PostStatus = typeof POST_STATUSES[number]
@@ -18,31 +19,80 @@ export interface Post {
   createdAt: string
   updatedAt: string
   revision: number
+  slug: string
+  tags: string[]
+  excerpt: string
+  /** Whether the excerpt is the one derived from the content (made again when the content changes). */
+  excerptDerived: boolean
+  contentHtml: string
+  publishedAt: string | null
 }
 
-/** A post without its content: what a list reads when its items do not show the content. */
-export type PostSummary = Omit<Post, 'content'>
+/** A post without its content and HTML: what a list reads when its items do not show them. */
+export type PostSummary = Omit<Post, 'content' | 'contentHtml'>
 
-/** What a client may set: the whole of it on create and replace. */
+/**
+ * What a client may set: the whole of it on create and replace. `slug` absent: derived on create,
+ * kept on replace; `excerpt` null: derived from the content.
+ */
 export interface PostInput {
   title: string
   content: string
   status: PostStatus
+  slug?: string | undefined
+  tags: string[]
+  excerpt: string | null
   /** ISO 8601 UTC, millisecond precision; absent or null unless the status is `scheduled`. */
   publishAt?: string | null
 }
 
+/** What the store writes: the input with what the service derives from it. */
+export interface PostWrite {
+  title: string
+  content: string
+  status: PostStatus
+  /** The slug the client chose, or on create the base to derive one from (`-2`, `-3` … when taken). */
+  slug: { given: string } | { derived: string } | null
+  /** The tags to store, or null to keep those the post has. */
+  tags: string[] | null
+  excerpt: string
+  excerptDerived: boolean
+  contentHtml: string
+  publishedAt: string | null
+  /** Set only with status `scheduled` (contract §11). */
+  publishAt: string | null
+}
+
+/** What a store write may be given: the client's three fields at least; the rest is derived from them when absent. */
+export type PostWriteInput = Pick<PostWrite, 'title' | 'content' | 'status'> & Partial<PostWrite>
+
 /** The sortable keys of a post list, each backed by an index in both stores. */
-export const POST_SORT_KEYS = ['id', 'title', 'created_at', 'updated_at'] as const
+export const POST_SORT_KEYS = ['id', 'title', 'created_at', 'updated_at', 'published_at', 'slug'] as const
 export type PostSortKey = typeof POST_SORT_KEYS[number]
 
 /**
  * The title is stored trimmed; its length rule (1–200 after trimming) is checked by the
  * request schema's `trimmedLength` keyword so that it joins the other violations in one 422.
  */
-export function normalisePostInput (input: { title: string, content: string, status?: PostStatus | undefined, publish_at?: string | null | undefined }): PostInput {
+export function normalisePostInput (input: {
+  title: string
+  content: string
+  status?: PostStatus | undefined
+  slug?: string | undefined
+  tags?: string[] | undefined
+  excerpt?: string | null | undefined
+  publish_at?: string | null | undefined
+}): PostInput {
   const publishAt = input.publish_at == null ? null : Date.parse(input.publish_at)
   // A leap second (…T23:59:60Z) is RFC 3339 but no instant JavaScript can hold.
   if (Number.isNaN(publishAt)) throw validationFailed([fieldError('publish_at', 'INVALID_FORMAT', 'publish_at is not a moment that exists (a leap second?).')])
-  return { title: input.title.trim(), content: input.content, status: input.status ?? 'published', publishAt: publishAt === null ? null : new Date(publishAt).toISOString() }
+  return {
+    title: input.title.trim(),
+    content: input.content,
+    status: input.status ?? 'published',
+    slug: input.slug,
+    tags: normaliseTags(input.tags ?? []),
+    excerpt: input.excerpt ?? null,
+    publishAt: publishAt === null ? null : new Date(publishAt).toISOString(),
+  }
 }

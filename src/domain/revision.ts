@@ -11,12 +11,17 @@ export interface Revision {
   title: string
   content: string
   status: PostStatus
+  slug: string
+  tags: string[]
+  excerpt: string
+  /** Whether the excerpt was the one derived from the content (a restore derives it again). */
+  excerptDerived: boolean
   publishAt: string | null
   editor: string
   createdAt: string
 }
 
 /** What a list of revisions shows of each. */
-export type RevisionSummary = Omit<Revision, 'content'>
+export type RevisionSummary = Omit<Revision, 'content' | 'tags' | 'excerpt' | 'excerptDerived'>
 
 export const REVISION_SORT_KEYS = ['number'] as const

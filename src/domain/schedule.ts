@@ -1,5 +1,5 @@
 import { fieldError, type FieldError, validationFailed } from '../errors.ts'
-import type { PostInput, PostStatus } from './post.ts'
+import type { PostStatus } from './post.ts'
 
 /** The signal a unit of work sends when it changes the schedule, so every instance's scheduler looks again. */
 export const SCHEDULE_CHANNEL = 'blog_post_schedule'
@@ -22,7 +22,7 @@ function sameInstant (a: string | null | undefined, b: string | null): boolean {
  * schedule even if that time has just passed (the switch is due, and publishes the edited post).
  * Anything else breaking the rules is one 422 naming `publish_at`.
  */
-export function applySchedule (input: PostInput, current: Scheduled | null, now: Date): PostInput {
+export function applySchedule<T extends { status: PostStatus, publishAt?: string | null | undefined }> (input: T, current: Scheduled | null, now: Date): T {
   const kept = current?.status === 'scheduled' && sameInstant(input.publishAt, current.publishAt)
   if (input.status !== 'scheduled' && kept) return { ...input, publishAt: null }
   const errors = scheduleErrors(input, now, kept)
@@ -30,7 +30,7 @@ export function applySchedule (input: PostInput, current: Scheduled | null, now:
   return input
 }
 
-function scheduleErrors (input: PostInput, now: Date, kept: boolean): FieldError[] {
+function scheduleErrors (input: { status: PostStatus, publishAt?: string | null | undefined }, now: Date, kept: boolean): FieldError[] {
   if (input.status !== 'scheduled') {
     return input.publishAt == null ? [] : [fieldError('publish_at', 'PUBLISH_AT_NOT_ALLOWED', `publish_at is only for status scheduled, not ${input.status}; leave it out or null.`)]
   }

@@ -2,8 +2,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { routeOf } from './route.ts'
 
-/** Who may cache a representation: anyone (published content), or only nobody but the client. */
-export type Audience = 'public' | 'private'
+/**
+ * Who may cache a representation: anyone when read anonymously (published content), nobody but
+ * the client, or anyone whoever asked (`everyone`: the same bytes for every caller, as a feed).
+ */
+export type Audience = 'public' | 'private' | 'everyone'
 
 export const PUBLIC_CACHE = 'public, max-age=60, stale-while-revalidate=300'
 export const PRIVATE_CACHE = 'private, no-store'
@@ -13,6 +16,7 @@ export const PRIVATE_CACHE = 'private, no-store'
  * anything read with credentials, drafts, orders and exports may not be stored at all.
  */
 export function cacheControlFor (req: FastifyRequest, audience: Audience): string {
+  if (audience === 'everyone') return PUBLIC_CACHE
   return audience === 'public' && req.headers.authorization === undefined ? PUBLIC_CACHE : PRIVATE_CACHE
 }
 

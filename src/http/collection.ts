@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { ListPage, ListQuery } from '../store/store.ts'
+import type { ListPage, ListQuery, SortTerm } from '../store/store.ts'
 import type { Audience } from './caching.ts'
 import { type CollectionSpec, type CursorCodec, type ListRequest, parseListRequest, pagingQueryProperties, type PagingQuery, sendPage, storeQueryOf } from './paging.ts'
 import { linkBase } from './versioning.ts'
@@ -16,6 +16,10 @@ export interface ListSpec<T, K extends string, F> {
   /** Whether each item carries `_links.self`. */
   readonly selfLink: boolean
   readonly audience: Audience
+  /** An item's value for a sort term, as its cursor carries it, when it is not simply the item's field of that name. */
+  readonly sortValue?: (item: T, term: SortTerm) => string | number
+  /** What decides an item's bytes (the list's ETag); by default its id, revision and `updatedAt`. */
+  readonly version?: (item: T) => string
   /** Reads the page; `lr` tells what was asked for (`include`, `fields`). */
   readonly read: (req: FastifyRequest, query: ListQuery<K, F>, lr: ListRequest<K>) => Promise<ListPage<T>>
 }
@@ -35,7 +39,7 @@ function splitQuery<F> (query: object): { filter: F, paging: PagingQuery } {
  * The handler of any collection's GET: filters and paging parsed and checked, the page read,
  * each item holding exactly its default fields or `fields` (plus `_links.self`), sent by sendPage.
  */
-export function listHandler<T extends { id: number, revision: number, updatedAt: string }, K extends string, F> (cursors: CursorCodec, spec: ListSpec<T, K, F>) {
+export function listHandler<T extends { id: number | string }, K extends string, F> (cursors: CursorCodec, spec: ListSpec<T, K, F>) {
   return async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     const { filter, paging } = splitQuery<F>(req.query as object)
     const lr = parseListRequest(req, paging, spec.collection, filter as Record<string, unknown>, spec.fieldNames, cursors)
@@ -51,6 +55,8 @@ export function listHandler<T extends { id: number, revision: number, updatedAt:
         return out
       },
       audience: spec.audience,
+      sortValue: spec.sortValue,
+      version: spec.version,
     })
   }
 }

@@ -131,7 +131,7 @@ export function sendRepresentation (
   req: FastifyRequest,
   reply: FastifyReply,
   body: unknown,
-  opts: { etag: string, lastModified?: Date, audience: Audience, status?: number }
+  opts: { etag: string, lastModified?: Date, audience: Audience, status?: number, mediaType?: string }
 ): FastifyReply {
   reply.header('etag', opts.etag)
   if (opts.lastModified) reply.header('last-modified', opts.lastModified.toUTCString())
@@ -139,5 +139,5 @@ export function sendRepresentation (
   if ((req.method === 'GET' || req.method === 'HEAD') && isNotModified(req, opts)) {
     return reply.code(304).send()
   }
-  return reply.code(opts.status ?? 200).header('content-type', req.responseMediaType).send(body)
+  return reply.code(opts.status ?? 200).header('content-type', opts.mediaType ?? req.responseMediaType).send(body)
 }

@@ -278,16 +278,24 @@ export function sortValuesOf (item: object, sort: readonly SortTerm[]): (string 
  * (the query, the shape asked for, each row's revision and the paging headers; not a second
  * serialisation of the page), and the rendered items.
  */
-export function sendPage<T extends { id: number, revision: number, updatedAt: string }, K extends string> (
+export function sendPage<T extends { id: number | string }, K extends string> (
   req: FastifyRequest,
   reply: FastifyReply,
   lr: ListRequest<K>,
   page: ListPage<T>,
   cursors: CursorCodec,
-  opts: { render: (item: T) => unknown, audience: Audience }
+  opts: {
+    render: (item: T) => unknown
+    audience: Audience
+    sortValue?: ((item: T, term: SortTerm) => string | number) | undefined
+    /** What decides an item's bytes besides the query; by default its id, revision and `updatedAt`. */
+    version?: ((item: T) => string) | undefined
+  }
 ): FastifyReply {
-  setPagingHeaders(req, reply, lr, page, item => sortValuesOf(item, lr.sort), cursors)
-  const rows = page.items.map(p => `${p.id}:${p.revision}:${p.updatedAt}`).join(',')
+  const sortValue = opts.sortValue
+  setPagingHeaders(req, reply, lr, page, sortValue === undefined ? item => sortValuesOf(item, lr.sort) : item => lr.sort.map(t => sortValue(item, t)), cursors)
+  const version = opts.version ?? ((p: T) => { const r = p as unknown as { revision: number, updatedAt: string }; return `${p.id}:${r.revision}:${r.updatedAt}` })
+  const rows = page.items.map(version).join(',')
   const shape = [lr.signature, req.apiVersion, linkBase(req), lr.fields?.join(',') ?? '', lr.include.join(',')]
   const etag = weakEtag([...shape, rows, reply.getHeader('link'), reply.getHeader('x-total-count')].map(h => String(h ?? '')).join('\n'))
   return sendRepresentation(req, reply, page.items.map(opts.render), { etag, audience: opts.audience })

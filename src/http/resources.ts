@@ -48,6 +48,10 @@ export interface Resource {
   /** Its tables and repository, when it brings any (the store opens every registered resource's). */
   readonly store?: StoreModule
   routes (app: FastifyInstance, ctx: ResourceContext): Promise<void>
+  /** Routes the same in every version (a feed), registered once, unprefixed; `/vN/…` aliases are rewritten onto them. */
+  unversionedRoutes? (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void>
+  /** Further links of the API index, by relation (`feed_atom: '/feed.atom'`). */
+  readonly links?: Readonly<Record<string, string>>
   /**
    * Work the resource does outside requests (a job worker), set up once per app on the root
    * instance: start it in an `onReady` hook and stop it in an `onClose` hook.
@@ -70,6 +74,7 @@ const NO_QUERY = Type.Object({}, { additionalProperties: false })
 /** Registers every resource once per API version, unprefixed (negotiated by Accept) and under `/vN`. */
 export async function registerResources (app: FastifyInstance, opts: ResourcesOptions): Promise<void> {
   for (const resource of opts.resources) await resource.services?.(app, { config: opts.config, store: opts.store })
+  for (const resource of opts.resources) await resource.unversionedRoutes?.(app, { config: opts.config, store: opts.store })
   for (const version of API_VERSIONS) {
     for (const prefix of ['', `/v${version}`]) {
       const documented = prefix === '' ? version === 1 : version !== 1

@@ -215,7 +215,7 @@ export const versioningPlugin = fp(async function versioning (app: FastifyInstan
 
 // /v1/healthz, /v2/openapi.json, …: every path answers under a version prefix (contract §2);
 // these are the same for every version, so the prefix is dropped before routing.
-const UNVERSIONED_ALIAS = /^\/v(?:1|2)(\/(?:healthz|readyz|openapi\.json|docs|docs\/.*|problems\/.*))$/
+const UNVERSIONED_ALIAS = /^\/v(?:1|2)(\/(?:healthz|readyz|openapi\.json|feed\.atom|feed\.json|docs|docs\/.*|problems\/.*))$/
 
 /** Fastify's `rewriteUrl`: maps a version-prefixed alias of an unversioned path onto that path. */
 export function rewriteUnversionedAlias (req: IncomingMessage): string {

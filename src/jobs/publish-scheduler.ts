@@ -52,16 +52,16 @@ export class PublishScheduler {
   private async tick (signal: AbortSignal): Promise<boolean> {
     const { store, log } = this.opts
     const due = await store.posts.due(new Date(), BATCH)
-    for (const { id, revision } of due) {
+    for (const post of due) {
       if (signal.aborted) return false
-      const post = await store.transaction(async uow => {
-        const published = await new PostService(uow, { revisionsKeep: this.opts.revisionsKeep }).publishScheduled(id, revision)
+      const published = await store.transaction(async uow => {
+        const published = await new PostService(uow, { revisionsKeep: this.opts.revisionsKeep }).publishScheduled(post)
         if (published !== null) await this.opts.onPublished?.(uow, published)
         return published
       })
-      if (post !== null) {
+      if (published !== null) {
         this.opts.published?.inc()
-        log.info({ post_id: id, revision: post.revision }, 'scheduled post published')
+        log.info({ post_id: post.id, revision: published.revision }, 'scheduled post published')
       }
     }
     if (due.length === BATCH) return true

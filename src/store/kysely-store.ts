@@ -5,6 +5,7 @@ import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
 import * as mOwners from './migrations/20261124-idempotency-owners.ts'
 import * as m0004 from './migrations/0004-exports.ts'
+import * as mContent from '../resources/posts/20261124-posts-content.ts'
 import * as mEvents from './migrations/20261124-events.ts'
 import * as mEditorial from './migrations/20261124-posts-editorial.ts'
 import type { StoreModule } from './module.ts'
@@ -36,8 +37,16 @@ function repositories (db: Kysely<Database>, dialect: DialectParts, modules: rea
 }
 
 /** The core's migrations and every module's, by name (Kysely applies them in name order; 0003 is the orders module's). */
-function migrationsOf (dialect: DialectParts, modules: readonly StoreModule[]): Record<string, Migration> {
-  const all: Record<string, Migration> = { '0001-initial': dialect.initialMigration, '0002-idempotency-keys': m0002.migration(dialect.columnTypes), '0004-exports': m0004.migration(dialect.columnTypes), '20261124-events': mEvents.migration(dialect.columnTypes), '20261124-idempotency-owners': mOwners.migration(dialect.columnTypes), '20261124-posts-editorial': mEditorial.migration(dialect.columnTypes) }
+export function migrationsOf (dialect: DialectParts, modules: readonly StoreModule[]): Record<string, Migration> {
+  const all: Record<string, Migration> = {
+    '0001-initial': dialect.initialMigration,
+    '0002-idempotency-keys': m0002.migration(dialect.columnTypes),
+    '0004-exports': m0004.migration(dialect.columnTypes),
+    '20261124-events': mEvents.migration(dialect.columnTypes),
+    '20261124-idempotency-owners': mOwners.migration(dialect.columnTypes),
+    '20261124-posts-content': mContent.migration(dialect.columnTypes),
+    '20261124-posts-editorial': mEditorial.migration(dialect.columnTypes),
+  }
   for (const [name, m] of modules.flatMap(m => Object.entries(m.migrations))) {
     if (name in all) throw new Error(`two migrations are named ${name}`)
     all[name] = m(dialect.columnTypes)

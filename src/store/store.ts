@@ -1,6 +1,6 @@
 import type { StoreCircuit } from './circuit.ts'
 import type { ExportJob, ExportLease, ExportRequest } from '../domain/export.ts'
-import type { Post, PostInput, PostSortKey, PostStatus, PostSummary } from '../domain/post.ts'
+import type { Post, PostSortKey, PostStatus, PostSummary, PostWriteInput } from '../domain/post.ts'
 import type { Viewer } from '../domain/principal.ts'
 import type { Revision, RevisionSummary } from '../domain/revision.ts'
 
@@ -37,7 +37,32 @@ export interface ListPage<T> {
 
 export interface PostFilter {
   readonly status?: PostStatus
-  /** Full-text search over title and content; every word must match. */
+  /** Full-text search over title, content and tags; every word must match. */
+  readonly q?: string
+  /** Posts holding any of these tag keys (case-folded). */
+  readonly tag?: readonly string[]
+  readonly author?: string
+  /** The current slug (not an alias). */
+  readonly slug?: string
+  /** RFC 3339 bounds, exclusive, on `published_at`. */
+  readonly published_after?: string
+  readonly published_before?: string
+  /** RFC 3339, inclusive, on `updated_at`. */
+  readonly updated_since?: string
+}
+
+/** What a slug names: a post (its current slug), the current slug of the post it is an alias of, or nothing visible. */
+export type SlugLookup = { readonly post: Post } | { readonly movedTo: string } | null
+
+/** A tag with the number of posts holding it; `id` is its case-folded key (the list's tie-breaker). */
+export interface TagCount {
+  readonly id: string
+  readonly name: string
+  readonly count: number
+}
+
+export interface TagsQuery {
+  /** A case-insensitive prefix of the name. */
   readonly q?: string
 }
 
@@ -54,23 +79,36 @@ export interface PostStore {
   list (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<Post>>
   /** The same page without the posts' content, for lists that do not show it (it is most of a row). */
   listSummaries (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<PostSummary>>
-  create (input: PostInput, author: string, now: Date): Promise<Post>
+  /** The post whose current slug or alias `slug` is, if `viewer` may see it. */
+  findBySlug (slug: string, viewer: Viewer): Promise<SlugLookup>
+  /** Throws SlugTakenError when the slug given is another post's. */
+  create (write: PostWriteInput, author: string, now: Date): Promise<Post>
   /**
    * Replaces the client-set fields when the row is still at `expectedRevision`:
    * the check and the write are one statement, so of two racing writers one gets `stale`.
    */
-  replace (id: number, input: PostInput, expectedRevision: number, now: Date): Promise<WriteResult<Post>>
+  replace (id: number, write: PostWriteInput, expectedRevision: number, now: Date): Promise<WriteResult<Post> | { readonly outcome: 'slug-taken' }>
   delete (id: number, expectedRevision: number): Promise<WriteResult<true>>
+  /** Every tag on a post `viewer` may see, with how many such posts hold it. */
+  tags (query: ListQuery<string, TagsQuery>, viewer: Viewer): Promise<ListPage<TagCount>>
   /**
    * The scheduled switch (contract §11): a post still `scheduled` at `expectedRevision` becomes
-   * `published` with `publish_at` cleared, in one compare-and-set, so of several instances racing
-   * (or an edit racing the switch) one wins and the others get `stale`.
+   * `published` with `publish_at` cleared and `published_at` as given, in one compare-and-set, so
+   * of several instances racing (or an edit racing the switch) one wins and the others get `stale`.
    */
-  publishScheduled (id: number, expectedRevision: number, now: Date): Promise<WriteResult<Post>>
+  publishScheduled (id: number, expectedRevision: number, publishedAt: string | null, now: Date): Promise<WriteResult<Post>>
   /** Up to `limit` scheduled posts whose `publish_at` is not after `now`, earliest first. */
-  due (now: Date, limit: number): Promise<{ id: number, revision: number }[]>
+  due (now: Date, limit: number): Promise<DuePost[]>
   /** The earliest `publish_at` of any scheduled post, or null when none is scheduled. */
   nextDue (): Promise<Date | null>
+}
+
+/** A scheduled post whose time has come, as the switch needs it. */
+export interface DuePost {
+  readonly id: number
+  readonly revision: number
+  readonly publishAt: string
+  readonly publishedAt: string | null
 }
 
 /** A post's history: one revision per change, numbered by the post's revision, kept newest `keep`. */

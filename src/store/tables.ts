@@ -15,6 +15,27 @@ export interface PostsTable {
   created_at: Timestamp
   updated_at: Timestamp
   revision: number
+  /** Null only between a create's insert and its slug's claim, inside one transaction. */
+  slug: string | null
+  /** The tags as given, a JSON array. */
+  tags: Generated<string>
+  excerpt: Generated<string>
+  excerpt_derived: Generated<number>
+  content_html: Generated<string>
+  published_at: Timestamp | null
+}
+
+/** Every slug a post holds: its current one and those it was renamed from (contract §10). */
+export interface PostSlugsTable {
+  slug: string
+  post_id: number
+}
+
+/** A post's tags, one row each by case-folded key, so `?tag=` is an index lookup. */
+export interface PostTagsTable {
+  post_id: number
+  tag_key: string
+  name: string
 }
 
 /** A post's values after one change; `number` is the post's revision that change made. */
@@ -24,6 +45,11 @@ export interface PostRevisionsTable {
   title: string
   content: string
   status: PostStatus
+  slug: string
+  /** A JSON array, as posts.tags. */
+  tags: string
+  excerpt: string
+  excerpt_derived: number
   publish_at: Timestamp | null
   /** Who made the change: a principal's subject, or `system` for the scheduled switch. */
   editor: string
@@ -137,6 +163,8 @@ export interface EventsTable {
 export interface Database {
   posts: PostsTable
   post_revisions: PostRevisionsTable
+  post_slugs: PostSlugsTable
+  post_tags: PostTagsTable
   api_keys: ApiKeysTable
   meta: MetaTable
   idempotency_keys: IdempotencyKeysTable

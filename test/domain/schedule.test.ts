@@ -7,7 +7,7 @@ import type { PostInput } from '../../src/domain/post.ts'
 const now = new Date('2030-01-01T12:00:00.000Z')
 const later = '2030-01-01T12:00:00.001Z'
 const earlier = '2030-01-01T11:59:59.999Z'
-const input = (status: PostInput['status'], publishAt: string | null): PostInput => ({ title: 't', content: '', status, publishAt })
+const input = (status: PostInput['status'], publishAt: string | null): PostInput => ({ title: 't', content: '', status, publishAt, tags: [], excerpt: null })
 
 function codes (f: () => unknown): string[] {
   try {
@@ -28,7 +28,7 @@ describe('applySchedule (contract §11)', () => {
 
   it('requires publish_at with scheduled', () => {
     assert.deepEqual(codes(() => applySchedule(input('scheduled', null), null, now)), ['publish_at:PUBLISH_AT_REQUIRED'])
-    assert.deepEqual(codes(() => applySchedule({ title: 't', content: '', status: 'scheduled' }, null, now)), ['publish_at:PUBLISH_AT_REQUIRED'])
+    assert.deepEqual(codes(() => applySchedule({ title: 't', content: '', status: 'scheduled', tags: [], excerpt: null }, null, now)), ['publish_at:PUBLISH_AT_REQUIRED'])
   })
 
   it('refuses publish_at with every other status, and takes null as absent', () => {

@@ -127,6 +127,7 @@ for (const kind of await storeKinds()) {
         }
         assert.equal(seen.status, 'published')
         assert.equal(seen.publish_at, null)
+        assert.equal(seen.published_at, publishAt, 'published_at is the publish_at it was scheduled for')
         // The service's own record of when it switched: not before publish_at, and within 5 s of it.
         const lag = Date.parse(seen.updated_at) - Date.parse(publishAt)
         assert.ok(lag >= 0 && lag < 5000, `switched ${lag} ms after publish_at`)
@@ -146,7 +147,9 @@ for (const kind of await storeKinds()) {
         assert.deepEqual(list.map((r: object) => Object.keys(r).sort()), Array(3).fill(['created_at', 'editor', 'number', 'status', 'title']))
         assert.deepEqual(list.map((r: { number: number, title: string }) => [r.number, r.title]), [[3, 'three'], [2, 'two'], [1, 'one']])
         const newest = json(await get(`/posts/${post.id}/revisions/3`))
-        assert.deepEqual(newest, { number: 3, title: now.title, content: now.content, status: now.status, publish_at: now.publish_at, editor: 'alice', created_at: now.updated_at })
+        assert.deepEqual(newest, {
+          number: 3, title: now.title, content: now.content, status: now.status, slug: now.slug, tags: now.tags, excerpt: now.excerpt, publish_at: now.publish_at, editor: 'alice', created_at: now.updated_at,
+        })
         // Another post's numbers start at 1.
         const other = json(await create({ title: 'other', content: '' }))
         assert.deepEqual(json(await get(`/posts/${other.id}/revisions`)).map((r: { number: number }) => r.number), [1])
@@ -192,6 +195,18 @@ for (const kind of await storeKinds()) {
         // `{}` is as good as no body.
         assert.equal((await t.request({ method: 'POST', url: `/posts/${post.id}/revisions/2/restore`, headers: alice, payload: {} })).statusCode, 200)
         assert.equal((await t.request({ method: 'POST', url: `/posts/${post.id}/revisions/2/restore`, headers: alice, payload: { title: 'x' } })).statusCode, 422)
+      })
+
+      it('restores the slug (taken back from the aliases), the tags and a given or derived excerpt', async () => {
+        const post = json(await create({ title: 'Named', content: 'first words', slug: 'good-one', tags: ['A', 'b'], excerpt: 'custom' }))
+        await patch(post.id, { slug: 'renamed', tags: ['c'], excerpt: null, content: 'other words' })
+        let restored = json(await t.request({ method: 'POST', url: `/posts/${post.id}/revisions/1/restore`, headers: alice }))
+        assert.deepEqual([restored.slug, restored.tags, restored.excerpt, restored.content], ['good-one', ['A', 'b'], 'custom', 'first words'])
+        assert.equal((await get('/posts/by-slug/good-one')).statusCode, 200)
+        restored = json(await t.request({ method: 'POST', url: `/posts/${post.id}/revisions/2/restore`, headers: alice }))
+        assert.deepEqual([restored.slug, restored.tags, restored.excerpt], ['renamed', ['c'], 'other words'], 'a derived excerpt follows the restored content')
+        const revision = json(await get(`/posts/${post.id}/revisions/2`))
+        assert.deepEqual([revision.slug, revision.tags, revision.excerpt], ['renamed', ['c'], 'other words'])
       })
 
       it('checks If-Match and If-Unmodified-Since against the post: 412, nothing changed', async () => {

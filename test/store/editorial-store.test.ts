@@ -12,6 +12,7 @@ import { type FreshStore, freshStore } from './store-helper.ts'
 
 const alice: Principal = { subject: 'alice', scopes: new Set(['posts:write']), kind: 'jwt' }
 const opts = { revisionsKeep: 50 }
+const none = { tags: [], excerpt: null }
 const all = { filter: {}, sort: [{ key: 'number' as const, direction: 'desc' as const }], limit: 100, count: true }
 const silent = pino({ level: 'silent' })
 
@@ -32,13 +33,20 @@ for (const kind of await storeKinds()) {
     async function scheduled (inMs: number, title = 'scheduled') {
       const publishAt = new Date(Date.now() + inMs).toISOString()
       return await store.transaction(async uow => await new PostService(uow, { ...opts, clock: ahead(60_000) })
-        .create({ title, content: '', status: 'scheduled', publishAt }, alice))
+        .create({ title, content: '', status: 'scheduled', publishAt, ...none }, alice))
+    }
+
+    /** The post as the scheduler reads it when it is due. */
+    async function due (id: number) {
+      const found = (await store.posts.due(new Date(), 1000)).find(d => d.id === id)
+      assert.ok(found, `post ${id} is due`)
+      return found
     }
 
     it('records no revision for a change that rolls back', async () => {
-      const post = await store.transaction(async uow => await new PostService(uow, opts).create({ title: 'a', content: '', status: 'draft' }, alice))
+      const post = await store.transaction(async uow => await new PostService(uow, opts).create({ title: 'a', content: '', status: 'draft', ...none }, alice))
       await assert.rejects(store.transaction(async uow => {
-        await new PostService(uow, opts).update(post.id, alice, () => ({ title: 'b', content: '', status: 'draft' }))
+        await new PostService(uow, opts).update(post.id, alice, () => ({ title: 'b', content: '', status: 'draft', ...none }))
         throw new Error('the rest of the request failed')
       }), /the rest of the request failed/)
       assert.equal((await store.revisions.list(post.id, all)).total, 1)
@@ -50,8 +58,9 @@ for (const kind of await storeKinds()) {
       // Two stores stand for two instances on PostgreSQL; SQLite has one writer per process, so its
       // racers share one store (two in one process would wait on each other's lock with the event loop blocked).
       const other = kind === 'postgres' ? await f.open() : store
+      const read = await due(post.id)
       const results = await Promise.all([store, other, store, other].map(async s =>
-        await s.transaction(async uow => await new PostService(uow, opts).publishScheduled(post.id, post.revision))))
+        await s.transaction(async uow => await new PostService(uow, opts).publishScheduled(read))))
       assert.equal(results.filter(r => r !== null).length, 1)
       const revisions = await store.revisions.list(post.id, all)
       assert.deepEqual(revisions.items.map(r => [r.number, r.status, r.editor]), [[2, 'published', 'system'], [1, 'scheduled', 'alice']])
@@ -63,16 +72,16 @@ for (const kind of await storeKinds()) {
     it('lets an edit racing the switch win by revision: the edit is kept, and the switch publishes the edited post after', async () => {
       const post = await scheduled(-10, 'before')
       // The scheduler read the due post at its revision; an edit lands before its switch does.
-      const [due] = (await store.posts.due(new Date(), 100)).filter(d => d.id === post.id)
-      assert.deepEqual(due, { id: post.id, revision: post.revision })
+      const read = await due(post.id)
+      assert.equal(read.revision, post.revision)
       const edited = await store.transaction(async uow => await new PostService(uow, opts)
-        .update(post.id, alice, current => ({ title: 'after', content: 'edited', status: current.status, publishAt: current.publishAt })))
+        .update(post.id, alice, current => ({ title: 'after', content: 'edited', status: current.status, publishAt: current.publishAt, ...none })))
       assert.equal(edited.status, 'scheduled', 'the edit keeps the schedule whose time has come')
-      const lost = await store.transaction(async uow => await new PostService(uow, opts).publishScheduled(due!.id, due!.revision))
+      const lost = await store.transaction(async uow => await new PostService(uow, opts).publishScheduled(read))
       assert.equal(lost, null, 'the switch at the old revision is stale')
-      const next = (await store.posts.due(new Date(), 100)).find(d => d.id === post.id)
-      assert.deepEqual(next, { id: post.id, revision: edited.revision })
-      const published = await store.transaction(async uow => await new PostService(uow, opts).publishScheduled(next!.id, next!.revision))
+      const next = await due(post.id)
+      assert.equal(next.revision, edited.revision)
+      const published = await store.transaction(async uow => await new PostService(uow, opts).publishScheduled(next))
       assert.equal(published?.title, 'after')
       assert.equal(published?.content, 'edited')
       assert.deepEqual((await store.revisions.list(post.id, all)).items.map(r => [r.title, r.status, r.editor]),
@@ -81,9 +90,10 @@ for (const kind of await storeKinds()) {
 
     it('lets a switch win over an edit made with If-Match on the scheduled post: 412, never a lost edit', async () => {
       const post = await scheduled(-10)
-      assert.notEqual(await store.transaction(async uow => await new PostService(uow, opts).publishScheduled(post.id, post.revision)), null)
+      const stillDue = await due(post.id)
+      assert.notEqual(await store.transaction(async uow => await new PostService(uow, opts).publishScheduled(stillDue)), null)
       await assert.rejects(store.transaction(async uow => await new PostService(uow, opts)
-        .update(post.id, alice, () => ({ title: 'x', content: '', status: 'scheduled', publishAt: post.publishAt }), current => current.revision === post.revision)),
+        .update(post.id, alice, () => ({ title: 'x', content: '', status: 'scheduled', publishAt: post.publishAt, ...none }), current => current.revision === post.revision)),
       (err: { code?: string }) => err.code === 'PRECONDITION_FAILED')
     })
 
@@ -140,7 +150,7 @@ for (const kind of await storeKinds()) {
         assert.equal((await store.posts.findById(missed.id, null))?.status, 'published')
         // Scheduled after the scheduler went to sleep (for up to a minute): the signal wakes it for the new time.
         const soon = await store.transaction(async uow => await new PostService(uow, opts)
-          .create({ title: 'soon', content: '', status: 'scheduled', publishAt: new Date(Date.now() + 400).toISOString() }, alice))
+          .create({ title: 'soon', content: '', status: 'scheduled', publishAt: new Date(Date.now() + 400).toISOString(), ...none }, alice))
         for (let i = 0; i < 400 && (await store.posts.findById(soon.id, null)) === null; i++) await sleep(25)
         assert.equal((await store.posts.findById(soon.id, null))?.status, 'published')
       } finally {

@@ -65,7 +65,23 @@ for (const kind of await storeKinds()) {
         const post = await store.posts.create({ title: 'Hello', content: 'World', status: 'published' }, 'alice', now)
         assert.ok(Number.isInteger(post.id) && post.id >= 1)
         assert.equal(typeof post.id, 'number', 'BIGINT ids come back as numbers')
-        assert.deepEqual(post, { id: post.id, title: 'Hello', content: 'World', status: 'published', publishAt: null, author: 'alice', createdAt: now.toISOString(), updatedAt: now.toISOString(), revision: 1 })
+        assert.deepEqual(post, {
+          id: post.id,
+          title: 'Hello',
+          content: 'World',
+          status: 'published',
+          publishAt: null,
+          author: 'alice',
+          createdAt: now.toISOString(),
+          updatedAt: now.toISOString(),
+          revision: 1,
+          slug: 'hello',
+          tags: [],
+          excerpt: 'World',
+          excerptDerived: true,
+          contentHtml: '<p>World</p>\n',
+          publishedAt: now.toISOString(),
+        })
         assert.deepEqual(await store.posts.findById(post.id, null), post)
       })
 
@@ -92,7 +108,8 @@ for (const kind of await storeKinds()) {
         const r = await store.posts.replace(p.id, { title: 'c', content: 'd', status: 'published' }, 1, later)
         assert.equal(r.outcome, 'done')
         assert.ok(r.outcome === 'done')
-        assert.deepEqual(r.value, { ...p, title: 'c', content: 'd', status: 'published', updatedAt: later.toISOString(), revision: 2 })
+        const derived = { excerpt: 'd', contentHtml: '<p>d</p>\n', publishedAt: later.toISOString() }
+        assert.deepEqual(r.value, { ...p, title: 'c', content: 'd', status: 'published', updatedAt: later.toISOString(), revision: 2, ...derived })
         assert.deepEqual(await store.posts.findById(p.id, null), r.value)
       })
 

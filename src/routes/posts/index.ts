@@ -17,11 +17,25 @@ import type { Resource, ResourceContext } from '../../http/resources.ts'
 import { toFieldErrors } from '../../http/validation.ts'
 import type { ListQuery, PostFilter, Store, UnitOfWork } from '../../store/store.ts'
 import { linkBase } from '../../http/versioning.ts'
+import { cacheControlFor } from '../../http/caching.ts'
+import { feedRoutes, TagListItemSchema, TagSchema, tagRoutes } from '../../resources/posts/content-routes.ts'
+import { parseTagFilter } from '../../resources/posts/tags.ts'
+import { postSortValue } from '../../store/repositories/posts-repository.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
 import { postData, renderPost } from './representation.ts'
 import { revisionRoutes } from './revisions.ts'
-import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
+import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, PostSlugParamsSchema, type PostSlugParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
+
+/** The list's filter as the query gave it: `tag` a comma list, read into keys for the store. */
+type PostQueryFilter = Omit<PostFilter, 'tag'> & { tag?: string }
+
+function storeFilter (filter: PostQueryFilter): PostFilter {
+  return filter.tag === undefined ? filter as PostFilter : { ...filter, tag: parseTagFilter(filter.tag) }
+}
+
+/** Lists show the content and its HTML only when `fields` asks for them: they are most of a row's bytes. */
+const FULL_FIELDS = ['content', 'content_html']
 
 export const postsCollection: CollectionSpec<PostSortKey> = {
   name: 'posts',
@@ -58,14 +72,17 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     collection: postsCollection,
     fieldNames: FIELD_NAMES[version],
     defaultFields: () => [v.idName, 'title'],
-    data: (p: PostSummary & { content?: string }) => postData(p, version),
+    data: (p: PostSummary & { content?: string, contentHtml?: string }) => postData(p, version),
     // Contract §1: list items of version 1 are `{id, title}` alone.
     selfLink: version === 2,
     audience: 'public',
-    // List items show the content only when `fields` asks for it; it is most of a row's bytes.
-    read: async (req, query: ListQuery<PostSortKey, PostFilter>, lr) => lr.fields?.includes('content') === true
-      ? await reader.list(query, req.principal)
-      : await reader.listSummaries(query, req.principal),
+    sortValue: (p, term) => postSortValue(p, term.key, term.direction),
+    read: async (req, q: ListQuery<PostSortKey, PostQueryFilter>, lr) => {
+      const query = { ...q, filter: storeFilter(q.filter) }
+      return lr.fields?.some(f => FULL_FIELDS.includes(f)) === true
+        ? await reader.list(query, req.principal)
+        : await reader.listSummaries(query, req.principal)
+    },
   }))
 
   app.get<{ Params: PostIdParams }>('/posts/:post_id', ctx.route({
@@ -79,6 +96,30 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     const post = await reader.get(req.params.post_id, req.principal)
     return sendResource(req, reply, 'posts', post, renderPost(post, version, linkBase(req)), post.status === 'published' ? 'public' : 'private')
   })
+
+  app.get<{ Params: PostSlugParams }>('/posts/by-slug/:slug', ctx.route({
+    schema: {
+      tags,
+      summary: 'Read a post by its slug',
+      description: 'The same representation and rules as `GET /posts/{post_id}`. An old slug of a renamed post answers 301 with `Location: /posts/by-slug/{current}`.',
+      params: PostSlugParamsSchema,
+      response: {
+        200: PostRef,
+        301: Type.Null({ description: 'An old slug: `Location` names the current one.' }),
+        304: NotModifiedSchema,
+        ...problemResponses(...COMMON_ERRORS, 404, 422),
+      },
+    },
+  }), async (req, reply) => {
+    const found = await reader.getBySlug(req.params.slug, req.principal)
+    if ('movedTo' in found) {
+      return reply.code(301).header('location', `${linkBase(req)}/posts/by-slug/${found.movedTo}`).header('cache-control', cacheControlFor(req, 'public')).send()
+    }
+    const post = found.post
+    return sendResource(req, reply, 'posts', post, renderPost(post, version, linkBase(req)), post.status === 'published' ? 'public' : 'private')
+  })
+
+  await tagRoutes(app, ctx)
 
   app.post<{ Body: PostBody }>('/posts', ctx.route({
     config: WRITE,
@@ -188,8 +229,10 @@ export const postsResource: Resource = {
   name: 'posts',
   description: 'Blog posts',
   path: '/posts',
-  schemas: POST_SCHEMAS,
+  schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema],
   routes: postRoutes,
   services: postServices,
+  unversionedRoutes: feedRoutes,
+  links: { tags: '/tags', feed_atom: '/feed.atom', feed_json: '/feed.json' },
   scopes: [WRITE.requiredScope],
 }

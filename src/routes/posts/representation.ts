@@ -2,7 +2,9 @@ import type { Post, PostSummary } from '../../domain/post.ts'
 import type { Revision, RevisionSummary } from '../../domain/revision.ts'
 import type { ApiVersion } from '../../http/versioning.ts'
 
-function common (post: PostSummary & { content?: string }) {
+type ListedPost = PostSummary & { content?: string, contentHtml?: string }
+
+function common (post: ListedPost) {
   return {
     title: post.title,
     content: post.content,
@@ -11,10 +13,15 @@ function common (post: PostSummary & { content?: string }) {
     created_at: post.createdAt,
     updated_at: post.updatedAt,
     author: post.author,
+    slug: post.slug,
+    tags: post.tags,
+    excerpt: post.excerpt,
+    published_at: post.publishedAt,
+    content_html: post.contentHtml,
   }
 }
 
-/** The single-post representation of each version (contract §1, §8). */
+/** The single-post representation of each version (contract §1, §8, §10). */
 export function renderPost (post: Post, version: ApiVersion, base: string) {
   if (version === 1) return { id: post.id, ...common(post) }
   const self = `${base}/posts/${post.id}`
@@ -26,13 +33,13 @@ export function renderPost (post: Post, version: ApiVersion, base: string) {
 }
 
 /** A post's members by field name (what a list item's `fields` choose from). */
-export function postData (post: PostSummary & { content?: string }, version: ApiVersion): Record<string, unknown> {
+export function postData (post: ListedPost, version: ApiVersion): Record<string, unknown> {
   return { [version === 1 ? 'id' : 'postId']: post.id, ...common(post) }
 }
 
 /** A revision's members by field name: the whole revision, or a list item's choice of them. */
-export function revisionData (r: RevisionSummary & { content?: string }): Record<string, unknown> {
-  return { number: r.number, title: r.title, content: r.content, status: r.status, publish_at: r.publishAt, editor: r.editor, created_at: r.createdAt }
+export function revisionData (r: RevisionSummary & Partial<Pick<Revision, 'content' | 'tags' | 'excerpt'>>): Record<string, unknown> {
+  return { number: r.number, title: r.title, content: r.content, status: r.status, slug: r.slug, tags: r.tags, excerpt: r.excerpt, publish_at: r.publishAt, editor: r.editor, created_at: r.createdAt }
 }
 
 export function renderRevision (r: Revision) {

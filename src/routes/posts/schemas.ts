@@ -1,5 +1,8 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { CONTENT_MAX, POST_STATUSES, TITLE_MAX } from '../../domain/post.ts'
+import { EXCERPT_MAX } from '../../resources/posts/markdown.ts'
+import { SLUG_MAX, SLUG_PATTERN } from '../../resources/posts/slug.ts'
+import { TAG_MAX, TAGS_MAX } from '../../resources/posts/tags.ts'
 import { pagingQueryProperties } from '../../http/paging.ts'
 import { LinkSchema } from '../shared/schemas.ts'
 
@@ -7,6 +10,11 @@ export const PostIdParamsSchema = Type.Object({
   post_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The post\'s id.' }),
 }, { additionalProperties: false })
 export type PostIdParams = Static<typeof PostIdParamsSchema>
+
+export const PostSlugParamsSchema = Type.Object({
+  slug: Type.String({ minLength: 1, maxLength: 200, description: 'A slug the post holds now, or held before a rename (then 301).' }),
+}, { additionalProperties: false })
+export type PostSlugParams = Static<typeof PostSlugParamsSchema>
 
 // An enum rather than a union of literals, so that a wrong value is reported once, listing the allowed ones.
 const StatusSchema = Type.Unsafe<typeof POST_STATUSES[number]>({ type: 'string', enum: [...POST_STATUSES], description: 'Only the author and admins see drafts, archived and scheduled posts. A `scheduled` post is published by the service at its `publish_at`.' })
@@ -29,6 +37,12 @@ const fields = {
   updated_at: TimestampSchema,
   // A JWT's `sub` lies within a token of at most 8 192 characters.
   author: Type.String({ maxLength: 8192, description: 'The `sub` of the credential that created the post.' }),
+  slug: Type.String({ minLength: 1, maxLength: SLUG_MAX, pattern: SLUG_PATTERN, description: 'The post\'s name in URLs (`/posts/by-slug/{slug}`): unique across posts; derived from the title when not given.' }),
+  tags: Type.Array(Type.String({ minLength: 1, maxLength: TAG_MAX }), { maxItems: TAGS_MAX, description: 'Tags as given, trimmed; no two equal but for case.' }),
+  excerpt: Type.String({ maxLength: EXCERPT_MAX, description: 'A summary for list pages: as given, or derived from the content (its first 200 characters of plain text).' }),
+  published_at: Type.Union([TimestampSchema, Type.Null()], { description: 'When the post first became published; null until then. Kept through edits, unpublishing and republishing.' }),
+  // Escaping and links make HTML longer than its Markdown; 20 times the content's limit bounds it.
+  content_html: Type.String({ maxLength: 20 * CONTENT_MAX, description: 'The content read as Markdown (CommonMark, GitHub tables, strikethrough, autolinks) rendered to HTML: raw HTML escaped, only http, https and mailto URLs kept.' }),
 }
 
 export const PostV1Schema = Type.Object({ id: IdSchema, ...fields }, { $id: 'PostV1', additionalProperties: false })
@@ -50,9 +64,10 @@ export const PostListItemV2Schema = Type.Composite([
   Type.Object({ _links: Type.Object({ self: Type.Ref(LinkSchema) }, { additionalProperties: false }) }),
 ], { $id: 'PostListItemV2', additionalProperties: false })
 
+const CONTENT_FIELDS = ['slug', 'tags', 'excerpt', 'published_at', 'publish_at', 'content_html'] as const
 export const FIELD_NAMES = {
-  1: ['id', 'title', 'content', 'status', 'publish_at', 'created_at', 'updated_at', 'author'],
-  2: ['postId', 'title', 'content', 'status', 'publish_at', 'created_at', 'updated_at', 'author'],
+  1: ['id', 'title', 'content', 'status', 'created_at', 'updated_at', 'author', ...CONTENT_FIELDS],
+  2: ['postId', 'title', 'content', 'status', 'created_at', 'updated_at', 'author', ...CONTENT_FIELDS],
 } as const
 
 function bodySchema (idName: 'id' | 'postId', $id: string) {
@@ -63,6 +78,13 @@ function bodySchema (idName: 'id' | 'postId', $id: string) {
     content: fields.content,
     status: Type.Optional({ ...StatusSchema, description: 'Default `published`.' }),
     publish_at: Type.Optional(PublishAtBodySchema),
+    // Contract §10: every way a slug can be wrong is INVALID_FORMAT.
+    slug: Type.Optional(Type.String({ ...fields.slug, 'x-error-code': 'INVALID_FORMAT', description: `${fields.slug.description} 1–${SLUG_MAX} characters, lowercase ASCII letters and digits joined by single hyphens. On PUT and PATCH, absent keeps the current slug; a new one keeps the old as an alias.` })),
+    tags: Type.Optional(Type.Array(Type.String({ trimmedLength: { minimum: 1, maximum: TAG_MAX }, maxLength: TAG_MAX * 4 }), { maxItems: TAGS_MAX, description: `At most ${TAGS_MAX}, each 1–${TAG_MAX} characters after trimming; compared case-insensitively (the first spelling is kept). Default none.` })),
+    // One schema with two types (not a union), so a string too long is reported once, as TOO_LONG.
+    excerpt: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: EXCERPT_MAX, description: `0–${EXCERPT_MAX} characters; absent or null: derived from the content.` })),
+    published_at: Type.Optional(Type.Unknown({ ...readOnly })),
+    content_html: Type.Optional(Type.Unknown({ ...readOnly })),
     // Whatever their value: they are ignored (contract §1), so a client never fails on them.
     created_at: Type.Optional(Type.Unknown({ ...readOnly })),
     updated_at: Type.Optional(Type.Unknown({ ...readOnly })),
@@ -81,12 +103,21 @@ export interface PostBody {
   content: string
   status?: typeof POST_STATUSES[number]
   publish_at?: string | null
+  slug?: string
+  tags?: string[]
+  excerpt?: string | null
 }
 
 export const ListPostsQuerySchema = Type.Object({
   status: Type.Optional(StatusSchema),
   // At least one character that is not white space, and no NUL (neither full-text engine takes it).
-  q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$', description: 'Full-text search over title and content: every word must match.' })),
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$', description: 'Full-text search over title, content and tags: every word must match.' })),
+  tag: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, pattern: '[^,\\s]', description: 'Comma list of tags: posts holding any of them (case-insensitive).' })),
+  author: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'Posts by this author (equality).' })),
+  slug: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The post with this current slug (not an old one).' })),
+  published_after: Type.Optional(Type.String({ format: 'date-time', maxLength: 40, description: 'RFC 3339: posts published strictly after.' })),
+  published_before: Type.Optional(Type.String({ format: 'date-time', maxLength: 40, description: 'RFC 3339: posts published strictly before.' })),
+  updated_since: Type.Optional(Type.String({ format: 'date-time', maxLength: 40, description: 'RFC 3339: posts updated at or after (for mirrors).' })),
   ...Type.Partial(Type.Object(pagingQueryProperties)).properties,
 }, { additionalProperties: false })
 
@@ -101,6 +132,9 @@ const revisionFields = {
   title: fields.title,
   content: fields.content,
   status: StatusSchema,
+  slug: fields.slug,
+  tags: fields.tags,
+  excerpt: fields.excerpt,
   publish_at: PublishAtSchema,
   // `system` for the scheduled switch.
   editor: Type.String({ maxLength: 8192, description: 'The `sub` of who made the change; `system` for the scheduled switch.' }),
@@ -110,7 +144,7 @@ const revisionFields = {
 /** A post's values after one change (contract §11); the same in every version. */
 export const RevisionSchema = Type.Object(revisionFields, { $id: 'Revision', additionalProperties: false })
 export const RevisionListItemSchema = Type.Partial(Type.Object(revisionFields), { $id: 'RevisionListItem', additionalProperties: false })
-export const REVISION_FIELD_NAMES = ['number', 'title', 'status', 'publish_at', 'editor', 'created_at'] as const
+export const REVISION_FIELD_NAMES = ['number', 'title', 'status', 'slug', 'publish_at', 'editor', 'created_at'] as const
 export const ListRevisionsQuerySchema = Type.Object(Type.Partial(Type.Object(pagingQueryProperties)).properties, { additionalProperties: false })
 
 /** Every schema posts share with the app (each has an `$id`, so the document names it). */
@@ -118,6 +152,6 @@ export const POST_SCHEMAS = [PostV1Schema, PostV2Schema, PostListItemV1Schema, P
 
 /** What differs between the versions of a post (contract §8). */
 export const POST_VERSIONS = {
-  1: { idName: 'id', post: PostV1Schema, item: PostListItemV1Schema, body: PostBodyV1Schema, readOnly: ['id', 'created_at', 'updated_at', 'author'] },
-  2: { idName: 'postId', post: PostV2Schema, item: PostListItemV2Schema, body: PostBodyV2Schema, readOnly: ['postId', 'created_at', 'updated_at', 'author', '_links'] },
+  1: { idName: 'id', post: PostV1Schema, item: PostListItemV1Schema, body: PostBodyV1Schema, readOnly: ['id', 'created_at', 'updated_at', 'author', 'published_at', 'content_html'] },
+  2: { idName: 'postId', post: PostV2Schema, item: PostListItemV2Schema, body: PostBodyV2Schema, readOnly: ['postId', 'created_at', 'updated_at', 'author', '_links', 'published_at', 'content_html'] },
 } as const

@@ -40,6 +40,7 @@ export function indexRoutes (resources: readonly Resource[]) {
         _links: {
           self: { href: base === '' ? '/' : base },
           ...Object.fromEntries(resources.filter(r => r.indexed !== false).map(r => [r.name, { href: `${base}${r.path}` }])),
+          ...Object.fromEntries(resources.flatMap(r => Object.entries(r.links ?? {})).map(([rel, path]) => [rel, { href: `${base}${path}` }])),
           versions: { href: `${base}/versions` },
           openapi: { href: '/openapi.json' },
           docs: { href: '/docs' },

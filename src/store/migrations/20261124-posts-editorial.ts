@@ -18,13 +18,17 @@ export const migration: SharedMigration = (t: ColumnTypes) => ({
       title TEXT NOT NULL,
       content TEXT NOT NULL,
       status TEXT NOT NULL,
+      slug TEXT NOT NULL,
+      tags TEXT NOT NULL,
+      excerpt TEXT NOT NULL,
+      excerpt_derived INTEGER NOT NULL,
       publish_at ${t.timestamp},
       editor TEXT NOT NULL,
       created_at ${t.timestamp} NOT NULL,
       PRIMARY KEY (post_id, number))`).execute(db)
     // Posts written before revisions existed start their history with what they are now.
-    await sql`INSERT INTO post_revisions (post_id, number, title, content, status, publish_at, editor, created_at)
-      SELECT id, revision, title, content, status, NULL, author, updated_at FROM posts`.execute(db)
+    await sql`INSERT INTO post_revisions (post_id, number, title, content, status, slug, tags, excerpt, excerpt_derived, publish_at, editor, created_at)
+      SELECT id, revision, title, content, status, slug, tags, excerpt, excerpt_derived, NULL, author, updated_at FROM posts`.execute(db)
   },
   down: forwardOnly,
 })

@@ -2,6 +2,8 @@ import type { Kysely, Migration } from 'kysely'
 
 /** The column types that differ between the databases; shared migrations are written with these. */
 export interface ColumnTypes {
+  /** The database, for the rare statement that differs beyond a column type (full-text search). */
+  readonly kind: 'sqlite' | 'postgres'
   /** An auto-assigned primary key that is never reused. */
   readonly id: string
   /** A column referring to such a key, or any 64-bit integer. */

@@ -1,42 +1,138 @@
 import type { Compilable, Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely'
-import type { Post, PostInput, PostSortKey, PostStatus, PostSummary } from '../../domain/post.ts'
+import type { Post, PostSortKey, PostStatus, PostSummary, PostWrite, PostWriteInput } from '../../domain/post.ts'
 import { isAdmin, type Viewer } from '../../domain/principal.ts'
+import { NULL_PUBLISHED_ASC, NULL_PUBLISHED_DESC } from '../../resources/posts/20261124-posts-content.ts'
+import { renderContent } from '../../resources/posts/markdown.ts'
+import { publishedAtAfter } from '../../resources/posts/published-at.ts'
+import { deriveSlug, firstFreeSlug } from '../../resources/posts/slug.ts'
+import { tagKey } from '../../resources/posts/tags.ts'
 import { arg, type PreparedQueries, preparedQueries } from '../prepared.ts'
 import { pageOf, pageQuery, pageValues } from '../read-page.ts'
-import type { ListPage, ListQuery, PostFilter, PostStore, WriteResult } from '../store.ts'
+import type { DuePost, ListPage, ListQuery, PostFilter, PostStore, SlugLookup, TagCount, TagsQuery, WriteResult } from '../store.ts'
 import { type Database, type DialectParts, iso, type Timestamp } from '../tables.ts'
 
-type SummaryRow = { id: number | string, title: string, status: PostStatus, publish_at: Timestamp | null, author: string, created_at: Timestamp, updated_at: Timestamp, revision: number | string }
-type PostRow = SummaryRow & { content: string }
+type SummaryRow = {
+  id: number | string
+  title: string
+  status: PostStatus
+  author: string
+  created_at: Timestamp
+  updated_at: Timestamp
+  revision: number | string
+  slug: string | null
+  tags: string
+  excerpt: string
+  excerpt_derived: number | string | boolean
+  published_at: Timestamp | null
+  publish_at: Timestamp | null
+}
+type PostRow = SummaryRow & { content: string, content_html: string }
 
 function toSummary (row: SummaryRow): PostSummary {
   return {
     id: Number(row.id),
     title: row.title,
     status: row.status,
-    publishAt: row.publish_at === null ? null : iso(row.publish_at),
     author: row.author,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
     revision: Number(row.revision),
+    slug: row.slug ?? '',
+    tags: JSON.parse(row.tags) as string[],
+    excerpt: row.excerpt,
+    excerptDerived: Number(row.excerpt_derived) === 1,
+    publishedAt: row.published_at === null ? null : iso(row.published_at),
+    publishAt: row.publish_at === null ? null : iso(row.publish_at),
   }
 }
 
 function toPost (row: PostRow): Post {
   const post = toSummary(row) as Post
   post.content = row.content
+  post.contentHtml = row.content_html
   return post
 }
 
-const SORT_COLUMNS = { id: 'id', title: 'title', created_at: 'created_at', updated_at: 'updated_at' } as const
+const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at', 'publish_at'] as const
+const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at', 'publish_at'] as const
 
-const SUMMARY_COLUMNS = ['id', 'title', 'status', 'publish_at', 'author', 'created_at', 'updated_at', 'revision'] as const
+/**
+ * The column a sort key orders by. `published_at` has one per direction, null replaced by the far
+ * end of time, so that nulls sort last both ways and each direction is one index range.
+ */
+function sortColumn (key: string, direction: 'asc' | 'desc'): string {
+  if (key === 'published_at') return direction === 'asc' ? 'posts.published_asc' : 'posts.published_desc'
+  return `posts.${key}`
+}
+
+/** A post's value for a sort key, as its cursor carries it (null `published_at` as its sort column holds it). */
+export function postSortValue (post: PostSummary, key: string, direction: 'asc' | 'desc'): string | number {
+  if (key === 'published_at') return post.publishedAt ?? (direction === 'asc' ? NULL_PUBLISHED_ASC : NULL_PUBLISHED_DESC)
+  if (key === 'created_at') return post.createdAt
+  if (key === 'updated_at') return post.updatedAt
+  return post[key as 'id' | 'title' | 'slug']
+}
+
+/** A create's given slug is another post's (its current one or an alias). */
+export class SlugTakenError extends Error {
+  constructor (readonly slug: string) {
+    super(`slug ${slug} is taken`)
+    this.name = 'SlugTakenError'
+  }
+}
+
+/**
+ * A write with what the service derives filled in when a caller of the store gave only the
+ * client's fields: HTML and excerpt rendered, the slug derived (create) or kept (replace), tags
+ * empty (create) or kept, `published_at` for a post that has none yet.
+ */
+function completed (w: PostWriteInput, creating: boolean, now: Date): PostWrite {
+  const rendered = w.contentHtml === undefined || w.excerpt === undefined ? renderContent(w.content) : null
+  return {
+    title: w.title,
+    content: w.content,
+    status: w.status,
+    slug: w.slug !== undefined ? w.slug : creating ? { derived: deriveSlug(w.title) } : null,
+    tags: w.tags !== undefined ? w.tags : creating ? [] : null,
+    excerpt: w.excerpt ?? rendered!.excerpt,
+    excerptDerived: w.excerptDerived ?? w.excerpt === undefined,
+    contentHtml: w.contentHtml ?? rendered!.html,
+    publishedAt: w.publishedAt !== undefined ? w.publishedAt : publishedAtAfter(null, w.status, now),
+    publishAt: w.publishAt ?? null,
+  }
+}
 
 type ViewerKind = 'anonymous' | 'admin' | 'author'
 
 function viewerKind (viewer: Viewer): ViewerKind {
   return viewer === null ? 'anonymous' : isAdmin(viewer) ? 'admin' : 'author'
 }
+
+type PostsEb = ExpressionBuilder<Database, 'posts'>
+
+/**
+ * The equality and range filters of a post list (contract §3, §10), in the order their values are
+ * bound: each present filter binds `values` and adds its condition.
+ */
+const FILTERS: readonly {
+  readonly name: keyof PostFilter
+  values (filter: PostFilter, d: DialectParts): unknown[]
+  condition (eb: PostsEb, value: (i: number) => unknown, count: number): Expression<SqlBool>
+}[] = [
+  { name: 'status', values: f => [f.status], condition: (eb, v) => eb('posts.status', '=', v(0) as PostStatus) },
+  { name: 'author', values: f => [f.author], condition: (eb, v) => eb('posts.author', '=', v(0) as string) },
+  { name: 'slug', values: f => [f.slug], condition: (eb, v) => eb('posts.slug', '=', v(0) as string) },
+  {
+    name: 'tag',
+    values: f => [...(f.tag ?? [])],
+    condition: (eb, v, n) => eb.exists(eb.selectFrom('post_tags').select(eb.lit(1).as('one'))
+      .whereRef('post_tags.post_id', '=', 'posts.id')
+      .where('post_tags.tag_key', 'in', Array.from({ length: n }, (_, i) => v(i) as string))),
+  },
+  { name: 'published_after', values: (f, d) => [d.timestamp(new Date(f.published_after!))], condition: (eb, v) => eb('posts.published_at', '>', v(0) as Timestamp) },
+  { name: 'published_before', values: (f, d) => [d.timestamp(new Date(f.published_before!))], condition: (eb, v) => eb('posts.published_at', '<', v(0) as Timestamp) },
+  { name: 'updated_since', values: (f, d) => [d.timestamp(new Date(f.updated_since!))], condition: (eb, v) => eb('posts.updated_at', '>=', v(0) as Timestamp) },
+]
 
 /**
  * The posts table, on the store's connection or on a unit of work's transaction.
@@ -56,18 +152,27 @@ export class PostsRepository implements PostStore {
    * Visibility for `viewer` (admins: none). `author` stands for the viewer's subject, which the
    * caller puts into the arguments where the returned condition needs it.
    */
-  private visible (eb: ExpressionBuilder<Database, 'posts'>, kind: ViewerKind, author: () => string): Expression<SqlBool> | null {
+  private visible (eb: PostsEb, kind: ViewerKind, author: () => string): Expression<SqlBool> | null {
     if (kind === 'admin') return null
     if (kind === 'anonymous') return eb('posts.status', '=', 'published')
     return eb.or([eb('posts.status', '=', 'published'), eb('posts.author', '=', author())])
   }
 
-  /** The values a filtered query binds, in order: the viewer's subject (authors), the status filter. */
+  private present (filter: PostFilter) {
+    return FILTERS.filter(f => filter[f.name] !== undefined && !(f.name === 'tag' && filter.tag!.length === 0))
+  }
+
+  /** The values a filtered query binds, in order: the viewer's subject (authors), then each present filter's. */
   private filterArgs (filter: PostFilter, viewer: Viewer): unknown[] {
     const args: unknown[] = []
     if (viewerKind(viewer) === 'author') args.push(viewer!.subject)
-    if (filter.status !== undefined) args.push(filter.status)
+    for (const f of this.present(filter)) args.push(...f.values(filter, this.dialect))
     return args
+  }
+
+  /** What decides a filtered query's SQL text: which filters are present (and how many tags). */
+  private filterShape (filter: PostFilter, viewer: Viewer): string {
+    return `${viewerKind(viewer)}|${this.present(filter).map(f => f.name === 'tag' ? `tag${filter.tag!.length}` : f.name).join(',')}`
   }
 
   /**
@@ -81,7 +186,12 @@ export class PostsRepository implements PostStore {
       let i = 0
       const vis = this.visible(eb, kind, () => value(i++) as string)
       if (vis) conds.push(vis)
-      if (filter.status !== undefined) conds.push(eb('posts.status', '=', value(i++) as PostStatus))
+      for (const f of this.present(filter)) {
+        const n = f.values(filter, this.dialect).length
+        const start = i
+        conds.push(f.condition(eb, j => value(start + j), n))
+        i += n
+      }
       if (filter.q !== undefined) conds.push(this.dialect.textSearch(eb, filter.q))
       return eb.and(conds)
     })
@@ -100,20 +210,37 @@ export class PostsRepository implements PostStore {
   private listShape (what: string, query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): string {
     const sort = query.sort.map(t => `${t.key}:${t.direction}`).join(',')
     const position = query.after !== undefined ? `after${query.after.length}` : query.before !== undefined ? `before${query.before.length}` : ''
-    return `${what}|${viewerKind(viewer)}|${query.filter.status !== undefined ? 'status' : ''}|${sort}|${position}|${query.offset ? 'offset' : ''}`
+    return `${what}|${this.filterShape(query.filter, viewer)}|${sort}|${position}|${query.offset ? 'offset' : ''}`
   }
 
   async findById (id: number, viewer: Viewer): Promise<Post | null> {
     const kind = viewerKind(viewer)
-    const query = this.prepared.get(`find|${kind}`, () => this.db.selectFrom('posts').selectAll()
+    const query = this.prepared.get(`find|${kind}`, () => this.db.selectFrom('posts').select(POST_COLUMNS)
       .where('id', '=', arg<number>(0))
       .where(eb => this.visible(eb, kind, () => arg<string>(1)) ?? eb.lit(true)))
     const [row] = await query.execute(this.db, kind === 'author' ? [id, viewer!.subject] : [id])
     return row ? toPost(row) : null
   }
 
+  async findBySlug (slug: string, viewer: Viewer): Promise<SlugLookup> {
+    const kind = viewerKind(viewer)
+    const args = kind === 'author' ? [slug, viewer!.subject] : [slug]
+    const current = this.prepared.get(`by-slug|${kind}`, () => this.db.selectFrom('posts').select(POST_COLUMNS)
+      .where('slug', '=', arg<string>(0))
+      .where(eb => this.visible(eb, kind, () => arg<string>(1)) ?? eb.lit(true)))
+    const [row] = await current.execute(this.db, args)
+    if (row) return { post: toPost(row) }
+    const alias = this.prepared.get(`by-alias|${kind}`, () => this.db.selectFrom('post_slugs')
+      .innerJoin('posts', 'posts.id', 'post_slugs.post_id')
+      .select('posts.slug')
+      .where('post_slugs.slug', '=', arg<string>(0))
+      .where(eb => this.visible(eb as unknown as PostsEb, kind, () => arg<string>(1)) ?? eb.lit(true)))
+    const [moved] = await alias.execute(this.db, args)
+    return moved?.slug ? { movedTo: moved.slug } : null
+  }
+
   async list (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<Post>> {
-    return await this.page('page', query, viewer, filtered => filtered.selectAll(), toPost)
+    return await this.page('page', query, viewer, filtered => filtered.select(POST_COLUMNS), toPost)
   }
 
   async listSummaries (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<PostSummary>> {
@@ -130,9 +257,11 @@ export class PostsRepository implements PostStore {
   ): Promise<ListPage<T>> {
     const filterArgs = this.filterArgs(query.filter, viewer)
     const args = [...filterArgs, ...pageValues(query)]
+    const directions = new Map(query.sort.map(t => [t.key as string, t.direction]))
+    const column = (key: string) => sortColumn(key, directions.get(key) ?? 'asc')
     const [rows, total] = await Promise.all([
       this.run(this.listShape(what, query, viewer), query.filter, args, value =>
-        pageQuery(select(this.filtered(query.filter, viewer, value)), query, key => `posts.${SORT_COLUMNS[key as PostSortKey]}`, i => value(filterArgs.length + i))),
+        pageQuery(select(this.filtered(query.filter, viewer, value)), query, column, i => value(filterArgs.length + i))),
       this.count(query, viewer),
     ])
     const page = pageOf(rows, query, total)
@@ -142,54 +271,155 @@ export class PostsRepository implements PostStore {
   /** Every post of the list, when the query asks for the count. */
   private async count (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<number | undefined> {
     if (!query.count) return undefined
-    const shape = `count|${viewerKind(viewer)}|${query.filter.status !== undefined ? 'status' : ''}`
-    const rows = await this.run(shape, query.filter, this.filterArgs(query.filter, viewer), value =>
+    const rows = await this.run(`count|${this.filterShape(query.filter, viewer)}`, query.filter, this.filterArgs(query.filter, viewer), value =>
       this.filtered(query.filter, viewer, value).select(eb => eb.fn.countAll<number | string>().as('n')))
     return Number(rows[0]?.n ?? 0)
   }
 
-  async create (input: PostInput, author: string, now: Date): Promise<Post> {
+  async create (input: PostWriteInput, author: string, now: Date): Promise<Post> {
+    const write = completed(input, true, now)
     const ts = this.dialect.timestamp(now)
     const query = this.prepared.get('create', () => this.db.insertInto('posts')
-      .values({ title: arg(0), content: arg(1), status: arg(2), publish_at: arg(5), author: arg(3), created_at: arg(4), updated_at: arg(4), revision: 1 })
-      .returningAll())
-    const [row] = await query.execute(this.db, [input.title, input.content, input.status, author, ts, this.publishAt(input)])
+      .values({
+        title: arg(0),
+        content: arg(1),
+        status: arg(2),
+        author: arg(3),
+        created_at: arg(4),
+        updated_at: arg(4),
+        revision: 1,
+        tags: arg(5),
+        excerpt: arg(6),
+        excerpt_derived: arg(7),
+        content_html: arg(8),
+        published_at: arg(9),
+        publish_at: arg(10),
+      })
+      .returning('id'))
+    const publishedAt = write.publishedAt === null ? null : this.dialect.timestamp(new Date(write.publishedAt))
+    const [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt)])
     if (row === undefined) throw new Error('INSERT … RETURNING returned no row')
-    return toPost(row)
+    const id = Number(row.id)
+    const slug = await this.claimSlug(id, write.slug ?? { derived: 'post' })
+    if (slug === null) throw new SlugTakenError('given' in write.slug! ? write.slug.given : '')
+    const [created] = await this.prepared.get('create-slug', () => this.db.updateTable('posts').set({ slug: arg<string>(0) }).where('id', '=', arg<number>(1)).returning(POST_COLUMNS))
+      .execute(this.db, [slug, id])
+    await this.insertTags(id, write.tags ?? [])
+    return toPost(created!)
   }
 
-  async replace (id: number, input: PostInput, expectedRevision: number, now: Date): Promise<WriteResult<Post>> {
-    const query = this.prepared.get('replace', () => this.db.updateTable('posts')
-      .set(eb => ({ title: arg(0), content: arg(1), status: arg(2), publish_at: arg(6), updated_at: arg(3), revision: eb('revision', '+', 1) }))
-      .where('id', '=', arg<number>(4))
-      .where('revision', '=', arg<number>(5))
-      .returningAll())
-    const [row] = await query.execute(this.db, [input.title, input.content, input.status, this.dialect.timestamp(now), id, expectedRevision, this.publishAt(input)])
-    if (row) return { outcome: 'done', value: toPost(row) }
+  /**
+   * Claims a slug for post `id`: an insert into post_slugs whose primary key settles any race (on
+   * PostgreSQL a concurrent claim of the same slug waits for the other transaction, then conflicts).
+   * A given slug the post already holds (its current one, or an alias) is its own; another post's
+   * is taken (null). A derived one takes the first free of `base`, `base-2`, `base-3` …
+   */
+  private async claimSlug (id: number, slug: { given: string } | { derived: string }): Promise<string | null> {
+    if ('given' in slug) {
+      if (await this.tryClaim(id, slug.given)) return slug.given
+      const owner = await this.db.selectFrom('post_slugs').select('post_id').where('slug', '=', slug.given).executeTakeFirst()
+      return owner !== undefined && Number(owner.post_id) === id ? slug.given : null
+    }
+    const base = slug.derived
+    // Most titles are new: the plain slug is tried first, without reading what is taken.
+    if (await this.tryClaim(id, base)) return base
+    let from = 2
+    for (;;) {
+      // The slugs already taken that could collide: the base and every `base-…`.
+      const rows = await this.db.selectFrom('post_slugs').select('slug')
+        .where(eb => eb.or([eb('slug', '=', base), eb.and([eb('slug', '>', `${base}-`), eb('slug', '<', `${base}.`)])]))
+        .execute()
+      const { slug: candidate, n } = firstFreeSlug(base, new Set(rows.map(r => r.slug)), from)
+      if (await this.tryClaim(id, candidate)) return candidate
+      from = n + 1
+    }
+  }
+
+  private async tryClaim (id: number, slug: string): Promise<boolean> {
+    const rows = await this.db.insertInto('post_slugs').values({ slug, post_id: id })
+      .onConflict(oc => oc.column('slug').doNothing())
+      .returning('slug')
+      .execute()
+    return rows.length === 1
+  }
+
+  private async insertTags (id: number, tags: readonly string[]): Promise<void> {
+    if (tags.length === 0) return
+    await this.db.insertInto('post_tags').values(tags.map(name => ({ post_id: id, tag_key: tagKey(name), name }))).execute()
+  }
+
+  async replace (id: number, input: PostWriteInput, expectedRevision: number, now: Date): Promise<WriteResult<Post> | { outcome: 'slug-taken' }> {
+    const write = completed(input, false, now)
+    // The slug is claimed before the row changes: the unique index on posts.slug is then never the one to refuse it.
+    const slug = write.slug === null ? null : await this.claimSlug(id, write.slug)
+    if (write.slug !== null && slug === null) return { outcome: 'slug-taken' }
+    const query = this.prepared.get(`replace|${slug === null ? '' : 'slug'}|${write.tags === null ? '' : 'tags'}`, () => this.db.updateTable('posts')
+      .set(eb => ({
+        title: arg(0),
+        content: arg(1),
+        status: arg(2),
+        updated_at: arg(3),
+        excerpt: arg(4),
+        excerpt_derived: arg(5),
+        content_html: arg(6),
+        // publishedAtAfter's rule, kept by the statement too: a time once set is never replaced.
+        published_at: eb.fn.coalesce('published_at', eb.val(arg<Timestamp | null>(7))),
+        publish_at: arg(12),
+        revision: eb('revision', '+', 1),
+        ...(slug === null ? {} : { slug: arg<string>(10) }),
+        ...(write.tags === null ? {} : { tags: arg<string>(11) }),
+      }))
+      .where('id', '=', arg<number>(8))
+      .where('revision', '=', arg<number>(9))
+      .returning(POST_COLUMNS))
+    const publishedAt = write.publishedAt === null ? null : this.dialect.timestamp(new Date(write.publishedAt))
+    const [row] = await query.execute(this.db, [
+      write.title, write.content, write.status, this.dialect.timestamp(now), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt,
+      id, expectedRevision, slug, write.tags === null ? null : JSON.stringify(write.tags), this.timestampOrNull(write.publishAt),
+    ])
+    if (!row) return await this.missingOrStale(id)
+    if (write.tags !== null) {
+      await this.db.deleteFrom('post_tags').where('post_id', '=', id).execute()
+      await this.insertTags(id, write.tags)
+    }
+    return { outcome: 'done', value: toPost(row) }
+  }
+
+  async delete (id: number, expectedRevision: number): Promise<WriteResult<true>> {
+    // post_slugs and post_tags go with the row (ON DELETE CASCADE): the slug and its aliases are free again.
+    const r = await this.db.deleteFrom('posts').where('id', '=', id).where('revision', '=', expectedRevision).executeTakeFirst()
+    if (Number(r.numDeletedRows) === 1) return { outcome: 'done', value: true }
     return await this.missingOrStale(id)
   }
 
-  private publishAt (input: PostInput): Timestamp | null {
-    return input.publishAt == null ? null : this.dialect.timestamp(new Date(input.publishAt))
+  private timestampOrNull (at: string | null): Timestamp | null {
+    return at === null ? null : this.dialect.timestamp(new Date(at))
   }
 
-  async publishScheduled (id: number, expectedRevision: number, now: Date): Promise<WriteResult<Post>> {
+  async publishScheduled (id: number, expectedRevision: number, publishedAt: string | null, now: Date): Promise<WriteResult<Post>> {
     const query = this.prepared.get('publish-scheduled', () => this.db.updateTable('posts')
-      .set(eb => ({ status: 'published', publish_at: null, updated_at: arg(0), revision: eb('revision', '+', 1) }))
+      .set(eb => ({
+        status: 'published',
+        publish_at: null,
+        // publishedAtAfter's rule, kept by the statement too: a time once set is never replaced.
+        published_at: eb.fn.coalesce('published_at', eb.val(arg<Timestamp | null>(3))),
+        updated_at: arg(0),
+        revision: eb('revision', '+', 1),
+      }))
       .where('id', '=', arg<number>(1))
       .where('revision', '=', arg<number>(2))
       .where('status', '=', 'scheduled')
-      .returningAll())
-    const [row] = await query.execute(this.db, [this.dialect.timestamp(now), id, expectedRevision])
+      .returning(POST_COLUMNS))
+    const [row] = await query.execute(this.db, [this.dialect.timestamp(now), id, expectedRevision, this.timestampOrNull(publishedAt)])
     if (row) return { outcome: 'done', value: toPost(row) }
     return await this.missingOrStale(id)
   }
 
-  async due (now: Date, limit: number): Promise<{ id: number, revision: number }[]> {
-    const rows = await this.db.selectFrom('posts').select(['id', 'revision'])
+  async due (now: Date, limit: number): Promise<DuePost[]> {
+    const rows = await this.db.selectFrom('posts').select(['id', 'revision', 'publish_at', 'published_at'])
       .where('status', '=', 'scheduled').where('publish_at', '<=', this.dialect.timestamp(now))
       .orderBy('publish_at').orderBy('id').limit(limit).execute()
-    return rows.map(r => ({ id: Number(r.id), revision: Number(r.revision) }))
+    return rows.map(r => ({ id: Number(r.id), revision: Number(r.revision), publishAt: iso(r.publish_at!), publishedAt: r.published_at === null ? null : iso(r.published_at) }))
   }
 
   async nextDue (): Promise<Date | null> {
@@ -199,14 +429,33 @@ export class PostsRepository implements PostStore {
     return row?.publish_at == null ? null : new Date(iso(row.publish_at))
   }
 
-  async delete (id: number, expectedRevision: number): Promise<WriteResult<true>> {
-    const r = await this.db.deleteFrom('posts').where('id', '=', id).where('revision', '=', expectedRevision).executeTakeFirst()
-    if (Number(r.numDeletedRows) === 1) return { outcome: 'done', value: true }
-    return await this.missingOrStale(id)
-  }
-
   private async missingOrStale (id: number): Promise<{ outcome: 'missing' } | { outcome: 'stale' }> {
     const exists = await this.db.selectFrom('posts').select('id').where('id', '=', id).executeTakeFirst()
     return exists ? { outcome: 'stale' } : { outcome: 'missing' }
+  }
+
+  async tags (query: ListQuery<string, TagsQuery>, viewer: Viewer): Promise<ListPage<TagCount>> {
+    const kind = viewerKind(viewer)
+    const prefix = query.filter.q === undefined ? undefined : tagKey(query.filter.q)
+    const grouped = this.db.selectFrom('post_tags')
+      .innerJoin('posts', 'posts.id', 'post_tags.post_id')
+      .where(eb => {
+        const conds: Expression<SqlBool>[] = []
+        const vis = this.visible(eb as unknown as PostsEb, kind, () => viewer!.subject)
+        if (vis) conds.push(vis)
+        if (prefix !== undefined) conds.push(eb(eb.fn('substr', ['post_tags.tag_key', eb.lit(1), eb.lit(Array.from(prefix).length)]), '=', prefix))
+        return eb.and(conds)
+      })
+      .groupBy('post_tags.tag_key')
+      .select(eb => ['post_tags.tag_key as id', eb.fn.min('post_tags.name').as('name'), eb.fn.countAll<number | string>().as('count')])
+    const base = this.db.selectFrom(grouped.as('t')).selectAll()
+    const column = (key: string) => key === 'count' ? 't.count' : 't.id'
+    const values = pageValues(query)
+    const [rows, total] = await Promise.all([
+      pageQuery(base, query, column, i => values[i]).execute(),
+      query.count ? this.db.selectFrom(grouped.as('t')).select(eb => eb.fn.countAll<number | string>().as('n')).executeTakeFirst() : undefined,
+    ])
+    const page = pageOf(rows, query, total === undefined ? undefined : Number(total.n))
+    return { ...page, items: page.items.map(r => ({ id: String(r.id), name: String(r.name), count: Number(r.count) })) }
   }
 }

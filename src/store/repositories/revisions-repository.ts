@@ -5,7 +5,7 @@ import { readPage } from '../read-page.ts'
 import type { ListPage, ListQuery, RevisionStore } from '../store.ts'
 import { type Database, type DialectParts, iso, type PostRevisionsTable } from '../tables.ts'
 
-type Row = Omit<PostRevisionsTable, 'content'> & Partial<Pick<PostRevisionsTable, 'content'>>
+type Row = Omit<PostRevisionsTable, 'content' | 'tags' | 'excerpt' | 'excerpt_derived'> & Partial<Pick<PostRevisionsTable, 'content' | 'tags' | 'excerpt' | 'excerpt_derived'>>
 
 function toRevision<T extends RevisionSummary> (row: Row): T {
   const r: Record<string, unknown> = {
@@ -13,15 +13,19 @@ function toRevision<T extends RevisionSummary> (row: Row): T {
     number: Number(row.number),
     title: row.title,
     status: row.status,
+    slug: row.slug,
     editor: row.editor,
     createdAt: iso(row.created_at),
   }
   if (row.content !== undefined) r.content = row.content
+  if (row.tags !== undefined) r.tags = JSON.parse(row.tags) as string[]
+  if (row.excerpt !== undefined) r.excerpt = row.excerpt
+  if (row.excerpt_derived !== undefined) r.excerptDerived = Number(row.excerpt_derived) === 1
   r.publishAt = row.publish_at === null ? null : iso(row.publish_at)
   return r as T
 }
 
-const SUMMARY_COLUMNS = ['post_id', 'number', 'title', 'status', 'publish_at', 'editor', 'created_at'] as const
+const SUMMARY_COLUMNS = ['post_id', 'number', 'title', 'status', 'slug', 'publish_at', 'editor', 'created_at'] as const
 
 /** Revisions of posts, on the store's connection or on a unit of work's transaction. */
 export class RevisionsRepository implements RevisionStore {
@@ -34,6 +38,10 @@ export class RevisionsRepository implements RevisionStore {
       title: post.title,
       content: post.content,
       status: post.status,
+      slug: post.slug,
+      tags: JSON.stringify(post.tags),
+      excerpt: post.excerpt,
+      excerpt_derived: post.excerptDerived ? 1 : 0,
       publish_at: post.publishAt === null ? null : this.dialect.timestamp(new Date(post.publishAt)),
       editor,
       created_at: this.dialect.timestamp(now),

@@ -179,7 +179,7 @@ export function openSqliteStore (file: string, opts: SqliteOptions = {}): Kysely
     groupCommit: true,
     signals: null,
     eventsLock: null,
-    columnTypes: { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB', widenCheck: async (_db, table, column, values) => { widenCheck(database, table, column, values) } },
+    columnTypes: { kind: 'sqlite', id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB', widenCheck: async (_db, table, column, values) => { widenCheck(database, table, column, values) } },
     initialMigration: m0001,
     migrator: (kdb, migrations) => new SqliteMigrator(database, kdb, migrations),
   }

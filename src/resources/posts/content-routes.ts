@@ -1,0 +1,132 @@
+import { type Static, Type } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Config } from '../../config.ts'
+import type { Post } from '../../domain/post.ts'
+import { listHandler } from '../../http/collection.ts'
+import { sendRepresentation, strongEtag } from '../../http/conditional.ts'
+import { pagingQueryProperties, type CollectionSpec } from '../../http/paging.ts'
+import type { ResourceContext } from '../../http/resources.ts'
+import type { Store, TagCount, TagsQuery } from '../../store/store.ts'
+import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../routes/shared/schemas.ts'
+import { SYSTEM_ERRORS } from '../../routes/system/health-routes.ts'
+import { ATOM_MEDIA_TYPE, atomFeed, type FeedEntry, feedUpdated, JSON_FEED_MEDIA_TYPE, jsonFeed } from './feeds.ts'
+import { EXCERPT_MAX } from './markdown.ts'
+import { parseTagFilter, TAG_MAX, TAGS_MAX } from './tags.ts'
+import { CONTENT_MAX, TITLE_MAX } from '../../domain/post.ts'
+
+export const TagSchema = Type.Object({
+  name: Type.String({ maxLength: TAG_MAX, description: 'The tag, as first spelled (in byte order) among the posts holding it.' }),
+  count: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'How many posts you may see hold it.' }),
+}, { $id: 'Tag', additionalProperties: false })
+
+export const TagListItemSchema = Type.Partial(TagSchema, { $id: 'TagListItem', additionalProperties: false })
+
+const ListTagsQuerySchema = Type.Object({
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: TAG_MAX, pattern: '\\S', description: 'A case-insensitive prefix of the name.' })),
+  ...Type.Partial(Type.Object(pagingQueryProperties)).properties,
+}, { additionalProperties: false })
+
+export const tagsCollection: CollectionSpec<'name' | 'count'> = {
+  name: 'tags',
+  sortKeys: ['name', 'count'],
+  // Contract §10: most used first, then by name.
+  defaultSort: '-count,name',
+  includes: [],
+}
+
+/** `GET /tags` (contract §10): every tag on a post the caller may see, with counts, paged as every list. */
+export async function tagRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+  app.get('/tags', ctx.route({
+    schema: {
+      tags: ['posts'],
+      summary: 'List tags',
+      description: 'Every tag on a post you may see, with the number of such posts. Default order `-count,name`; `sort` takes `name` (case-insensitive) and `count`; `q` is a case-insensitive prefix. Paged like posts.',
+      querystring: ListTagsQuerySchema,
+      response: { 200: Type.Array(Type.Ref(TagListItemSchema)), 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS, 422) },
+    },
+  }), listHandler(ctx.cursors, {
+    collection: tagsCollection,
+    fieldNames: ['name', 'count'],
+    defaultFields: () => ['name', 'count'],
+    data: (t: TagCount) => ({ name: t.name, count: t.count }),
+    selfLink: false,
+    audience: 'public',
+    // The tie-breaker `id` is the tag's case-folded key; `name` sorts by it too.
+    sortValue: (t, term) => term.key === 'count' ? t.count : t.id,
+    version: t => `${t.id}:${t.name}:${t.count}`,
+    read: async (req, query) => await ctx.store.posts.tags(query as never as Parameters<Store['posts']['tags']>[0] & { filter: TagsQuery }, req.principal),
+  }))
+}
+
+const FeedQuerySchema = Type.Object({
+  tag: Type.Optional(Type.String({ minLength: 1, maxLength: TAG_MAX * 4, pattern: '\\S', description: 'The feed of this tag only (case-insensitive).' })),
+}, { additionalProperties: false })
+type FeedQuery = Static<typeof FeedQuerySchema>
+
+const Text = (maxLength: number, format?: string) => Type.String({ maxLength, ...(format === undefined ? {} : { format }) })
+const URL_MAX = 2300
+const JsonFeedSchema = Type.Object({
+  version: Type.Literal('https://jsonfeed.org/version/1.1'),
+  title: Text(200),
+  home_page_url: Text(URL_MAX, 'uri'),
+  feed_url: Text(URL_MAX, 'uri'),
+  language: Type.Literal('en'),
+  items: Type.Array(Type.Object({
+    id: Text(URL_MAX, 'uri'),
+    url: Text(URL_MAX, 'uri'),
+    title: Text(TITLE_MAX),
+    content_html: Text(20 * CONTENT_MAX),
+    summary: Text(EXCERPT_MAX),
+    date_published: Text(30, 'date-time'),
+    date_modified: Text(30, 'date-time'),
+    authors: Type.Array(Type.Object({ name: Text(8192) }, { additionalProperties: false }), { maxItems: 1 }),
+    tags: Type.Array(Text(TAG_MAX), { maxItems: TAGS_MAX }),
+  }, { additionalProperties: false }), { maxItems: 20 }),
+}, { additionalProperties: false, description: 'JSON Feed 1.1 (https://www.jsonfeed.org/version/1.1/).' })
+
+/** How many posts a feed holds (contract §13). */
+export const FEED_SIZE = 20
+
+function entryOf (p: Post): FeedEntry {
+  return { id: p.id, slug: p.slug, title: p.title, author: p.author, tags: p.tags, excerpt: p.excerpt, contentHtml: p.contentHtml, publishedAt: p.publishedAt!, updatedAt: p.updatedAt }
+}
+
+/**
+ * `GET /feed.atom` and `GET /feed.json` (contract §13): the 20 most recently published public posts,
+ * the same for every caller and every version. A strong ETag over what decides the bytes (each
+ * entry's revision, the base URL, the tag), Last-Modified from the newest entry, 304.
+ */
+export async function feedRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void> {
+  const base = ctx.config.publicBaseUrl
+  const feed = (format: 'atom' | 'json') => async (req: FastifyRequest<{ Querystring: FeedQuery }>, reply: FastifyReply) => {
+    const tag = req.query.tag?.trim() ?? null
+    const tags = tag === null ? [] : parseTagFilter(tag)
+    const page = await ctx.store.posts.list({
+      filter: tags.length > 0 ? { status: 'published', tag: tags } : { status: 'published' },
+      sort: [{ key: 'published_at', direction: 'desc' }, { key: 'id', direction: 'desc' }],
+      limit: FEED_SIZE,
+    }, null)
+    const entries = page.items.map(entryOf)
+    const selfUrl = `${base}/feed.${format}${tag === null ? '' : `?tag=${encodeURIComponent(tag)}`}`
+    const meta = { baseUrl: base, selfUrl, tag }
+    const etag = strongEtag(`feed.${format}`, selfUrl, ...page.items.map(p => `${p.id}:${p.revision}:${p.updatedAt}`))
+    const body = format === 'atom' ? atomFeed(entries, meta) : JSON.stringify(jsonFeed(entries, meta))
+    return sendRepresentation(req, reply, body, {
+      etag,
+      lastModified: new Date(feedUpdated(entries)),
+      audience: 'everyone',
+      mediaType: format === 'atom' ? ATOM_MEDIA_TYPE : JSON_FEED_MEDIA_TYPE,
+    })
+  }
+  const schema = (summary: string, mediaType: string, body: object) => ({
+    tags: ['posts'],
+    summary,
+    description: 'The 20 most recently published posts (`published_at` descending), public only; `?tag=` for one tag. No credential needed; the same for every caller.',
+    querystring: FeedQuerySchema,
+    produces: [mediaType],
+    response: { 200: { description: `The feed (${mediaType}).`, content: { [mediaType]: { schema: body } } }, 304: NotModifiedSchema, ...problemResponses(...SYSTEM_ERRORS, 406, 422) },
+  })
+  const config = { ignoresCredentials: true }
+  app.get<{ Querystring: FeedQuery }>('/feed.atom', { config, schema: schema('Atom feed of published posts', 'application/atom+xml', { type: 'string', description: 'Atom 1.0 (RFC 4287).' }) }, feed('atom'))
+  app.get<{ Querystring: FeedQuery }>('/feed.json', { config, schema: schema('JSON Feed of published posts', 'application/feed+json', JsonFeedSchema) }, feed('json'))
+}

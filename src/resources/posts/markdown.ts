@@ -1,0 +1,75 @@
+import MarkdownIt from 'markdown-it'
+
+type Token = ReturnType<InstanceType<typeof MarkdownIt>['parse']>[number]
+
+/** Contract §10: a derived excerpt holds the first 200 characters of the plain text; a given one at most 500. */
+export const EXCERPT_DERIVED_LENGTH = 200
+export const EXCERPT_MAX = 500
+
+const SAFE_SCHEMES = new Set(['http', 'https', 'mailto'])
+
+/**
+ * Whether a link or image URL may stay: one without a scheme (relative, `#anchor`), or with http,
+ * https or mailto. Browsers ignore ASCII white space and controls inside a scheme
+ * (`java\tscript:`), so they are dropped before looking for it.
+ */
+export function isSafeUrl (url: string): boolean {
+  // eslint-disable-next-line no-control-regex -- the controls are what is being removed
+  const s = url.replace(/[\u0000-\u0020\u007f]/g, '').toLowerCase()
+  const scheme = /^([a-z][a-z0-9+.-]*):/.exec(s)
+  return scheme === null || SAFE_SCHEMES.has(scheme[1]!)
+}
+
+/**
+ * CommonMark plus GitHub tables, strikethrough (both in markdown-it's default preset) and autolinks
+ * (linkify). `html: false` escapes raw HTML instead of passing it through; `validateLink` drops links
+ * and images whose URL fails isSafeUrl (markdown-it calls it after decoding entities, so
+ * `jav&#x61;script:` is caught too). `maxNesting` bounds the depth hostile input can reach.
+ */
+const md = new MarkdownIt('default', { html: false, linkify: true, typographer: false, maxNesting: 50 })
+md.validateLink = isSafeUrl
+
+/** The plain text of a parse: the words a reader sees, Markdown syntax removed. */
+function plainText (tokens: readonly Token[]): string {
+  const parts: string[] = []
+  const walk = (list: readonly Token[]) => {
+    for (const t of list) {
+      if (t.type === 'text' || t.type === 'code_inline' || t.type === 'code_block' || t.type === 'fence') parts.push(t.content)
+      else if (t.type === 'softbreak' || t.type === 'hardbreak') parts.push(' ')
+      if (t.children) walk(t.children)
+      // Block boundaries separate words (two paragraphs, table cells).
+      if (t.block) parts.push(' ')
+    }
+  }
+  walk(tokens)
+  return parts.join('').replace(/\s+/g, ' ').trim()
+}
+
+/**
+ * The first `max` characters (code points) of `text`, cut back to a word boundary with `…`
+ * appended when it is longer.
+ */
+export function shorten (text: string, max = EXCERPT_DERIVED_LENGTH): string {
+  const chars = Array.from(text)
+  if (chars.length <= max) return text
+  let head = chars.slice(0, max).join('')
+  if (chars[max] !== ' ') {
+    const space = head.lastIndexOf(' ')
+    if (space > 0) head = head.slice(0, space)
+  }
+  return `${head.trimEnd()}…`
+}
+
+export interface RenderedContent {
+  /** The content as HTML, safe to show (raw HTML escaped, unsafe URLs dropped). */
+  readonly html: string
+  /** The excerpt a post gets when the client gives none. */
+  readonly excerpt: string
+}
+
+/** Renders a post's Markdown once, at write time: the HTML and the derived excerpt come from one parse. */
+export function renderContent (content: string): RenderedContent {
+  const env = {}
+  const tokens = md.parse(content, env)
+  return { html: md.renderer.render(tokens, md.options, env), excerpt: shorten(plainText(tokens)) }
+}

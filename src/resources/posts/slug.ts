@@ -1,0 +1,49 @@
+import transliterate from '@sindresorhus/transliterate'
+
+/** Contract §10: a slug is 1–100 lowercase ASCII letters and digits in runs joined by single hyphens. */
+export const SLUG_MAX = 100
+export const SLUG_PATTERN = '^[a-z0-9]+(-[a-z0-9]+)*$'
+const SLUG = new RegExp(SLUG_PATTERN)
+
+/** The slug a title gives when nothing is left of it (`日本語`, `!!!`). */
+export const FALLBACK_SLUG = 'post'
+
+export function isSlug (s: string): boolean {
+  return s.length >= 1 && s.length <= SLUG_MAX && SLUG.test(s)
+}
+
+/** `s` cut to at most `max` characters, without a hyphen left at its end. */
+function cut (s: string, max: number): string {
+  return s.length <= max ? s : s.slice(0, max).replace(/-+$/, '')
+}
+
+/**
+ * The slug derived from a title (contract §10): Unicode folded to ASCII by a transliteration
+ * library (`Crème brûlée!` → `creme-brulee`), every run of other characters one `-`, no `-` at
+ * either end, at most 100 characters; `post` when nothing is left.
+ */
+export function deriveSlug (title: string): string {
+  const ascii = transliterate(title).toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '')
+  return cut(ascii, SLUG_MAX) || FALLBACK_SLUG
+}
+
+/**
+ * The `n`-th candidate for a derived slug (1: the slug itself, then `-2`, `-3` …), the base cut so
+ * that the whole stays within 100 characters.
+ */
+export function slugCandidate (base: string, n: number): string {
+  if (n <= 1) return base
+  const suffix = `-${n}`
+  return `${cut(base, SLUG_MAX - suffix.length) || FALLBACK_SLUG}${suffix}`
+}
+
+/**
+ * The first free candidate of `base` given the slugs already taken that start with it: what a
+ * create picks before it claims the slug (the claim, a unique index, settles any race).
+ */
+export function firstFreeSlug (base: string, taken: ReadonlySet<string>, from = 1): { slug: string, n: number } {
+  for (let n = from; ; n++) {
+    const slug = slugCandidate(base, n)
+    if (!taken.has(slug)) return { slug, n }
+  }
+}

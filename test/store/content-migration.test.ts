@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { Migrator, sql } from 'kysely'
+import { loadConfig } from '../../src/config.ts'
+import { STORE_MODULES, openStore } from '../../src/store/open-store.ts'
+import { type KyselyStore, migrationsOf } from '../../src/store/kysely-store.ts'
+import { buildTestApp, freshDatabase, json, storeKinds, type TestApp } from '../helper.ts'
+
+const CONTENT_MIGRATION = '20261124-posts-content'
+
+for (const kind of await storeKinds()) {
+  describe(`migrating a database made before slugs and tags [${kind}]`, () => {
+    let db: Awaited<ReturnType<typeof freshDatabase>>
+    let t: TestApp
+    before(async () => {
+      db = await freshDatabase(kind)
+      // The schema as it was before this migration, with posts written into it the way that schema took them.
+      const store = await openStore(loadConfig({ DATABASE_URL: db.url, DATA_DIR: db.dataDir })) as KyselyStore
+      const migrations = migrationsOf(store.dialect, STORE_MODULES)
+      const earlier = Object.keys(migrations).sort().filter(name => name < CONTENT_MIGRATION)
+      const result = await new Migrator({ db: store.db, provider: { getMigrations: async () => migrations } }).migrateTo(earlier.at(-1)!)
+      assert.equal(result.error, undefined)
+      const rows: [string, string, string, string][] = [
+        ['Crème brûlée!', '# Hello\n\n<script>x</script> *world*', 'published', '2026-01-01T00:00:00.000Z'],
+        ['Crème Brûlée', 'second', 'draft', '2026-01-02T00:00:00.000Z'],
+        ['creme brulee', 'third', 'published', '2026-01-03T00:00:00.000Z'],
+        ['!!!', 'word '.repeat(100), 'archived', '2026-01-04T00:00:00.000Z'],
+      ]
+      for (const [title, content, status, at] of rows) {
+        const ts = kind === 'postgres' ? sql`${at}::timestamptz` : sql`${at}`
+        await sql`INSERT INTO posts (title, content, status, author, created_at, updated_at, revision) VALUES (${title}, ${content}, ${status}, 'alice', ${ts}, ${ts}, 1)`.execute(store.db)
+      }
+      await store.close()
+      // The service starts on it and migrates it.
+      t = await buildTestApp(kind, {}, { url: () => db.url })
+    })
+    after(async () => {
+      await t.close()
+      await db.drop()
+    })
+
+    it('gives every post a unique derived slug, empty tags, an excerpt and HTML; published_at = created_at when published', async () => {
+      const admin = await t.auth('root', ['admin'])
+      const posts = json(await t.request({ method: 'GET', url: '/posts?sort=id&fields=id,slug,tags,excerpt,content_html,published_at,created_at,status', headers: admin }))
+      assert.deepEqual(posts.map((p: { slug: string }) => p.slug), ['creme-brulee', 'creme-brulee-2', 'creme-brulee-3', 'post'])
+      for (const p of posts) assert.deepEqual(p.tags, [])
+      assert.equal(posts[0].excerpt, 'Hello <script>x</script> world')
+      assert.equal(posts[0].content_html, '<h1>Hello</h1>\n<p>&lt;script&gt;x&lt;/script&gt; <em>world</em></p>\n')
+      assert.ok(posts[3].excerpt.endsWith('word…'))
+      assert.equal(posts[0].published_at, '2026-01-01T00:00:00.000Z')
+      assert.equal(posts[1].published_at, null)
+      assert.equal(posts[2].published_at, posts[2].created_at)
+      assert.equal(posts[3].published_at, null)
+    })
+
+    it('serves the migrated posts by slug, searches them, and takes new posts beside them', async () => {
+      assert.equal(json(await t.request({ method: 'GET', url: '/posts/by-slug/creme-brulee-3' })).title, 'creme brulee')
+      assert.equal(json(await t.request({ method: 'GET', url: '/posts?q=hello' })).length, 1)
+      const alice = await t.auth('alice', ['posts:write'])
+      const created = json(await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { title: 'Crème brûlée', content: '', tags: ['Food'] } }))
+      assert.equal(created.slug, 'creme-brulee-4')
+      assert.equal(json(await t.request({ method: 'GET', url: '/posts?q=food' })).length, 1, 'search covers tags after the migration')
+    })
+  })
+}
