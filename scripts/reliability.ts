@@ -57,6 +57,7 @@ function main (): void {
     SLOW_CLIENTS: process.env.SLOW_CLIENTS ?? '40',
     UNREAD_BODY_ROUNDS: process.env.UNREAD_BODY_ROUNDS ?? '50',
     IDEMPOTENCY_CRASH_ROUNDS: process.env.IDEMPOTENCY_CRASH_ROUNDS ?? '5',
+    OPEN_LOOP_SECONDS: process.env.OPEN_LOOP_SECONDS ?? '6',
   }
   const run = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...RELIABILITY_TESTS], { cwd: ROOT, env, stdio: 'inherit' })
   if (run.status !== 0) {

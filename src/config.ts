@@ -339,7 +339,7 @@ export function loadConfig (env: Env = process.env): Config {
     instanceLeaseMs: int(env, 'INSTANCE_LEASE_MS', 3_000, 300, 600_000),
     idempotencyTtlS: int(env, 'IDEMPOTENCY_TTL_S', 86_400, 1, 30 * 86_400),
     overloadMaxEventLoopDelayMs: int(env, 'OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000),
-    overloadMaxWaitMs: int(env, 'OVERLOAD_MAX_WAIT_MS', 2000, 0, 60_000),
+    overloadMaxWaitMs: int(env, 'OVERLOAD_MAX_WAIT_MS', 500, 0, 60_000),
     overloadMaxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 512, 0, 1_000_000),
     headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
     sqliteSynchronous: sqliteSynchronous(env),

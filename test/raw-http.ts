@@ -207,3 +207,72 @@ export async function closedLoop (port: number, connections: number, durationMs:
     })
   })
 }
+
+const OPEN_LOOP_SCRIPT = `
+const http = require('node:http')
+const [port, rate, durationMs, path, timeoutMs] = [Number(process.argv[1]), Number(process.argv[2]), Number(process.argv[3]), process.argv[4], Number(process.argv[5])]
+// As an open-loop load tool sends (k6's constant arrival rate): a request every 1/rate s whether
+// or not the earlier ones were answered, on a free kept-alive connection or a new one.
+const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity })
+const statuses = {}
+const times = {}
+let timedOut = 0
+let left = Math.round(rate * durationMs / 1000)
+const total = left
+const start = performance.now()
+const pending = []
+for (let i = 0; i < total; i++) {
+  pending.push(new Promise(resolve => {
+    setTimeout(() => {
+      const started = performance.now()
+      const req = http.get({ host: '127.0.0.1', port, path, agent, timeout: timeoutMs }, res => {
+        res.resume()
+        res.on('end', () => {
+          const s = String(res.statusCode)
+          statuses[s] = (statuses[s] ?? 0) + 1
+          ;(times[s] ??= []).push(performance.now() - started)
+          resolve()
+        })
+      })
+      req.on('timeout', () => { timedOut++; req.destroy() })
+      req.on('error', () => { resolve() })
+    }, Math.max(0, start + i * 1000 / rate - performance.now()))
+  }))
+}
+Promise.all(pending).then(() => {
+  agent.destroy()
+  process.stdout.write(JSON.stringify({ statuses, times, timedOut, sent: total }))
+})
+`
+
+export interface OpenLoopResult {
+  /** How many answers had each status. */
+  statuses: Record<string, number>
+  /** Each answer's time in ms, by status. */
+  times: Record<string, number[]>
+  /** Requests that got no answer within the client's timeout. */
+  timedOut: number
+  sent: number
+}
+
+/**
+ * Open-loop load: GET `path` at `rate` requests per second for `durationMs`, whether or not the
+ * earlier ones were answered (on a free kept-alive connection, else a new one), from another
+ * process; a request not answered within `timeoutMs` counts as timed out.
+ */
+export async function openLoop (port: number, rate: number, durationMs: number, path: string, timeoutMs = 10_000): Promise<OpenLoopResult> {
+  const { execFile } = await import('node:child_process')
+  return await new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', OPEN_LOOP_SCRIPT, String(port), String(rate), String(durationMs), path, String(timeoutMs)], { maxBuffer: 64 * 1024 * 1024 }, (err, stdout) => {
+      if (err) reject(err)
+      else resolve(JSON.parse(stdout) as OpenLoopResult)
+    })
+  })
+}
+
+/** The `q`-quantile (0–1) of `values` (nearest rank); 0 for none. */
+export function quantile (values: readonly number[], q: number): number {
+  if (values.length === 0) return 0
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!
+}

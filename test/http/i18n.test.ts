@@ -109,7 +109,7 @@ describe('localised problems (Accept-Language)', () => {
       const de = await entries({ method: 'GET', url: '/posts?limit=0' }, 'de')
       assert.equal(de.limit?.message, 'muss mindestens 1 sein')
       const sort = await entries({ method: 'GET', url: '/posts?sort=colour' }, 'de')
-      assert.equal(sort.sort?.message, '„colour“ ist kein Sortierschlüssel; verwenden Sie einen von id, title, created_at, updated_at')
+      assert.match(sort.sort?.message ?? '', /^„colour“ ist kein Sortierschlüssel; verwenden Sie einen von id, title, created_at, updated_at(, [a-z_]+)*$/)
     })
 
     it('never pass on the validator\'s own words, in any language', async () => {

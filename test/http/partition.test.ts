@@ -130,7 +130,7 @@ if ((await storeKinds()).includes('postgres')) {
       const proxy = await TcpProxy.start({ host: '127.0.0.1', port: 5432 })
       // The request's deadline is far: only the store budget can end the waits early.
       const t = await buildTestApp('postgres', { REQUEST_TIMEOUT_MS: '10000', STORE_BUDGET_MS: String(BUDGET_MS), STORE_CIRCUIT_FAILURES: '3' }, { url: u => proxy.via(u) })
-      const circuitState = async () => /store_circuit_state\{state="([a-z-]+)"\} 1/.exec((await t.app.inject({ method: 'GET', url: '/metrics' })).body)?.[1]
+      const circuitState = async () => /store_circuit_state\{state="([a-z-]+)"\} 1/.exec(await t.scrape())?.[1]
       try {
         assert.equal((await t.app.inject({ method: 'GET', url: '/posts' })).statusCode, 200)
         assert.equal(await circuitState(), 'closed')
@@ -151,7 +151,7 @@ if ((await storeKinds()).includes('postgres')) {
         assertUnavailable(ready, 'GET /readyz with the circuit open')
         assert.match(json(ready).detail, /circuit is (open|half-open)/)
         assert.equal((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200)
-        assert.match((await t.app.inject({ method: 'GET', url: '/metrics' })).body, /store_circuit_opened_total 1/)
+        assert.match(await t.scrape(), /store_circuit_opened_total 1/)
 
         proxy.cut()
         proxy.heal()
