@@ -22,6 +22,7 @@ import { routingPlugin } from './http/routing.ts'
 import { securityPlugin } from './http/security.ts'
 import { documentIdempotencyKey, idempotencyPlugin } from './http/idempotency.ts'
 import { registerResources } from './http/resources.ts'
+import { deliveriesPlugin } from './jobs/deliveries.ts'
 import { requestTargetPlugin } from './http/request-target.ts'
 import { sheddingPlugin } from './http/shedding.ts'
 import { storeCircuitPlugin } from './http/store-circuit.ts'
@@ -130,6 +131,7 @@ export async function buildApp ({ config, store, logger }: AppOptions): Promise<
   await app.register(requestLogPlugin)
   await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
 
+  await app.register(deliveriesPlugin, { config, store })
   await registerResources(app, {
     resources: RESOURCES,
     alongside: [indexRoutes(RESOURCES)],

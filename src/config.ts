@@ -48,6 +48,10 @@ export interface Config {
   readonly webhookMaxAttempts: number
   /** First retry delay; each further one doubles, with full jitter. */
   readonly webhookRetryBaseMs: number
+  /** Events are kept this many hours (EVENTS_RETENTION_H). */
+  readonly eventsRetentionH: number
+  /** How often the event stream and the fan-out to subscriptions look for new events (EVENTS_POLL_MS). */
+  readonly eventsPollMs: number
   readonly exports: {
     /** Finished exports and their files are deleted this many days after they finished. */
     readonly retentionDays: number
@@ -310,6 +314,8 @@ export function loadConfig (env: Env = process.env): Config {
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
     webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 8, 1, 50),
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 2_000, 10, 3_600_000),
+    eventsRetentionH: int(env, 'EVENTS_RETENTION_H', 72, 1, 24 * 365),
+    eventsPollMs: int(env, 'EVENTS_POLL_MS', 500, 10, 2000),
     exports: Object.freeze({
       retentionDays: int(env, 'EXPORT_RETENTION_DAYS', 7, 1, 3650),
       leaseMs: int(env, 'EXPORT_LEASE_MS', 30_000, 100, 3_600_000),

@@ -13,6 +13,9 @@ import { applySchedule, SCHEDULE_CHANNEL } from './schedule.ts'
 /** A client's condition on the current post (If-Match, If-Unmodified-Since); true to go ahead. */
 export type Precondition = (current: Post) => boolean
 
+/** Told of each change a write made, in its unit of work: the post before (null: created) and after (null: deleted). */
+export type PostChanged = (before: Post | null, after: Post | null) => void
+
 /** What the service works on: a unit of work's repositories for writes, the store's for reads. */
 export interface PostRepositories {
   readonly posts: PostStore
@@ -25,6 +28,8 @@ export interface PostServiceOptions {
   /** REVISIONS_KEEP: how many of a post's newest revisions are kept. */
   readonly revisionsKeep: number
   readonly clock?: () => Date
+  /** Told of each change, in its unit of work (the events of contract §12). */
+  readonly changed?: PostChanged
 }
 
 const always: Precondition = () => true
@@ -77,9 +82,11 @@ function slugTaken (slug: PostWrite['slug']): AppError {
  */
 export class PostService {
   private readonly clock: () => Date
+  private readonly changed: PostChanged
 
   constructor (private readonly repos: PostRepositories, private readonly opts: PostServiceOptions) {
     this.clock = opts.clock ?? (() => new Date())
+    this.changed = opts.changed ?? (() => {})
   }
 
   private get store (): PostStore { return this.repos.posts }
@@ -120,6 +127,7 @@ export class PostService {
       if (err instanceof SlugTakenError) throw slugTaken(write.slug)
       throw err
     }
+    this.changed(null, post)
     await this.rescheduled(null, post)
     return await this.recorded(post, author.subject, now)
   }
@@ -133,6 +141,7 @@ export class PostService {
       const write = postWrite(applySchedule(build(current), current, now), current, now)
       const result = await this.store.replace(id, write, current.revision, now)
       if (result.outcome === 'done') {
+        this.changed(current, result.value)
         await this.rescheduled(current, result.value)
         return await this.recorded(result.value, viewer.subject, now)
       }
@@ -166,7 +175,10 @@ export class PostService {
       if (!precondition(current)) throw new AppError('PRECONDITION_FAILED')
       // The post's revisions go with it (ON DELETE CASCADE), in this statement.
       const result = await this.store.delete(id, current.revision)
-      if (result.outcome === 'done') return
+      if (result.outcome === 'done') {
+        this.changed(current, null)
+        return
+      }
       if (result.outcome === 'missing') throw notFound(id)
       if (precondition !== always || attempt >= RETRIES) throw new AppError('PRECONDITION_FAILED')
     }
@@ -182,6 +194,7 @@ export class PostService {
     const publishedAt = publishedAtAfter(due.publishedAt, 'published', new Date(due.publishAt))
     const result = await this.store.publishScheduled(due.id, due.revision, publishedAt, now)
     if (result.outcome !== 'done') return null
+    this.changed({ ...result.value, status: 'scheduled', publishAt: due.publishAt }, result.value)
     return await this.recorded(result.value, SYSTEM_EDITOR, now)
   }
 

@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { AppError } from '../errors.ts'
 import { buildProblem, problemHeaders, SUCCESS_ONLY_HEADERS, unavailable } from './problems.ts'
-import { routeOf } from './route.ts'
+import { isLongLived, routeOf } from './route.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -138,6 +138,7 @@ export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance
   app.addHook('onRequest', (req, reply, done) => {
     // Not req.signal: Node closes the request stream once its body is read, long before the answer.
     // A client that goes away is caught by onRequestAbort below.
+    if (isLongLived(req)) return done()
     deadlines.set(req, { at: performance.now() + timeoutMs, reply })
     arm()
     done()

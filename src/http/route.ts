@@ -8,6 +8,13 @@ declare module 'fastify' {
     /** Internal: `routeOptions`, read once per request (see routeOf). */
     routeOptionsOnce: RequestRouteView | null
   }
+  interface FastifyContextConfig {
+    /**
+     * The answer is a stream that stays open (GET /events): it has no REQUEST_TIMEOUT_MS deadline
+     * and holds no place in OVERLOAD_MAX_IN_FLIGHT; the route ends its streams on shutdown itself.
+     */
+    longLived?: boolean
+  }
 }
 
 /**
@@ -16,6 +23,11 @@ declare module 'fastify' {
  */
 export function routeOf (req: FastifyRequest): RequestRouteView {
   return (req.routeOptionsOnce ??= req.routeOptions)
+}
+
+/** Whether the request's route answers with a long-lived stream (route config `longLived`). */
+export function isLongLived (req: FastifyRequest): boolean {
+  return routeOf(req).config.longLived === true
 }
 
 /** Gives every request the slot routeOf fills, so requests keep one shape. */

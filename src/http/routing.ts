@@ -4,7 +4,7 @@ import { AppError } from '../errors.ts'
 import { sendProblem } from './problems.ts'
 import { negotiationOf, notAcceptable, pathVersionPrefix } from './versioning.ts'
 
-interface PathEntry { pattern: RegExp, methods: Set<string>, acceptPatch: boolean, versioned: boolean }
+interface PathEntry { pattern: RegExp, methods: Set<string>, acceptPatch: string | null, versioned: boolean }
 
 function patternOf (url: string): RegExp {
   const body = url.split('/').map(seg => seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('/')
@@ -25,18 +25,15 @@ declare module 'fastify' {
  */
 export const routingPlugin = fp(async function routing (app: FastifyInstance) {
   const table = new Map<string, PathEntry>()
-  let acceptPatch = ''
 
   app.addHook('onRoute', route => {
     const url = route.url ?? route.path
     if (url === undefined || url.includes('*')) return
-    const entry = table.get(url) ?? { pattern: patternOf(url), methods: new Set<string>(), acceptPatch: false, versioned: false }
+    const entry = table.get(url) ?? { pattern: patternOf(url), methods: new Set<string>(), acceptPatch: null, versioned: false }
     if (route.config?.apiVersion !== undefined) entry.versioned = true
     for (const m of [route.method].flat()) entry.methods.add(m)
-    if (route.config?.acceptPatch) {
-      entry.acceptPatch = true
-      acceptPatch = route.config.acceptPatch.join(', ')
-    }
+    // Per path: resources may accept different patch types.
+    if (route.config?.acceptPatch) entry.acceptPatch = route.config.acceptPatch.join(', ')
     table.set(url, entry)
   })
 
@@ -77,7 +74,7 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance) {
       if (entry.versioned && n.ok) app.versionHeaders(reply, n.version)
       if (req.method === 'OPTIONS') {
         reply.header('allow', allow)
-        if (entry.acceptPatch) reply.header('accept-patch', acceptPatch)
+        if (entry.acceptPatch !== null) reply.header('accept-patch', entry.acceptPatch)
         return reply.code(204).send()
       }
       if (!entry.methods.has(req.method)) {

@@ -5,6 +5,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { loopStalledMs } from '../loop-stalls.ts'
 import { unavailable } from './problems.ts'
+import { isLongLived } from './route.ts'
 
 /** How often under-pressure samples the event-loop delay (its default). */
 const SAMPLE_INTERVAL_MS = 1000
@@ -200,6 +201,8 @@ export class LoadShedder {
   /** Throws 503 when the request waited too long or too many are in flight; else counts it in. */
   admit (req: Tracked, reply: FastifyReply): void {
     if (this.maxWaitMs > 0 && (req[WAITED] ?? 0) > this.maxWaitMs) throw overloaded('requests wait too long')
+    // A stream may be refused as it starts, but once open it holds no place in the bound.
+    if (isLongLived(req)) return
     if (this.maxInFlight > 0 && this.inFlight >= this.maxInFlight) throw overloaded('too many requests in flight')
     const socket = req.raw.socket as TrackedSocket | null
     const counted = socket?.[SOCKET_IN_FLIGHT]

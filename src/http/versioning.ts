@@ -86,8 +86,9 @@ export function negotiate (url: string, accept: string | undefined): Negotiation
       else unknownVendor = true
       continue
     }
-    // application/x-ndjson: what an export's file is; the version then comes from the path or is 1.
-    const specificity = mt === 'application/json' || mt === 'application/x-ndjson' ? 3 : mt === 'application/*' ? 2 : mt === '*/*' ? 1 : 0
+    // application/x-ndjson: what an export's file is; text/event-stream: the change stream (GET /events).
+    // The version then comes from the path or is 1.
+    const specificity = mt === 'application/json' || mt === 'application/x-ndjson' || mt === 'text/event-stream' ? 3 : mt === 'application/*' ? 2 : mt === '*/*' ? 1 : 0
     if (specificity === 0) continue
     if (json === null || specificity > json.specificity) json = { q, order, specificity }
     if (specificity < 3 && q > 0 && (wildcard === null || q > wildcard.q)) wildcard = { q, order }

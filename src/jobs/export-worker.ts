@@ -4,7 +4,7 @@ import type { Counter } from 'prom-client'
 import { exportEventType, type ExportJob, type ExportLease } from '../domain/export.ts'
 import type { Post } from '../domain/post.ts'
 import type { Principal } from '../domain/principal.ts'
-import type { Store, UnitOfWork } from '../store/store.ts'
+import type { EventInput, Store, UnitOfWork } from '../store/store.ts'
 import { PollLoop } from './loop.ts'
 
 export interface ExportWorkerOptions {
@@ -18,6 +18,8 @@ export interface ExportWorkerOptions {
   readonly renderPost: (post: Post, job: ExportJob) => unknown
   /** The `data` of the webhook: the job as GET /exports/{id} shows it. */
   readonly renderJob: (job: ExportJob) => unknown
+  /** The event of a job that ended (contract §12): its version-1 representation. */
+  readonly jobEvent: (job: ExportJob) => EventInput
   /** Called after a commit that queued a webhook, so it goes out now rather than at the next poll. */
   readonly webhookQueued: () => void
   /** Counts finished runs by outcome: succeeded, failed, retried, interrupted. */
@@ -60,8 +62,9 @@ export class ExportWorker {
     if (n > 0) this.opts.log.info({ deleted: n }, 'deleted exports past their retention')
   }
 
-  /** Queues the webhook of a job that just ended, in the unit of work that ended it. */
+  /** Records the event of a job that just ended, and queues its callback, in the unit of work that ended it. */
   private async announce (uow: UnitOfWork, job: ExportJob): Promise<void> {
+    uow.events.record(this.opts.jobEvent(job))
     if (job.callbackUrl === null) return
     const payload = JSON.stringify({ type: exportEventType(job.status), data: this.opts.renderJob(job) })
     await uow.webhooks.enqueue({ id: `msg_${randomUUID()}`, exportId: job.id, url: job.callbackUrl, payload }, new Date())

@@ -1,7 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
-import type { Post } from '../domain/post.ts'
-import { PostService } from '../domain/post-service.ts'
+import { type PostChanged, PostService } from '../domain/post-service.ts'
 import { SCHEDULE_CHANNEL, sleepMs } from '../domain/schedule.ts'
 import type { Store, UnitOfWork } from '../store/store.ts'
 import { PollLoop } from './loop.ts'
@@ -14,8 +13,8 @@ export interface PublishSchedulerOptions {
   readonly rescanMs: number
   /** Counts the switches this instance made. */
   readonly published?: Counter
-  /** Runs in each switch's unit of work, after the post was published (events). */
-  readonly onPublished?: (uow: UnitOfWork, post: Post) => Promise<void>
+  /** What each switch's unit of work tells of the change (its events: post.updated and post.published). */
+  readonly changed?: (uow: UnitOfWork) => PostChanged
 }
 
 /** Posts switched per pass; more due than this are taken in the next pass, at once. */
@@ -55,9 +54,8 @@ export class PublishScheduler {
     for (const post of due) {
       if (signal.aborted) return false
       const published = await store.transaction(async uow => {
-        const published = await new PostService(uow, { revisionsKeep: this.opts.revisionsKeep }).publishScheduled(post)
-        if (published !== null) await this.opts.onPublished?.(uow, published)
-        return published
+        const changed = this.opts.changed?.(uow)
+        return await new PostService(uow, { revisionsKeep: this.opts.revisionsKeep, ...(changed ? { changed } : {}) }).publishScheduled(post)
       })
       if (published !== null) {
         this.opts.published?.inc()

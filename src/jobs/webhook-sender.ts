@@ -1,4 +1,5 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
+import { setMaxListeners } from 'node:events'
 import http from 'node:http'
 import https from 'node:https'
 import { isIP } from 'node:net'
@@ -8,6 +9,20 @@ import { Webhook } from 'standardwebhooks'
 import { addressAllowed, classifyAddress } from '../domain/callback-url.ts'
 import type { Store, WebhookDelivery } from '../store/store.ts'
 import { PollLoop } from './loop.ts'
+
+/** Where a subscription's delivery goes now, and the secrets (`whsec_…`) it is signed with: two during a rotation. */
+export interface DeliveryTarget {
+  readonly url: string
+  readonly secrets: readonly string[]
+}
+
+/** What the sender asks of whoever keeps subscriptions (src/resources/webhooks). */
+export interface SubscriptionTargets {
+  /** The subscription's target, or null when it is gone or disabled: the delivery is then given up. */
+  target (webhookId: number): Promise<DeliveryTarget | null>
+  /** A delivery of the subscription ended: delivered, or given up after its last attempt. */
+  ended (webhookId: number, delivered: boolean): Promise<void>
+}
 
 export interface WebhookSenderOptions {
   readonly store: Store
@@ -23,7 +38,9 @@ export interface WebhookSenderOptions {
   readonly attempts: Counter<'outcome'>
 }
 
-const BATCH = 5
+const BATCH = 20
+/** The User-Agent of every webhook (contract §12). */
+export const WEBHOOK_USER_AGENT = `blog-post-service/${process.env.npm_package_version ?? '0.1.0'}`
 const MAX_DELAY_MS = 60 * 60_000
 
 /** Exponential backoff with full jitter: a random wait up to base·2^(n−1), at most an hour. */
@@ -62,35 +79,59 @@ function guardedLookup (allowLoopback: boolean) {
 export class WebhookSender {
   private readonly loop: PollLoop
   private readonly signer: Webhook | null
+  private subscriptions: SubscriptionTargets | null = null
 
   constructor (private readonly opts: WebhookSenderOptions) {
     this.signer = opts.secret === null ? null : new Webhook(opts.secret)
     this.loop = new PollLoop('webhooks', opts.pollMs, opts.log, async signal => await this.tick(signal))
   }
 
+  /** Lets the sender deliver subscriptions' deliveries (the webhooks resource registers itself). */
+  serveSubscriptions (targets: SubscriptionTargets): void { this.subscriptions = targets }
   start (): void { this.loop.start() }
   wake (): void { this.loop.wake() }
   async stop (): Promise<void> { await this.loop.stop() }
 
   private async tick (signal: AbortSignal): Promise<boolean> {
     // Held a little longer than one attempt may take, so no other sender takes it meanwhile.
+    // Each attempt listens for the stop: a batch's worth of listeners is expected.
+    setMaxListeners(2 * BATCH, signal)
     const due = await this.opts.store.webhooks.claimDue(new Date(), this.opts.timeoutMs + 5_000, BATCH)
     await Promise.all(due.map(async d => { await this.attempt(d, signal) }))
     return due.length === BATCH
   }
 
+  /** Where a delivery goes and how it is signed: an export callback's own URL and WEBHOOK_SECRET, or its subscription's. */
+  private async targetOf (d: WebhookDelivery): Promise<{ url: string, signers: Webhook[], messageId: string } | null> {
+    if (d.webhookId === null) {
+      if (this.signer === null) throw new Error('WEBHOOK_SECRET is not set, so the webhook cannot be signed')
+      return { url: d.url, signers: [this.signer], messageId: d.id }
+    }
+    const target = await this.subscriptions?.target(d.webhookId) ?? null
+    if (target === null) return null
+    return { url: target.url, signers: target.secrets.map(s => new Webhook(s)), messageId: String(d.eventId ?? d.id) }
+  }
+
   private async attempt (d: WebhookDelivery, stopping: AbortSignal): Promise<void> {
-    const log = this.opts.log.child({ webhook_id: d.id, export_id: d.exportId, attempt: d.attempts })
+    const log = this.opts.log.child({ webhook_delivery: d.id, export_id: d.exportId, subscription_id: d.webhookId, event_id: d.eventId, attempt: d.attempts })
     let error: string
+    let status: number | null = null
     try {
-      const status = await this.post(d, stopping)
-      if (status >= 200 && status < 300) {
-        await this.opts.store.webhooks.delivered(d.id, new Date())
-        this.opts.attempts.inc({ outcome: 'delivered' })
-        log.info({ status }, 'webhook delivered')
+      const target = await this.targetOf(d)
+      if (target === null) {
+        // Deleted (its deliveries went with it) or disabled since the delivery was made.
+        await this.opts.store.webhooks.failedAttempt(d.id, 'The subscription was disabled or deleted.', null, new Date())
         return
       }
-      error = `the receiver answered ${status}`
+      status = await this.post(d, target, stopping)
+      if (status >= 200 && status < 300) {
+        await this.opts.store.webhooks.delivered(d.id, new Date(), status)
+        this.opts.attempts.inc({ outcome: 'delivered' })
+        log.info({ status }, 'webhook delivered')
+        if (d.webhookId !== null) await this.subscriptions?.ended(d.webhookId, true)
+        return
+      }
+      error = status >= 300 && status < 400 ? `the receiver answered ${status}; redirects are not followed` : `the receiver answered ${status}`
     } catch (err) {
       error = stopping.aborted
         ? 'the service stopped during the attempt'
@@ -98,16 +139,16 @@ export class WebhookSender {
     }
     const again = d.attempts < this.opts.maxAttempts
     const at = again ? new Date(Date.now() + retryDelay(d.attempts, this.opts.retryBaseMs)) : null
-    await this.opts.store.webhooks.failedAttempt(d.id, error, at, new Date())
+    await this.opts.store.webhooks.failedAttempt(d.id, error, at, new Date(), status)
     this.opts.attempts.inc({ outcome: again ? 'retry' : 'failed' })
     if (again) log.warn({ error, retry_at: at?.toISOString() }, 'webhook attempt failed; it will be retried')
     else log.error({ error }, 'webhook given up after its last attempt')
+    if (!again && d.webhookId !== null) await this.subscriptions?.ended(d.webhookId, false)
   }
 
   /** One signed POST; resolves with the receiver's status. */
-  private async post (d: WebhookDelivery, stopping: AbortSignal): Promise<number> {
-    if (this.signer === null) throw new Error('WEBHOOK_SECRET is not set, so the webhook cannot be signed')
-    const url = new URL(d.url)
+  private async post (d: WebhookDelivery, target: { url: string, signers: Webhook[], messageId: string }, stopping: AbortSignal): Promise<number> {
+    const url = new URL(target.url)
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
     // An IP literal is connected to without a lookup: check it here.
     if (isIP(host) !== 0 && !addressAllowed(host, this.opts.allowLoopback)) {
@@ -118,10 +159,11 @@ export class WebhookSender {
     const headers = {
       'content-type': 'application/json',
       'content-length': String(body.length),
-      'user-agent': 'blog-post-service-webhooks',
-      'webhook-id': d.id,
+      'user-agent': WEBHOOK_USER_AGENT,
+      'webhook-id': target.messageId,
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': this.signer.sign(d.id, now, d.payload),
+      // During a rotation, the new secret's signature and the old one's, space-separated (Standard Webhooks).
+      'webhook-signature': target.signers.map(s => s.sign(target.messageId, now, d.payload)).join(' '),
     }
     const client = url.protocol === 'https:' ? https : http
     // The attempt's deadline, and a shutdown (which does not wait for a slow receiver: the attempt
@@ -140,11 +182,12 @@ export class WebhookSender {
           headers,
           lookup: guardedLookup(this.opts.allowLoopback) as never,
           signal: deadline.signal,
+          // Node's http.request never follows a redirect: a 3xx is an answer like any other (a failure).
         }, res => {
-          // Only the status matters; the body is read and dropped so the socket is freed.
-          res.resume()
-          res.on('end', () => { resolve(res.statusCode ?? 0) })
-          res.on('error', reject)
+          // Only the status matters: the body is not read at all (a receiver sending megabytes
+          // costs nothing), and the connection is closed rather than drained for reuse.
+          resolve(res.statusCode ?? 0)
+          res.destroy()
         })
         req.on('error', reject)
         req.end(body)

@@ -42,6 +42,7 @@ describe('ExportWorker', () => {
       retentionDays: 7,
       renderPost: opts.renderPost,
       renderJob: job => ({ id: job.id, status: job.status, error: job.error }),
+      jobEvent: job => ({ type: `export.${job.status}`, data: { id: job.id }, owner: job.owner, public: false }),
       webhookQueued: () => {},
       runs: new Counter({ name: 'runs', help: 'runs', labelNames: ['outcome'], registers: [new Registry()] }),
     })

@@ -299,6 +299,23 @@ for (const kind of await storeKinds()) {
       assert.deepEqual(await list('sort=slug'), [ids.a, ids.c, ids.d])
     })
 
+    it('pages a filtered list by cursor and by page alike, with counts', async () => {
+      const query = 'tag=node,rust,web,gardening&sort=-published_at'
+      const whole = await list(query, admin)
+      assert.deepEqual(whole, [ids.d, ids.c, ids.a, ids.b])
+      const byCursor: number[] = []
+      let url: string | undefined = `/posts?${query}&limit=1`
+      while (url !== undefined) {
+        const res = await t.request({ method: 'GET', url, headers: { ...admin, prefer: 'count=exact' } })
+        assert.equal(res.headers['x-total-count'], '4')
+        byCursor.push(...(json(res) as { id: number }[]).map(p => p.id))
+        url = nextLink(res.headers.link as string | undefined)
+      }
+      assert.deepEqual(byCursor, whole)
+      const byPage = [...await list(`${query}&page=1&limit=3`, admin), ...await list(`${query}&page=2&limit=3`, admin)]
+      assert.deepEqual(byPage, whole)
+    })
+
     it('shows the new fields in list items only through fields', async () => {
       const plain = json(await t.request({ method: 'GET', url: '/posts?slug=alpha' }))
       assert.deepEqual(Object.keys(plain[0]).sort(), ['id', 'title'])

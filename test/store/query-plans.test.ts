@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import { CompiledQuery, type LogEvent, sql } from 'kysely'
 import type { PostSortKey } from '../../src/domain/post.ts'
 import { KyselyStore } from '../../src/store/kysely-store.ts'
+import { postSortValue } from '../../src/store/repositories/posts-repository.ts'
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import type { ListQuery, PostFilter, SortDirection } from '../../src/store/store.ts'
@@ -43,6 +44,7 @@ async function seed (store: KyselyStore): Promise<void> {
         strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + (i * 104729 % ${ROWS}) * 60, 'unixepoch'),
         1
       FROM s`.execute(store.db)
+    await content(store)
     await sql`ANALYZE`.execute(store.db)
   } else {
     await sql`INSERT INTO posts (title, content, status, author, created_at, updated_at, revision)
@@ -51,8 +53,17 @@ async function seed (store: KyselyStore): Promise<void> {
         'author' || (i % 37),
         to_timestamp(1700000000 + i * 60), to_timestamp(1700000000 + (i * 104729 % ${ROWS}) * 60), 1
       FROM generate_series(1, ${ROWS}) AS s(i)`.execute(store.db)
+    await content(store)
     await sql`ANALYZE posts`.execute(store.db)
+    await sql`ANALYZE post_tags`.execute(store.db)
   }
+}
+
+/** What the content migration gives posts: a slug each, published_at for the published, one of ten tags. */
+async function content (store: KyselyStore): Promise<void> {
+  await sql`UPDATE posts SET slug = 'post-' || id, published_at = CASE WHEN status = 'published' THEN created_at END`.execute(store.db)
+  await sql`INSERT INTO post_slugs (slug, post_id) SELECT slug, id FROM posts`.execute(store.db)
+  await sql`INSERT INTO post_tags (post_id, tag_key, name) SELECT id, 'tag-' || (id % 10), 'Tag-' || (id % 10) FROM posts`.execute(store.db)
 }
 
 interface PgPlan { 'Node Type': string, 'Index Name'?: string, Plans?: PgPlan[] }
@@ -123,5 +134,39 @@ for (const kind of await storeKinds()) {
         })
       }
     }
+
+    // Contract §10: the new sort keys page at constant cost, and ?tag= is an index lookup, not a scan.
+    for (const key of ['published_at', 'slug'] as const) {
+      for (const direction of ['asc', 'desc'] as SortDirection[]) {
+        it(`reads a keyset page by ${key} ${direction} from an index, without sorting`, async () => {
+          const sort = [{ key, direction }, { key: 'id' as const, direction }]
+          const first = await store.posts.list({ filter: {}, sort, limit: 20 }, null)
+          const last = first.items.at(-1)!
+          const position = sort.map(t => postSortValue(last, t.key, t.direction))
+          for (const [name, query] of [
+            ['first page', { filter: {}, sort, limit: 20 }],
+            ['next page', { filter: {}, sort, limit: 20, after: position }],
+            ['tag filter, next page', { filter: { tag: ['tag-3'] }, sort, limit: 20, after: position }],
+          ] as const) {
+            for (const q of await listQueries(probe, query)) {
+              const plan = await explain(store, q, false)
+              if (process.env.TEST_PLANS) process.stderr.write(`# ${kind} ${key} ${direction} ${name}: ${plan.lines.join(' / ')}\n`)
+              assert.ok(plan.usesIndex, `${name}: no index in the plan:\n${plan.lines.join('\n')}`)
+              assert.ok(!plan.sorts, `${name}: the plan sorts or scans the table:\n${plan.lines.join('\n')}`)
+            }
+          }
+        })
+      }
+    }
+
+    it('filters by tag through the post_tags index, in the order of the sort index', async () => {
+      for (const q of await listQueries(probe, { filter: { tag: ['tag-3', 'tag-4'] }, sort: [{ key: 'created_at', direction: 'desc' }, { key: 'id', direction: 'desc' }], limit: 20 })) {
+        const plan = await explain(store, q, false)
+        if (process.env.TEST_PLANS) process.stderr.write(`# ${kind} tag: ${plan.lines.join(' / ')}\n`)
+        assert.ok(plan.usesIndex, plan.lines.join('\n'))
+        assert.ok(!plan.sorts, plan.lines.join('\n'))
+        assert.ok(plan.lines.some(l => /post_tags/.test(l)), `the tag is looked up in post_tags:\n${plan.lines.join('\n')}`)
+      }
+    })
   })
 }

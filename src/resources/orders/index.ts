@@ -7,7 +7,7 @@ import { act } from '../../http/action.ts'
 import { listHandler } from '../../http/collection.ts'
 import { sendRepresentation, sendResource, strongEtag } from '../../http/conditional.ts'
 import type { Resource, ResourceContext } from '../../http/resources.ts'
-import type { ListQuery } from '../../store/store.ts'
+import type { EventInput, ListQuery } from '../../store/store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, EmptyBodySchema, NotModifiedSchema, problemResponses } from '../../routes/shared/schemas.ts'
@@ -22,17 +22,28 @@ const config = { requiredScope: 'orders:write' } as const
 const tags = ['orders']
 const READ_ERRORS = problemResponses(...COMMON_ERRORS, 403, 404, 422)
 
+function orderData (o: Order, idName: string): Record<string, unknown> {
+  return { [idName]: o.id, status: o.status, customer_email: o.customerEmail, items: o.items, created_at: o.createdAt }
+}
+
+function renderOrder (o: Order, idName: string, base: string) {
+  const self = `${base}/orders/${o.id}`
+  const actions = Object.fromEntries(allowedActions(ORDER_MOVES, o.status).map(a => [a, { href: `${self}/${a}`, method: 'POST' }]))
+  return { ...orderData(o, idName), _links: { self: { href: self }, items: { href: `${self}/items` }, ...actions } }
+}
+
+/** The order's event (contract §12): its version-1 representation, seen by its owner (and admins). */
+function orderEvent (type: 'order.created' | 'order.cancelled', o: Order): EventInput {
+  return { type, data: renderOrder(o, 'id', ''), owner: o.owner, public: false }
+}
+
 /** Contract §2, order rows: the caller's own orders (admin: all), a state machine, items. */
 async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   const { version, store } = ctx
   const idName = version === 1 ? 'id' : 'orderId'
   const [OrderRef, ItemRef] = version === 1 ? [S.OrderV1Schema, S.OrderListItemV1Schema] : [S.OrderV2Schema, S.OrderListItemV2Schema]
-  const data = (o: Order): Record<string, unknown> => ({ [idName]: o.id, status: o.status, customer_email: o.customerEmail, items: o.items, created_at: o.createdAt })
-  const render = (req: FastifyRequest, o: Order) => {
-    const self = `${linkBase(req)}/orders/${o.id}`
-    const actions = Object.fromEntries(allowedActions(ORDER_MOVES, o.status).map(a => [a, { href: `${self}/${a}`, method: 'POST' }]))
-    return { ...data(o), _links: { self: { href: self }, items: { href: `${self}/items` }, ...actions } }
-  }
+  const data = (o: Order): Record<string, unknown> => orderData(o, idName)
+  const render = (req: FastifyRequest, o: Order) => renderOrder(o, idName, linkBase(req))
   const find = async (req: FastifyRequest<{ Params: S.OrderIdParams }>) => {
     const order = await store.orders.find(req.params.order_id, req.principal)
     if (order === null) throw notFound(req.params.order_id)
@@ -57,6 +68,7 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     schema: { tags, summary: 'Place an order', description: 'Status PROCESSING. Needs `orders:write`.', body: Type.Ref(S.CreateOrderBodySchema), response: { 201: Type.Ref(OrderRef), ...problemResponses(...COMMON_ERRORS, 403, 409, 413, 415, 422) } },
   }), async (req, reply) => await answerWrite(req, reply, async uow => {
     const order = await uow.orders.insert((req.principal as Principal).subject, 'PROCESSING', { customer_email: req.body.customer_email }, req.body.items, new Date())
+    uow.events.record(orderEvent('order.created', order))
     return writtenResource(req, 'orders', order, render(req, order), 201)
   }))
 
@@ -81,6 +93,7 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     schema: { tags, summary: 'Cancel an order', description: 'Only while PROCESSING; otherwise 409 ORDER_NOT_CANCELLABLE. No body, or `{}`.', params: S.OrderIdParamsSchema, body: EmptyBodySchema, response: { 200: Type.Ref(OrderRef), 204: Type.Null(), ...problemResponses(...COMMON_ERRORS, 403, 404, 409, 412, 413, 415, 422) } },
   }), async (req, reply) => await answerWrite(req, reply, async uow => {
     const order = await act(req, 'orders', uow.orders, req.params.order_id, ORDER_MOVES.cancel, () => notFound(req.params.order_id))
+    uow.events.record(orderEvent('order.cancelled', order))
     return writtenResource(req, 'orders', order, render(req, order), 200)
   }))
 }

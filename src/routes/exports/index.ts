@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { Counter } from 'prom-client'
 import { checkCallbackUrl } from '../../domain/callback-url.ts'
-import { type ExportJob, type ExportRequest, isFinished } from '../../domain/export.ts'
+import { exportEventType, type ExportJob, type ExportRequest, isFinished } from '../../domain/export.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { message } from '../../messages.ts'
@@ -12,7 +12,6 @@ import type { Resource, ResourceContext } from '../../http/resources.ts'
 import { type ApiVersion, linkBase } from '../../http/versioning.ts'
 import { answerWrite } from '../../http/write.ts'
 import { ExportWorker } from '../../jobs/export-worker.ts'
-import { WebhookSender } from '../../jobs/webhook-sender.ts'
 import type { Store } from '../../store/store.ts'
 import { renderPost } from '../posts/representation.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
@@ -161,38 +160,26 @@ async function * fileBytes (store: Store, id: number, from: number, to: number):
   }
 }
 
-/** The worker and the webhook sender of this instance, started when the app is ready and stopped when it closes. */
+/** The export worker of this instance, started when the app is ready and stopped when it closes; its webhooks go through the shared sender. */
 async function exportServices (app: FastifyInstance, { config, store }: { config: ResourceContext['config'], store: Store }): Promise<void> {
   const log = app.log.child({ component: 'exports' })
-  const attempts = new Counter({ name: 'webhook_delivery_attempts_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed)', labelNames: ['outcome'], registers: [app.metrics] })
   const runs = new Counter({ name: 'export_runs_total', help: 'Export runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [app.metrics] })
-  const sender = new WebhookSender({
-    store,
-    log,
-    secret: config.webhookSecret,
-    allowLoopback: config.webhookAllowLoopback,
-    timeoutMs: config.webhookTimeoutMs,
-    maxAttempts: config.webhookMaxAttempts,
-    retryBaseMs: config.webhookRetryBaseMs,
-    pollMs: config.exports.pollMs,
-    attempts,
-  })
   const worker = new ExportWorker({
     store,
     log,
     ...config.exports,
     renderPost: (post, job) => renderPost(post, job.apiVersion as ApiVersion, job.linkBase),
     renderJob: job => renderExport(job, job.apiVersion as ApiVersion, job.linkBase),
-    webhookQueued: () => { sender.wake() },
+    jobEvent: job => ({ type: exportEventType(job.status), data: renderExport(job, 1, ''), owner: job.owner, public: false }),
+    webhookQueued: () => { app.webhookSender.wake() },
     runs,
   })
   app.decorate('exportJobs', { wake: () => { worker.wake() } })
   app.addHook('onReady', async () => {
     worker.start()
-    sender.start()
   })
   app.addHook('onClose', async () => {
-    await Promise.all([worker.stop(), sender.stop()])
+    await worker.stop()
   })
 }
 

@@ -23,6 +23,7 @@ import { parseTagFilter } from '../../resources/posts/tags.ts'
 import { postSortValue } from '../../store/repositories/posts-repository.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
+import { postEvents } from './events.ts'
 import { postData, renderPost } from './representation.ts'
 import { revisionRoutes } from './revisions.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, PostSlugParamsSchema, type PostSlugParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
@@ -52,7 +53,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   const v = POST_VERSIONS[version]
   const serviceOptions = { revisionsKeep: ctx.config.editorial.revisionsKeep }
   const reader = new PostService(ctx.store, serviceOptions)
-  const writer = (uow: UnitOfWork) => new PostService(uow, serviceOptions)
+  const writer = (uow: UnitOfWork) => new PostService(uow, { ...serviceOptions, changed: postEvents(uow.events) })
   const validateBody = ctx.bodies.getSchema(v.body.$id!)!
   const tags = ['posts']
   const PostRef = Type.Ref(v.post)
@@ -220,6 +221,7 @@ async function postServices (app: FastifyInstance, { config, store }: { readonly
     revisionsKeep: config.editorial.revisionsKeep,
     rescanMs: config.editorial.scheduleRescanMs,
     published,
+    changed: uow => postEvents(uow.events),
   })
   app.addHook('onReady', async () => { await scheduler.start() })
   app.addHook('onClose', async () => { await scheduler.stop() })

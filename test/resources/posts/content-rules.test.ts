@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { ConfigError, loadConfig } from '../../../src/config.ts'
 import { describe, it } from 'node:test'
 import { EXCERPT_DERIVED_LENGTH, isSafeUrl, renderContent, shorten } from '../../../src/resources/posts/markdown.ts'
 import { publishedAtAfter } from '../../../src/resources/posts/published-at.ts'
@@ -122,5 +123,20 @@ describe('published_at', () => {
     assert.equal(publishedAtAfter(first, 'published', later), first)
     assert.equal(publishedAtAfter(first, 'draft', later), first)
     assert.equal(publishedAtAfter(first, 'published', later), first)
+  })
+})
+
+describe('PUBLIC_BASE_URL', () => {
+  it('defaults to http://HOST:PORT and drops a trailing slash', () => {
+    assert.equal(loadConfig({}).publicBaseUrl, 'http://127.0.0.1:3000')
+    assert.equal(loadConfig({ HOST: '::1', PORT: '8080' }).publicBaseUrl, 'http://[::1]:8080')
+    assert.equal(loadConfig({ PUBLIC_BASE_URL: 'https://blog.example.com/' }).publicBaseUrl, 'https://blog.example.com')
+    assert.equal(loadConfig({ PUBLIC_BASE_URL: 'https://example.com/blog/' }).publicBaseUrl, 'https://example.com/blog')
+  })
+
+  it('refuses what cannot prefix a link, naming the setting', () => {
+    for (const bad of ['ftp://example.com', 'not a url', 'https://example.com/?a=1', 'https://example.com/#x', 'https://user:pw@example.com']) {
+      assert.throws(() => loadConfig({ PUBLIC_BASE_URL: bad }), (err: unknown) => err instanceof ConfigError && err.setting === 'PUBLIC_BASE_URL', bad)
+    }
   })
 })

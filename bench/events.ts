@@ -1,0 +1,146 @@
+/**
+ * What events cost (issue 24): the write scenarios of `npm run bench` (create; 90% GET / 10% PUT)
+ * on the service with no webhook subscription, then with 2 subscriptions active (receivers on
+ * loopback answering 204 at once), then with `BENCH_STREAMS` (1 000) change streams open; and
+ * the peak RSS with the streams open. One server process per store, wrk as in bench/throughput.ts.
+ *
+ *   npm run build && BENCH_SECONDS=3 tsx bench/events.ts        # a quick look
+ *   npm run bench:events                                         # the full run (10 s per run)
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import { SignJWT } from 'jose'
+import pg from 'pg'
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000)
+const POSTS = 2000
+const SECRET = 'bench-secret-that-is-at-least-32-bytes-long!'
+const WEBHOOK_SECRET = `whsec_${Buffer.alloc(32, 5).toString('base64')}`
+const PG_ADMIN = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+const SCRIPT = path.join(ROOT, 'bench/wrk/scenario.lua')
+
+interface Run { rps: number, p99: number, errors: number }
+
+async function token (scope: string): Promise<string> {
+  return await new SignJWT({ scope }).setProtectedHeader({ alg: 'HS256' }).setSubject('bench').setExpirationTime('4h').sign(new TextEncoder().encode(SECRET))
+}
+
+function wrk (port: number, args: string[]): Run {
+  const out = execFileSync('wrk', ['-t1', '-c64', `-d${SECONDS}s`, '--timeout', '10s', '-s', SCRIPT, `http://127.0.0.1:${port}`, '--', ...args], { encoding: 'utf8' })
+  const r = JSON.parse(out.trim().split('\n').at(-1)!) as { requests: number, duration_us: number, p99_us: number, connect: number, read: number, write: number, status: number, timeout: number }
+  return { rps: r.requests / (r.duration_us / 1e6), p99: r.p99_us / 1000, errors: r.connect + r.read + r.write + r.status + r.timeout }
+}
+
+async function start (env: Record<string, string>): Promise<{ child: ChildProcess, port: number, metrics: number }> {
+  const port = 3990 + Math.floor(Math.random() * 500)
+  const metrics = port + 1000
+  const child = spawn(process.execPath, ['--max-semi-space-size=8', '--heap-growing-percent=50', path.join(ROOT, 'dist/blog.js'), 'serve'], {
+    env: { ...process.env, ...env, PORT: String(port), METRICS_PORT: String(metrics), AUTH_JWT_SECRET: SECRET, BOOTSTRAP_ADMIN_KEY: 'false', RATE_LIMIT_MAX: '0', LOG_LEVEL: 'warn', WEBHOOK_SECRET, WEBHOOK_ALLOW_LOOPBACK: '1' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+  for (let i = 0; i < 3000; i++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) return { child, port, metrics }
+    } catch {}
+    await sleep(10)
+  }
+  throw new Error('the service did not start')
+}
+
+function rssMiB (pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024
+}
+
+/** Webhook receivers on loopback: 204 at once, counting what they got. */
+async function receivers (): Promise<{ url: (i: number) => string, count: () => number, close: () => void }> {
+  let n = 0
+  const server = http.createServer((req, res) => { req.resume(); req.on('end', () => { n++; res.writeHead(204).end() }) })
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return { url: i => `http://127.0.0.1:${port}/hook${i}`, count: () => n, close: () => { server.closeAllConnections(); server.close() } }
+}
+
+async function measure (label: string, dbEnv: Record<string, string>, say: (s: string) => void): Promise<void> {
+  const { child, port, metrics } = await start(dbEnv)
+  const openStreams = async () => Number(/^event_streams_open (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text())?.[1] ?? 0)
+  const base = `http://127.0.0.1:${port}`
+  const writer = await token('posts:write')
+  const admin = await token('admin')
+  const rx = await receivers()
+  const streams: http.ClientRequest[] = []
+  try {
+    for (let i = 0; i < POSTS; i += 50) {
+      await Promise.all(Array.from({ length: 50 }, async (_, j) => await (await fetch(`${base}/posts`, { method: 'POST', headers: { authorization: `Bearer ${writer}`, 'content-type': 'application/json' }, body: JSON.stringify({ title: `seed ${i + j}`, content: 'x'.repeat(2000) }) })).arrayBuffer()))
+    }
+    const scenarios: [string, string[]][] = [['create', ['create', writer]], ['mixed 90% GET / 10% PUT', ['mixed', String(POSTS), writer]]]
+    const rows: string[] = []
+    const runAll = (setting: string) => {
+      for (const [name, args] of scenarios) {
+        // Warm-up, not counted.
+        wrk(port, args)
+        const r = wrk(port, args)
+        rows.push(`| ${name} | ${setting} | ${r.rps.toFixed(0)} | ${r.p99.toFixed(1)} | ${r.errors} | ${rssMiB(child.pid!).toFixed(0)} |`)
+        process.stderr.write(`  ${label} ${name} (${setting}): ${r.rps.toFixed(0)} req/s\n`)
+      }
+    }
+    runAll('no subscription')
+    for (const i of [1, 2]) {
+      const res = await fetch(`${base}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify({ url: rx.url(i), events: ['*'] }) })
+      if (res.status !== 201) throw new Error(`subscribing failed: ${res.status} ${await res.text()}`)
+    }
+    runAll('2 subscriptions')
+    for (let i = 0; i < STREAMS; i++) {
+      streams.push(http.get(`${base}/events`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${admin}` }, agent: false }, res => { res.resume() }))
+      if (i % 100 === 99) await sleep(50)
+    }
+    for (let i = 0; i < 200; i++) {
+      if (await openStreams() >= STREAMS) break
+      await sleep(50)
+    }
+    const open = await openStreams()
+    await sleep(1000)
+    rows.push(`| (idle) | 2 subscriptions, ${open} streams open | | | | ${rssMiB(child.pid!).toFixed(0)} |`)
+    runAll(`2 subscriptions, ${open} streams open`)
+    say(`\n## ${label}\n\n| scenario | events | req/s | p99 ms | errors | RSS MiB after |\n|---|---|---:|---:|---:|---:|\n${rows.join('\n')}`)
+    say(`\nDeliveries received by the 2 receivers during the runs: ${rx.count()}.`)
+  } finally {
+    for (const s of streams) s.destroy()
+    rx.close()
+    child.kill('SIGTERM')
+    await new Promise(resolve => child.once('exit', resolve))
+  }
+}
+
+async function main (): Promise<void> {
+  if (!fs.existsSync(path.join(ROOT, 'dist/blog.js'))) throw new Error('dist/ is missing: run npm run build first')
+  const out: string[] = []
+  const say = (s: string) => { out.push(s); process.stderr.write(`${s}\n`) }
+  say(`# bench/events.ts — ${new Date().toISOString()}, ${os.cpus().length} cores, wrk -t1 -c64, ${SECONDS} s per run, ${STREAMS} streams`)
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-bench-events-'))
+  try {
+    await measure('SQLite', { DATABASE_URL: `sqlite:${path.join(dir, 'blog.db')}`, DATA_DIR: dir }, say)
+    if (process.env.BENCH_PG !== '0') {
+      const admin = new pg.Client({ connectionString: PG_ADMIN })
+      await admin.connect()
+      await admin.query('DROP DATABASE IF EXISTS blog_bench_events WITH (FORCE)')
+      await admin.query('CREATE DATABASE blog_bench_events')
+      await admin.end()
+      const url = new URL(PG_ADMIN)
+      url.pathname = '/blog_bench_events'
+      await measure('PostgreSQL', { DATABASE_URL: url.toString() }, say)
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+  process.stdout.write(`${out.join('\n')}\n`)
+}
+
+await main()

@@ -1,0 +1,65 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { Counter, Gauge } from 'prom-client'
+import type { Config } from '../config.ts'
+import type { Store } from '../store/store.ts'
+import { WebhookSender } from './webhook-sender.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * This instance's sender of the webhook outbox (export callbacks and subscriptions' deliveries):
+     * `wake()` after a commit that queued one, so it goes out now rather than at the next poll.
+     */
+    webhookSender: WebhookSender
+  }
+}
+
+/**
+ * The webhook outbox's sender, one per instance, shared by every resource that queues webhooks,
+ * with its metrics: attempts by outcome, and the backlog (pending deliveries, the oldest one's age)
+ * read from the store when scraped, so every instance reports the deployment's queue.
+ */
+export const deliveriesPlugin = fp(async function deliveries (app: FastifyInstance, { config, store }: { config: Config, store: Store }) {
+  const attempts = new Counter({
+    name: 'webhook_delivery_attempts_total',
+    help: 'Webhook delivery attempts by outcome: delivered (succeeded), retry (failed, tried again later), failed (given up); their sum is the attempts made',
+    labelNames: ['outcome'],
+    registers: [app.metrics],
+  })
+  let backlog: Promise<{ pending: number, oldestCreatedAt: string | null }> | null = null
+  // Both gauges are read by one scrape: one query serves them.
+  const readBacklog = async () => {
+    backlog ??= store.webhooks.backlog().finally(() => { setImmediate(() => { backlog = null }) })
+    return await backlog
+  }
+  app.metrics.registerMetric(new Gauge({
+    name: 'webhook_deliveries_pending',
+    help: 'Webhook deliveries waiting to be delivered (the queue depth)',
+    registers: [],
+    async collect () { this.set((await readBacklog()).pending) },
+  }))
+  app.metrics.registerMetric(new Gauge({
+    name: 'webhook_oldest_pending_delivery_age_seconds',
+    help: 'Age of the oldest webhook delivery still waiting (0 when none)',
+    registers: [],
+    async collect () {
+      const oldest = (await readBacklog()).oldestCreatedAt
+      this.set(oldest === null ? 0 : Math.max(0, (Date.now() - Date.parse(oldest)) / 1000))
+    },
+  }))
+  const sender = new WebhookSender({
+    store,
+    log: app.log.child({ component: 'webhooks' }),
+    secret: config.webhookSecret,
+    allowLoopback: config.webhookAllowLoopback,
+    timeoutMs: config.webhookTimeoutMs,
+    maxAttempts: config.webhookMaxAttempts,
+    retryBaseMs: config.webhookRetryBaseMs,
+    pollMs: config.exports.pollMs,
+    attempts,
+  })
+  app.decorate('webhookSender', sender)
+  app.addHook('onReady', async () => { sender.start() })
+  app.addHook('onClose', async () => { await sender.stop() })
+}, { name: 'deliveries', dependencies: ['metrics'] })

@@ -1,0 +1,153 @@
+import type { ServerResponse } from 'node:http'
+import type { FastifyBaseLogger } from 'fastify'
+import { eventJson } from '../../domain/events.ts'
+import { isAdmin, type Principal } from '../../domain/principal.ts'
+import { PollLoop } from '../../jobs/loop.ts'
+import type { Store, StoredEvent } from '../../store/store.ts'
+
+/** Events read per query, live or catching up. */
+const PAGE = 500
+/** A comment line on every stream this often: at least every 15 s (contract §12), with room for a busy loop. */
+export const HEARTBEAT_MS = 10_000
+/**
+ * A reader this far behind (bytes waiting in its socket) is ended; it resumes with Last-Event-ID.
+ * It bounds what slow readers can hold: 1 000 streams at most 256 MiB.
+ */
+const MAX_BUFFERED = 256 * 1024
+
+/** An event as a stream sends it, made once per event whatever the number of streams. */
+export interface Framed {
+  readonly event: StoredEvent
+  readonly text: string
+}
+
+export function frame (e: StoredEvent): Framed {
+  return { event: e, text: `id: ${e.id}\nevent: ${e.type}\ndata: ${eventJson(e)}\n\n` }
+}
+
+/** One open stream: who reads it, what it wants, and the last event id it was sent. */
+export class EventStream {
+  /** Events the hub brought while the stream was still reading the past. */
+  private held: Framed[] | null = []
+
+  constructor (
+    readonly res: ServerResponse,
+    private readonly principal: Principal,
+    private readonly types: ReadonlySet<string> | null,
+    public cursor: number
+  ) {}
+
+  /** Contract §12: admin sees every event; others those of published posts and of their own resources. Pings are for one subscription, never here. */
+  private wants (e: StoredEvent): boolean {
+    if (e.webhookId !== null) return false
+    if (this.types !== null && !this.types.has(e.type)) return false
+    return e.public || e.owner === this.principal.subject || isAdmin(this.principal)
+  }
+
+  /** Events the hub read: held while the stream still reads the past, else written. */
+  send (events: readonly Framed[]): void {
+    if (this.held !== null) this.held.push(...events)
+    else this.past(events)
+  }
+
+  /** Writes what is new and wanted, in id order; each event at most once. */
+  past (events: readonly Framed[]): void {
+    let out = ''
+    for (const f of events) {
+      if (f.event.id <= this.cursor) continue
+      this.cursor = f.event.id
+      if (this.wants(f.event)) out += f.text
+    }
+    if (out !== '') this.write(out)
+  }
+
+  /** The past has been read: what the hub brought meanwhile follows it. */
+  caughtUp (): void {
+    const held = this.held ?? []
+    this.held = null
+    this.past(held)
+  }
+
+  write (text: string): void {
+    if (this.res.writableEnded) return
+    if (this.res.writableLength > MAX_BUFFERED) {
+      this.res.end()
+      return
+    }
+    this.res.write(text)
+  }
+}
+
+/**
+ * The instance's reader of the event log for its open streams: one query every EVENTS_POLL_MS
+ * whoever and however many are listening (polling, on both databases: events committed on any
+ * instance reach every instance's streams within one poll; see docs/events.md), and one heartbeat
+ * timer for all of them.
+ */
+export class StreamHub {
+  private readonly streams = new Set<EventStream>()
+  private cursor = 0
+  private readonly loop: PollLoop
+  private heartbeat: NodeJS.Timeout | null = null
+  private joining: Promise<void> | null = null
+
+  constructor (private readonly store: Store, log: FastifyBaseLogger, pollMs: number, private readonly changed: (open: number) => void) {
+    this.loop = new PollLoop('event-streams', pollMs, log, async () => await this.tick())
+  }
+
+  get open (): number { return this.streams.size }
+
+  start (): void {
+    this.loop.start()
+    this.heartbeat = setInterval(() => { for (const s of this.streams) s.write(': keep-alive\n\n') }, HEARTBEAT_MS)
+    this.heartbeat.unref()
+  }
+
+  /** Ends every stream (shutdown): clients reconnect elsewhere with Last-Event-ID. */
+  async stop (): Promise<void> {
+    if (this.heartbeat !== null) clearInterval(this.heartbeat)
+    for (const s of this.streams) s.res.end()
+    this.streams.clear()
+    await this.loop.stop()
+  }
+
+  /** The newest event id: a stream without a position starts after it. */
+  async newest (): Promise<number> {
+    return await this.store.events.lastId()
+  }
+
+  /**
+   * Adds a stream and sends it the past from its cursor on, then everything the hub reads. Its
+   * events are held from the moment it joins until the past is read, so none falls between.
+   */
+  async join (stream: EventStream): Promise<void> {
+    if (this.streams.size === 0) {
+      // Idle, the hub read nothing: it starts from now, and the stream reads the past itself.
+      this.joining ??= (async () => { this.cursor = await this.store.events.lastId() })().finally(() => { this.joining = null })
+    }
+    await this.joining
+    this.streams.add(stream)
+    this.changed(this.streams.size)
+    stream.res.once('close', () => {
+      this.streams.delete(stream)
+      this.changed(this.streams.size)
+    })
+    for (;;) {
+      const page = await this.store.events.list(stream.cursor, PAGE)
+      if (page.length === 0) break
+      stream.past(page.map(frame))
+      if (page.length < PAGE) break
+    }
+    stream.caughtUp()
+  }
+
+  private async tick (): Promise<boolean> {
+    if (this.streams.size === 0) return false
+    const events = await this.store.events.list(this.cursor, PAGE)
+    if (events.length === 0) return false
+    this.cursor = events.at(-1)!.id
+    const framed = events.map(frame)
+    for (const s of this.streams) s.send(framed)
+    return events.length === PAGE
+  }
+}

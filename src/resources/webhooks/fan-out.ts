@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto'
+import type { FastifyBaseLogger } from 'fastify'
+import { eventJson } from '../../domain/events.ts'
+import type { Viewer } from '../../domain/principal.ts'
+import { PollLoop } from '../../jobs/loop.ts'
+import type { StoredEvent, Store } from '../../store/store.ts'
+import type { Subscription } from './store.ts'
+
+export interface FanOutOptions {
+  readonly store: Store
+  readonly log: FastifyBaseLogger
+  readonly pollMs: number
+  readonly retentionH: number
+  /** Called after a commit that queued deliveries. */
+  readonly queued: () => void
+}
+
+/** Events read per unit of work. */
+const BATCH = 200
+const PRUNE_INTERVAL_MS = 15 * 60_000
+const SYSTEM: Viewer = { subject: 'system', scopes: new Set(['admin']), kind: 'jwt' }
+
+function wants (s: Subscription, e: StoredEvent): boolean {
+  if (e.webhookId !== null) return e.webhookId === s.id
+  if (s.afterEventId >= e.id) return false
+  const events = JSON.parse(s.events) as string[]
+  return events[0] === '*' || events.includes(e.type)
+}
+
+/**
+ * Turns events into deliveries, one per matching subscription, in units of work that also move the
+ * fan-out's position: a crash before the commit leaves the position where it was, and the events
+ * are fanned out again by whichever instance runs next (at least once; never twice, since the
+ * position and the deliveries commit together). One instance at a time holds the position.
+ * Also applies retention: events older than EVENTS_RETENTION_H (once fanned out), finished
+ * deliveries as old, and the previous secrets of rotations older than 24 h.
+ */
+export class FanOut {
+  private readonly loop: PollLoop
+  private lastPrune = 0
+
+  constructor (private readonly opts: FanOutOptions) {
+    this.loop = new PollLoop('webhook-fan-out', opts.pollMs, opts.log, async () => await this.tick())
+  }
+
+  start (): void { this.loop.start() }
+  wake (): void { this.loop.wake() }
+  async stop (): Promise<void> { await this.loop.stop() }
+
+  private async tick (): Promise<boolean> {
+    const now = new Date()
+    const { read, queued } = await this.opts.store.transaction(async uow => {
+      const position = await uow.events.claimFanOut()
+      if (position === null) return { read: 0, queued: 0 }
+      const events = await uow.events.list(position, BATCH)
+      if (events.length > 0) {
+        const subscriptions = events.some(e => e.webhookId !== null)
+          ? (await uow.webhookSubscriptions.list({ filter: {}, sort: [{ key: 'id', direction: 'asc' }], limit: 1_000_000 }, SYSTEM)).items
+          : await uow.webhookSubscriptions.enabled()
+        let n = 0
+        for (const e of events) {
+          // The same bytes on every attempt.
+          const body = eventJson(e)
+          for (const s of subscriptions) {
+            if (!wants(s, e) || (e.webhookId === null && s.status !== 'enabled')) continue
+            await uow.webhooks.enqueue({ id: `dlv_${randomUUID()}`, webhookId: s.id, eventId: e.id, eventType: e.type, url: s.url, payload: body }, now)
+            n++
+          }
+        }
+        await uow.events.fannedOut(events.at(-1)!.id)
+        if (n > 0) uow.onCommit(this.opts.queued)
+        return { read: events.length, queued: n }
+      }
+      if (now.getTime() - this.lastPrune >= PRUNE_INTERVAL_MS) {
+        this.lastPrune = now.getTime()
+        const cutoff = new Date(now.getTime() - this.opts.retentionH * 3600_000)
+        const pruned = await uow.events.prune(cutoff, position)
+        const deliveries = await uow.webhooks.deleteFinishedBefore(cutoff)
+        await uow.webhookSubscriptions.forgetExpiredSecrets(now)
+        if (pruned + deliveries > 0) this.opts.log.info({ events: pruned, deliveries }, 'deleted events and deliveries past their retention')
+      }
+      return { read: 0, queued: 0 }
+    })
+    if (queued > 0) this.opts.log.debug({ events: read, deliveries: queued }, 'events fanned out')
+    return read === BATCH
+  }
+}

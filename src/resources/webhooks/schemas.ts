@@ -1,0 +1,98 @@
+import { type Static, Type } from '@sinclair/typebox'
+import { ALL_EVENTS, EVENT_TYPES } from '../../domain/events.ts'
+import { type CollectionSpec, pagingQueryProperties } from '../../http/paging.ts'
+import { LinkSchema, versionedSchemas } from '../../routes/shared/schemas.ts'
+
+/** A subscription's URL: at most 2 000 characters (contract §12). */
+export const WEBHOOK_URL_MAX = 2000
+
+export const WebhookIdParamsSchema = Type.Object({
+  webhook_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, format: 'int64', description: 'The subscription\'s id.' }),
+}, { additionalProperties: false })
+export type WebhookIdParams = Static<typeof WebhookIdParamsSchema>
+
+export const DeliveryParamsSchema = Type.Object({
+  webhook_id: WebhookIdParamsSchema.properties.webhook_id,
+  delivery_id: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_-]+$', description: 'The delivery\'s id.' }),
+}, { additionalProperties: false })
+export type DeliveryParams = Static<typeof DeliveryParamsSchema>
+
+const url = Type.String({
+  minLength: 1,
+  maxLength: WEBHOOK_URL_MAX,
+  description: 'http(s) URL, at most 2 000 characters, whose host resolves to public addresses only (as export callbacks: 422 otherwise). Checked again at each delivery; redirects are not followed.',
+})
+const events = Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...EVENT_TYPES, ALL_EVENTS] }), {
+  minItems: 1,
+  maxItems: EVENT_TYPES.length,
+  uniqueItems: true,
+  description: `Distinct event names (${EVENT_TYPES.join(', ')}), or \`["*"]\` for every event.`,
+})
+const description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()], { description: 'Free text for people, at most 500 characters.' })
+const TimestampSchema = Type.String({ format: 'date-time', maxLength: 30 })
+
+export const CreateWebhookBodySchema = Type.Object({
+  url,
+  events,
+  description: Type.Optional(description),
+}, { $id: 'CreateWebhookBody', additionalProperties: false })
+export type CreateWebhookBody = Static<typeof CreateWebhookBodySchema>
+
+/** RFC 7396 merge patch of the members a client sets (absent: unchanged). */
+export const PatchWebhookBodySchema = Type.Object({
+  url: Type.Optional(url),
+  events: Type.Optional(events),
+  description: Type.Optional(description),
+  enabled: Type.Optional(Type.Boolean({ description: '`true` resumes a disabled subscription (and clears `disabled_reason`); `false` disables it and gives up its pending deliveries.' })),
+}, { $id: 'PatchWebhookBody', additionalProperties: false })
+export type PatchWebhookBody = Static<typeof PatchWebhookBodySchema>
+
+const fields = {
+  url: Type.String({ maxLength: WEBHOOK_URL_MAX }),
+  events: Type.Array(Type.String({ maxLength: 50 }), { maxItems: EVENT_TYPES.length }),
+  description,
+  enabled: Type.Boolean(),
+  disabled_reason: Type.Union([Type.String({ maxLength: 500 }), Type.Null()], { description: 'Why it is disabled (20 failed deliveries in a row, or an administrator); null while enabled.' }),
+  created_at: TimestampSchema,
+  updated_at: TimestampSchema,
+  _links: Type.Object({
+    self: Type.Ref(LinkSchema),
+    deliveries: Type.Ref(LinkSchema),
+    ping: Type.Ref(LinkSchema),
+    rotate_secret: Type.Ref(LinkSchema),
+  }, { additionalProperties: false }),
+}
+export const [WebhookV1Schema, WebhookV2Schema] = versionedSchemas('Webhook', 'webhookId', fields)
+/** A list item: every member but the secret; exactly `fields` when given; always `_links.self`. */
+export const [WebhookListItemV1Schema, WebhookListItemV2Schema] = versionedSchemas('WebhookListItem', 'webhookId', {
+  ...fields,
+  _links: Type.Object({ self: Type.Ref(LinkSchema) }, { additionalProperties: false }),
+}, { partial: true })
+const secret = Type.String({ pattern: '^whsec_', maxLength: 100, description: 'The signing secret (Standard Webhooks, `whsec_…`), shown only in this answer.' })
+export const [WebhookWithSecretV1Schema, WebhookWithSecretV2Schema] = versionedSchemas('WebhookWithSecret', 'webhookId', { ...fields, secret })
+
+export const DeliverySchema = Type.Object({
+  id: Type.String({ maxLength: 100 }),
+  event_id: Type.String({ pattern: '^[0-9]+$', maxLength: 20 }),
+  event_type: Type.String({ maxLength: 50 }),
+  status: Type.Unsafe<'pending' | 'succeeded' | 'failed'>({ type: 'string', enum: ['pending', 'succeeded', 'failed'] }),
+  attempts: Type.Integer({ minimum: 0, maximum: 1000 }),
+  last_status_code: Type.Union([Type.Integer({ minimum: 0, maximum: 999 }), Type.Null()]),
+  last_error: Type.Union([Type.String({ maxLength: 2048 }), Type.Null()]),
+  next_attempt_at: Type.Union([TimestampSchema, Type.Null()], { description: 'When it is tried next, while pending.' }),
+  created_at: TimestampSchema,
+  delivered_at: Type.Union([TimestampSchema, Type.Null()]),
+}, { $id: 'WebhookDelivery', additionalProperties: false })
+
+export const PingSchema = Type.Object({
+  webhook_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+  type: Type.Literal('ping'),
+}, { $id: 'WebhookPing', additionalProperties: false, description: 'The ping was recorded; it is delivered to this subscription alone, as any event.' })
+
+export const ListWebhooksQuerySchema = Type.Object(Type.Partial(Type.Object(pagingQueryProperties)).properties, { additionalProperties: false })
+export const WEBHOOKS: CollectionSpec<'id' | 'created_at'> = { name: 'webhooks', sortKeys: ['id', 'created_at'], defaultSort: '-created_at', includes: [] }
+export const DELIVERIES: CollectionSpec<'created_at'> = { name: 'deliveries', sortKeys: ['created_at'], defaultSort: '-created_at', includes: [] }
+export const WEBHOOK_FIELDS = { 1: ['id', ...Object.keys(fields).filter(k => k !== '_links')], 2: ['webhookId', ...Object.keys(fields).filter(k => k !== '_links')] } as const
+export const DELIVERY_FIELDS = Object.keys(DeliverySchema.properties)
+
+export const WEBHOOK_SCHEMAS = [CreateWebhookBodySchema, PatchWebhookBodySchema, WebhookV1Schema, WebhookV2Schema, WebhookListItemV1Schema, WebhookListItemV2Schema, WebhookWithSecretV1Schema, WebhookWithSecretV2Schema, DeliverySchema, PingSchema]

@@ -1,0 +1,71 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+export interface Received {
+  readonly path: string
+  /** Path and query. */
+  readonly url: string
+  readonly headers: IncomingMessage['headers']
+  readonly body: string
+}
+
+/**
+ * A webhook receiver on 127.0.0.1 that records every request. Paths choose the answer:
+ * `/ok` 204; `/fail` 500; `/redirect` 302 to `/ok`; `/big` 200 with a 10 MB body (`bigClosedEarly`
+ * counts answers the sender cut off before their end); `/hang` never answers.
+ */
+export async function receiver (): Promise<{ base: string, got: Received[], bigClosedEarly: () => number, close: () => Promise<void> }> {
+  const got: Received[] = []
+  let closedEarly = 0
+  const server: Server = createServer((req, res) => {
+    const parts: Buffer[] = []
+    req.on('data', (c: Buffer) => parts.push(c))
+    req.on('end', () => {
+      const path = (req.url ?? '/').split('?')[0]!
+      got.push({ path, url: req.url ?? '/', headers: req.headers, body: Buffer.concat(parts).toString('utf8') })
+      if (path === '/hang') return
+      if (path === '/redirect') {
+        res.writeHead(302, { location: '/ok' }).end()
+        return
+      }
+      if (path === '/big') {
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(10 * 1024 * 1024) })
+        const chunk = Buffer.alloc(64 * 1024, 120)
+        let sent = 0
+        const more = () => {
+          while (sent < 10 * 1024 * 1024) {
+            sent += chunk.length
+            if (!res.write(chunk)) return res.once('drain', more)
+          }
+          res.end()
+        }
+        res.on('close', () => { if (!res.writableFinished) closedEarly++ })
+        more()
+        return
+      }
+      res.statusCode = path === '/fail' ? 500 : 204
+      res.end()
+    })
+  })
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    base: `http://127.0.0.1:${port}`,
+    got,
+    bigClosedEarly: () => closedEarly,
+    close: async () => {
+      server.closeAllConnections()
+      await new Promise(resolve => server.close(resolve))
+    },
+  }
+}
+
+export async function until (cond: () => boolean | Promise<boolean>, what: string, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!await cond()) {
+    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`)
+    await sleep(20)
+  }
+}
