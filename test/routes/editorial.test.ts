@@ -34,6 +34,9 @@ for (const kind of await storeKinds()) {
     const get = async (url: string, headers: Headers = alice) => await t.request({ method: 'GET', url, headers })
     const patch = async (id: number, body: object, headers: Headers = alice) =>
       await t.request({ method: 'PATCH', url: `/posts/${id}`, headers: { ...headers, 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify(body) })
+    /** The types of the events recorded for post `id` after event `after`, in order. */
+    const eventsOf = async (id: number, after: number) => (await t.store.events.list(after, 1000))
+      .filter(e => (JSON.parse(e.data) as { id: number }).id === id).map(e => e.type)
     const errorCodes = (res: { json (): unknown }) => (res.json() as { errors: { field: string, code: string }[] }).errors.map(e => `${e.field}:${e.code}`)
 
     describe('scheduling rules', () => {
@@ -135,6 +138,7 @@ for (const kind of await storeKinds()) {
         const revisions = json(await get(`/posts/${post.id}/revisions`))
         assert.deepEqual(revisions.map((r: { number: number, status: string, editor: string }) => [r.number, r.status, r.editor]),
           [[2, 'published', 'system'], [1, 'scheduled', 'alice']])
+        assert.deepEqual(await eventsOf(post.id, 0), ['post.created', 'post.updated', 'post.published'], 'the switch raised post.published once')
       })
     })
 
@@ -192,6 +196,8 @@ for (const kind of await storeKinds()) {
         assert.equal(res.headers.etag, (await get(`/posts/${post.id}`)).headers.etag)
         const revisions = json(await get(`/posts/${post.id}/revisions`))
         assert.deepEqual(revisions.map((r: { number: number, title: string }) => [r.number, r.title]), [[3, 'good'], [2, 'oops'], [1, 'good']])
+        // A restore raises what a PUT would: published → draft is an update that unpublishes.
+        assert.deepEqual((await eventsOf(post.id, 0)).slice(-2), ['post.updated', 'post.unpublished'])
         // `{}` is as good as no body.
         assert.equal((await t.request({ method: 'POST', url: `/posts/${post.id}/revisions/2/restore`, headers: alice, payload: {} })).statusCode, 200)
         assert.equal((await t.request({ method: 'POST', url: `/posts/${post.id}/revisions/2/restore`, headers: alice, payload: { title: 'x' } })).statusCode, 422)
