@@ -70,6 +70,9 @@ export const FIELD_CODES = {
   ID_MISMATCH: 'The id in the body differs from the id in the path.',
   READ_ONLY: 'The member is set by the service and cannot be chosen by the client.',
   CONFLICTING_PARAMETERS: 'Two parameters contradict each other.',
+  PUBLISH_AT_REQUIRED: 'A scheduled post needs publish_at, the moment it is to be published.',
+  PUBLISH_AT_IN_PAST: 'publish_at must lie in the future.',
+  PUBLISH_AT_NOT_ALLOWED: 'publish_at belongs only to a post with status scheduled.',
 } as const
 
 export type FieldCode = keyof typeof FIELD_CODES

@@ -52,7 +52,7 @@ export interface Resource {
   /** The scopes its routes require, besides `admin` (API keys may be made with them). */
   readonly scopes?: readonly string[]
   /** Its tables and repository, when it brings any (the store opens every registered resource's). */
-  readonly store?: StoreModule
+  readonly store?: StoreModule | readonly StoreModule[]
   routes (app: FastifyInstance, ctx: ResourceContext): Promise<void>
   /** Routes the same in every version (a feed), registered once, unprefixed; `/vN/…` aliases are rewritten onto them. */
   unversionedRoutes? (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void>

@@ -9,27 +9,29 @@ import { PollLoop } from './loop.ts'
  * @example
  * const publisher: Job = {
  *   name: 'scheduled-posts',
- *   pollMs: 5_000,
+ *   pollMs: () => msUntilNextDue,          // asked before each sleep
  *   async tick (signal) {
  *     const due = await store.transaction(uow => uow.posts.claimDue(new Date(), LEASE_MS))
- *     if (due === null) return await store.posts.nextDue() ?? false   // sleep until then
+ *     if (due === null) return false        // sleep pollMs()
  *     await publish(due, signal)
- *     return true                                                    // more may be waiting
+ *     return true                           // more may be waiting
  *   },
  * }
  */
 export interface Job {
   /** Names its loop in logs, and what `wake` takes. */
   readonly name: string
-  /** How long an idle job sleeps before it looks again (a wake or a due time ends the sleep sooner). */
-  readonly pollMs: number
+  /**
+   * How long an idle job sleeps before it looks again (a wake ends the sleep sooner); a function
+   * is asked before each sleep, so work that knows when it is next due sleeps until then.
+   */
+  readonly pollMs: number | (() => number)
   /**
    * One step: claim a unit of work through the store, under a lease, and do it. Resolves with
-   * `true` to step again at once, `false` to sleep `pollMs`, or the time the next unit falls due
-   * (the job sleeps until then, or `pollMs` if that is sooner). It ends soon once `signal` fires
+   * `true` to step again at once, `false` to sleep `pollMs`. It ends soon once `signal` fires
    * (the app is closing). A step that throws is logged and retried after a backoff.
    */
-  tick (signal: AbortSignal): Promise<boolean | Date>
+  tick (signal: AbortSignal): Promise<boolean>
 }
 
 /** Wakes a job now rather than at its next poll: call it after committing work for it. */

@@ -2,9 +2,13 @@ import type { FastifyBaseLogger } from 'fastify'
 
 const MAX_BACKOFF_MS = 30_000
 
+/** A failing tick of a loop that sleeps until a time it computes is retried after this, doubling. */
+const RETRY_BASE_MS = 1000
+
 /**
  * Background work that polls: `tick` runs until it reports nothing left to do, then the loop
- * sleeps `pollMs` (or until `wake()`, or until the time `tick` names if that is sooner). A failing tick (the store unreachable) is logged and tried
+ * sleeps `pollMs` (or until `wake()`). `pollMs` may be a function, asked before each sleep: work
+ * that knows when it is next due (the scheduler) sleeps until then instead of polling. A failing tick (the store unreachable) is logged and tried
  * again, after a wait that doubles with each failure in a row (at most 30 s); it never ends the
  * loop or the process.
  */
@@ -19,9 +23,9 @@ export class PollLoop {
 
   constructor (
     private readonly name: string,
-    private readonly pollMs: number,
+    private readonly pollMs: number | (() => number),
     private readonly log: FastifyBaseLogger,
-    private readonly tick: (signal: AbortSignal) => Promise<boolean | Date>
+    private readonly tick: (signal: AbortSignal) => Promise<boolean>
   ) {}
 
   start (): void {
@@ -44,13 +48,15 @@ export class PollLoop {
     await this.running
   }
 
-  private async sleep (due: Date | null): Promise<void> {
+  private async sleep (): Promise<void> {
     if (this.woken && this.failures === 0) {
       this.woken = false
       return
     }
-    const poll = Math.min(MAX_BACKOFF_MS, this.pollMs * 2 ** this.failures)
-    const ms = due === null ? poll : Math.max(0, Math.min(poll, due.getTime() - Date.now()))
+    const fixed = typeof this.pollMs === 'number'
+    const ms = this.failures > 0
+      ? Math.min(MAX_BACKOFF_MS, (fixed ? this.pollMs as number : RETRY_BASE_MS) * 2 ** this.failures)
+      : (fixed ? this.pollMs as number : (this.pollMs as () => number)())
     await new Promise<void>(resolve => {
       this.resume = resolve
       this.timer = setTimeout(resolve, ms)
@@ -62,15 +68,15 @@ export class PollLoop {
 
   private async run (): Promise<void> {
     while (!this.stopped) {
-      let next: boolean | Date = false
+      let more = false
       try {
-        next = await this.tick(this.controller.signal)
+        more = await this.tick(this.controller.signal)
         this.failures = 0
       } catch (err) {
         if (!this.stopped) this.log.warn({ err, loop: this.name }, 'background work failed; trying again later')
         this.failures = Math.min(this.failures + 1, 16)
       }
-      if (next !== true && !this.stopped) await this.sleep(next === false ? null : next)
+      if (!more && !this.stopped) await this.sleep()
     }
   }
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { EventEmitter } from 'node:events'
 import { type Kysely, type Migration, sql } from 'kysely'
 import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
@@ -47,6 +48,8 @@ export interface KyselyStore extends Repositories {}
 export class KyselyStore implements Store {
   readonly kind: 'sqlite' | 'postgres'
   private secret: Buffer | null = null
+  /** Signals of this process's units of work, delivered to its own listeners without a round trip. */
+  private readonly signals = new EventEmitter().setMaxListeners(0)
 
   /** Units of work grouped per turn of the event loop, for a dialect that has one writer (SQLite). */
   private readonly groups: GroupCommit | null
@@ -68,7 +71,11 @@ export class KyselyStore implements Store {
     const callbacks: (() => unknown)[] = []
     const work = async (conn: Kysely<Database>): Promise<T> => {
       const repos = repositories(conn, this.dialect, this.modules, [])
-      const result = await fn({ ...repos, onCommit: f => { callbacks.push(f) } })
+      const signal = async (channel: string) => {
+        callbacks.push(() => this.signals.emit(channel))
+        await this.dialect.signals?.notify(conn, channel)
+      }
+      const result = await fn({ ...repos, onCommit: f => { callbacks.push(f) }, signal })
       // Last, so the lock that orders event ids by commit is held only for the commit.
       await (repos.events as EventsRepository).flush(new Date())
       // An abandoned request (timed out, client gone) commits nothing, so its 503 never hides a change.
@@ -86,6 +93,15 @@ export class KyselyStore implements Store {
       }
     }
     return value
+  }
+
+  async listen (channel: string, fn: () => void): Promise<() => Promise<void>> {
+    this.signals.on(channel, fn)
+    const remote = await this.dialect.signals?.listen(channel, fn)
+    return async () => {
+      this.signals.off(channel, fn)
+      await remote?.()
+    }
   }
 
   /**

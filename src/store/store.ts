@@ -230,6 +230,11 @@ export interface Repositories {
 export interface UnitOfWork extends Repositories {
   /** Runs `fn` after the commit (never after a rollback): the place for webhooks and other side effects. */
   onCommit (fn: () => unknown): void
+  /**
+   * Tells every instance's `listen(channel)` once this unit of work commits (nothing on rollback):
+   * background work that sleeps until a time wakes when another instance changes that time.
+   */
+  signal (channel: string): Promise<void>
 }
 
 export interface TransactionOptions {
@@ -271,6 +276,11 @@ export interface Store extends Repositories {
    * sync of the disk): each is still all or nothing, and resolves only once committed.
    */
   transaction<T> (fn: (uow: UnitOfWork) => Promise<T>, opts?: TransactionOptions): Promise<T>
+  /**
+   * Calls `fn` whenever a unit of work on any instance sent `signal(channel)` (at most once per
+   * commit; possibly more often). Resolves to a function that stops listening.
+   */
+  listen (channel: string, fn: () => void): Promise<() => Promise<void>>
   /** A random secret made once per database and shared by every instance (signs cursors). */
   serverSecret (): Promise<Buffer>
   /** Applies every migration not yet applied; safe to run from several instances at once. */

@@ -125,6 +125,16 @@ export interface DialectParts {
    */
   readonly groupCommit: boolean
   /**
+   * Signals to other instances (PostgreSQL: NOTIFY, which is delivered when the transaction
+   * commits, and LISTEN on a connection of its own); null where only this process shares the
+   * database (SQLite), whose signals the store delivers itself.
+   */
+  readonly signals: {
+    notify (db: Kysely<Database>, channel: string): Promise<void>
+    /** Calls `fn` on each signal, and after reconnecting (a signal may have been missed meanwhile). */
+    listen (channel: string, fn: () => void): Promise<() => Promise<void>>
+  } | null
+  /**
    * Taken just before a unit of work writes its events, and held until it commits, so that units
    * writing events commit in the order of their event ids (PostgreSQL: a transaction-scoped
    * advisory lock; a sequence value is taken before commit, and without it a reader past id n

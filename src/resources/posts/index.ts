@@ -1,5 +1,10 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Counter } from 'prom-client'
+import type { Config } from '../../config.ts'
+import { PublishScheduler } from './publish-scheduler.ts'
+import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, type PostSummary } from './post.ts'
+import { PostService } from './post-service.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { fieldError, validationFailed } from '../../errors.ts'
 import { message } from '../../messages.ts'
@@ -8,23 +13,23 @@ import { PATCH_TYPES } from '../../http/content-type.ts'
 import { applyPatch, type Json, patchBodySchema } from '../../http/patch.ts'
 import { listHandler } from '../../http/collection.ts'
 import type { CollectionSpec } from '../../http/paging.ts'
-import type { Resource, ResourceContext } from '../../http/resources.ts'
+import type { Resource, ResourceContext, ServicesContext } from '../../http/resources.ts'
+import './problems.ts'
+import { postsStore, revisionsStore } from './store.ts'
 import { toFieldErrors } from '../../http/validation.ts'
-import type { ListQuery } from '../../store/store.ts'
+import type { ListQuery, Store, UnitOfWork } from '../../store/store.ts'
+import type { PostFilter } from './store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { cacheControlFor } from '../../http/caching.ts'
+import { feedRoutes, TagListItemSchema, TagSchema, tagRoutes } from './content-routes.ts'
+import { parseTagFilter } from './tags.ts'
+import { postSortValue } from './posts-repository.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
-import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, type PostSummary } from './post.ts'
-import { PostService } from './post-service.ts'
-import { parseTagFilter } from './tags.ts'
-import './problems.ts'
-import { feedRoutes, TagListItemSchema, TagSchema, tagRoutes } from './content-routes.ts'
 import { postEvents } from './events.ts'
-import { postSortValue } from './posts-repository.ts'
 import { postData, renderPost } from './representation.ts'
+import { revisionRoutes } from './revisions.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, PostSlugParamsSchema, type PostSlugParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
-import { type PostFilter, postsStore } from './store.ts'
 
 /** The list's filter as the query gave it: `tag` a comma list, read into keys for the store. */
 type PostQueryFilter = Omit<PostFilter, 'tag'> & { tag?: string }
@@ -49,7 +54,9 @@ const WRITE = { requiredScope: 'posts:write' } as const
 async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   const { version, cursors } = ctx
   const v = POST_VERSIONS[version]
-  const reader = new PostService(ctx.store.posts)
+  const serviceOptions = { revisionsKeep: ctx.config.editorial.revisionsKeep }
+  const reader = new PostService(ctx.store, serviceOptions)
+  const writer = (uow: UnitOfWork) => new PostService(uow, { ...serviceOptions, changed: postEvents(uow.events) })
   const validateBody = ctx.bodies.getSchema(v.body.$id!)!
   const tags = ['posts']
   const PostRef = Type.Ref(v.post)
@@ -133,7 +140,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     }
     const input = normalisePostInput(req.body)
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts, undefined, postEvents(uow.events)).create(input, req.principal as Principal), 201)
+      return written(req, await writer(uow).create(input, req.principal as Principal), 201)
     })
   })
 
@@ -155,7 +162,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     }
     const input = normalisePostInput(req.body)
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts, undefined, postEvents(uow.events)).update(id, req.principal as Principal, () => input, preconditionOf(req, 'posts')), 200)
+      return written(req, await writer(uow).update(id, req.principal as Principal, () => input, preconditionOf(req, 'posts')), 200)
     })
   })
 
@@ -186,7 +193,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
       return normalisePostInput(after as unknown as PostBody)
     }
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts, undefined, postEvents(uow.events)).update(id, req.principal as Principal, patched, preconditionOf(req, 'posts')), 200)
+      return written(req, await writer(uow).update(id, req.principal as Principal, patched, preconditionOf(req, 'posts')), 200)
     })
   })
 
@@ -201,9 +208,26 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     },
   }), async (req, reply: FastifyReply) => {
     return await answerDelete(req, reply, async uow => {
-      await new PostService(uow.posts, undefined, postEvents(uow.events)).delete(req.params.post_id, req.principal as Principal, preconditionOf(req, 'posts'))
+      await writer(uow).delete(req.params.post_id, req.principal as Principal, preconditionOf(req, 'posts'))
     })
   })
+
+  await revisionRoutes(app, ctx, { reader, writer, written })
+}
+
+/** The scheduled switch, run by every instance (contract §11). */
+async function postServices (app: FastifyInstance, { config, store, metrics }: ServicesContext): Promise<void> {
+  const published = new Counter({ name: 'scheduled_posts_published_total', help: 'Scheduled posts this instance published at their publish_at', registers: [metrics] })
+  const scheduler = new PublishScheduler({
+    store,
+    log: app.log.child({ job: 'schedule' }),
+    revisionsKeep: config.editorial.revisionsKeep,
+    rescanMs: config.editorial.scheduleRescanMs,
+    published,
+    changed: uow => postEvents(uow.events),
+  })
+  app.addHook('onReady', async () => { await scheduler.start() })
+  app.addHook('onClose', async () => { await scheduler.stop() })
 }
 
 export const postsResource: Resource = {
@@ -212,7 +236,8 @@ export const postsResource: Resource = {
   path: '/posts',
   schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema],
   routes: postRoutes,
-  store: postsStore,
+  services: postServices,
+  store: [postsStore, revisionsStore],
   unversionedRoutes: feedRoutes,
   links: { tags: '/tags', feed_atom: '/feed.atom', feed_json: '/feed.json' },
   scopes: [WRITE.requiredScope],

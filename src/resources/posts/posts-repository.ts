@@ -1,16 +1,16 @@
 import type { Compilable, Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely'
+import type { Post, PostSortKey, PostStatus, PostSummary, PostWrite, PostWriteInput } from './post.ts'
 import { isAdmin, type Viewer } from '../../domain/principal.ts'
+import { NULL_PUBLISHED_ASC, NULL_PUBLISHED_DESC } from './0001-content.ts'
+import { renderContent } from './markdown.ts'
+import { publishedAtAfter } from './published-at.ts'
+import { deriveSlug, firstFreeSlug } from './slug.ts'
+import { tagKey } from './tags.ts'
 import { arg, type PreparedQueries, preparedQueries } from '../../store/prepared.ts'
 import { pageOf, pageQuery, pageValues } from '../../store/read-page.ts'
 import type { ListPage, ListQuery, WriteResult } from '../../store/store.ts'
+import type { DuePost, PostFilter, PostStore, SlugLookup, TagCount, TagsQuery } from './store.ts'
 import { type Database, type DialectParts, iso, type Timestamp } from '../../store/tables.ts'
-import { NULL_PUBLISHED_ASC, NULL_PUBLISHED_DESC } from './0001-content.ts'
-import { renderContent } from './markdown.ts'
-import type { Post, PostSortKey, PostStatus, PostSummary, PostWrite, PostWriteInput } from './post.ts'
-import { publishedAtAfter } from './published-at.ts'
-import { deriveSlug, firstFreeSlug } from './slug.ts'
-import type { PostFilter, PostStore, SlugLookup, TagCount, TagsQuery } from './store.ts'
-import { tagKey } from './tags.ts'
 
 type SummaryRow = {
   id: number | string
@@ -25,6 +25,7 @@ type SummaryRow = {
   excerpt: string
   excerpt_derived: number | string | boolean
   published_at: Timestamp | null
+  publish_at: Timestamp | null
 }
 type PostRow = SummaryRow & { content: string, content_html: string }
 
@@ -42,6 +43,7 @@ function toSummary (row: SummaryRow): PostSummary {
     excerpt: row.excerpt,
     excerptDerived: Number(row.excerpt_derived) === 1,
     publishedAt: row.published_at === null ? null : iso(row.published_at),
+    publishAt: row.publish_at === null ? null : iso(row.publish_at),
   }
 }
 
@@ -52,8 +54,8 @@ function toPost (row: PostRow): Post {
   return post
 }
 
-const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at'] as const
-const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at'] as const
+const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at', 'publish_at'] as const
+const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at', 'publish_at'] as const
 
 /**
  * The column a sort key orders by. `published_at` has one per direction, null replaced by the far
@@ -97,6 +99,7 @@ function completed (w: PostWriteInput, creating: boolean, now: Date): PostWrite 
     excerptDerived: w.excerptDerived ?? w.excerpt === undefined,
     contentHtml: w.contentHtml ?? rendered!.html,
     publishedAt: w.publishedAt !== undefined ? w.publishedAt : publishedAtAfter(null, w.status, now),
+    publishAt: w.publishAt ?? null,
   }
 }
 
@@ -294,10 +297,11 @@ export class PostsRepository implements PostStore {
         excerpt_derived: arg(7),
         content_html: arg(8),
         published_at: arg(9),
+        publish_at: arg(10),
       })
       .returning('id'))
     const publishedAt = write.publishedAt === null ? null : this.dialect.timestamp(new Date(write.publishedAt))
-    const [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt])
+    const [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt)])
     if (row === undefined) throw new Error('INSERT … RETURNING returned no row')
     const id = Number(row.id)
     const slug = await this.claimSlug(id, write.slug ?? { derived: 'post' })
@@ -364,6 +368,7 @@ export class PostsRepository implements PostStore {
         content_html: arg(6),
         // publishedAtAfter's rule, kept by the statement too: a time once set is never replaced.
         published_at: eb.fn.coalesce('published_at', eb.val(arg<Timestamp | null>(7))),
+        publish_at: arg(12),
         revision: eb('revision', '+', 1),
         ...(slug === null ? {} : { slug: arg<string>(10) }),
         ...(write.tags === null ? {} : { tags: arg<string>(11) }),
@@ -374,7 +379,7 @@ export class PostsRepository implements PostStore {
     const publishedAt = write.publishedAt === null ? null : this.dialect.timestamp(new Date(write.publishedAt))
     const [row] = await query.execute(this.db, [
       write.title, write.content, write.status, this.dialect.timestamp(now), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt,
-      id, expectedRevision, slug, write.tags === null ? null : JSON.stringify(write.tags),
+      id, expectedRevision, slug, write.tags === null ? null : JSON.stringify(write.tags), this.timestampOrNull(write.publishAt),
     ])
     if (!row) return await this.missingOrStale(id)
     if (write.tags !== null) {
@@ -389,6 +394,43 @@ export class PostsRepository implements PostStore {
     const r = await this.db.deleteFrom('posts').where('id', '=', id).where('revision', '=', expectedRevision).executeTakeFirst()
     if (Number(r.numDeletedRows) === 1) return { outcome: 'done', value: true }
     return await this.missingOrStale(id)
+  }
+
+  private timestampOrNull (at: string | null): Timestamp | null {
+    return at === null ? null : this.dialect.timestamp(new Date(at))
+  }
+
+  async publishScheduled (id: number, expectedRevision: number, publishedAt: string | null, now: Date): Promise<WriteResult<Post>> {
+    const query = this.prepared.get('publish-scheduled', () => this.db.updateTable('posts')
+      .set(eb => ({
+        status: 'published',
+        publish_at: null,
+        // publishedAtAfter's rule, kept by the statement too: a time once set is never replaced.
+        published_at: eb.fn.coalesce('published_at', eb.val(arg<Timestamp | null>(3))),
+        updated_at: arg(0),
+        revision: eb('revision', '+', 1),
+      }))
+      .where('id', '=', arg<number>(1))
+      .where('revision', '=', arg<number>(2))
+      .where('status', '=', 'scheduled')
+      .returning(POST_COLUMNS))
+    const [row] = await query.execute(this.db, [this.dialect.timestamp(now), id, expectedRevision, this.timestampOrNull(publishedAt)])
+    if (row) return { outcome: 'done', value: toPost(row) }
+    return await this.missingOrStale(id)
+  }
+
+  async due (now: Date, limit: number): Promise<DuePost[]> {
+    const rows = await this.db.selectFrom('posts').select(['id', 'revision', 'publish_at', 'published_at'])
+      .where('status', '=', 'scheduled').where('publish_at', '<=', this.dialect.timestamp(now))
+      .orderBy('publish_at').orderBy('id').limit(limit).execute()
+    return rows.map(r => ({ id: Number(r.id), revision: Number(r.revision), publishAt: iso(r.publish_at!), publishedAt: r.published_at === null ? null : iso(r.published_at) }))
+  }
+
+  async nextDue (): Promise<Date | null> {
+    const row = await this.db.selectFrom('posts').select('publish_at')
+      .where('status', '=', 'scheduled').where('publish_at', 'is not', null)
+      .orderBy('publish_at').limit(1).executeTakeFirst()
+    return row?.publish_at == null ? null : new Date(iso(row.publish_at))
   }
 
   private async missingOrStale (id: number): Promise<{ outcome: 'missing' } | { outcome: 'stale' }> {

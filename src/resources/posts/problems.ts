@@ -1,6 +1,6 @@
 import { registerProblems } from '../../errors-i18n.ts'
 
-declare module '../../errors.ts' { interface ResourceProblems { POST_NOT_FOUND: true } }
+declare module '../../errors.ts' { interface ResourceProblems { POST_NOT_FOUND: true, REVISION_NOT_FOUND: true } }
 
 registerProblems({
   POST_NOT_FOUND: {
@@ -11,6 +11,16 @@ registerProblems({
       de: { title: 'Beitrag nicht gefunden', detail: 'Es gibt keinen Beitrag mit dieser ID, oder Sie dürfen ihn nicht sehen.' },
       fr: { title: 'Article introuvable', detail: 'Aucun article ne porte cet identifiant, ou vous ne pouvez pas le voir.' },
       es: { title: 'Entrada no encontrada', detail: 'No existe ninguna entrada con este id, o no puede verla.' },
+    },
+  },
+  REVISION_NOT_FOUND: {
+    status: 404,
+    title: 'Revision not found',
+    detail: 'This post has no revision with this number (it never existed or was pruned), or you may not see its revisions.',
+    translations: {
+      de: { title: 'Revision nicht gefunden', detail: 'Dieser Beitrag hat keine Revision mit dieser Nummer (es gab sie nie, oder sie wurde verworfen), oder Sie dürfen seine Revisionen nicht sehen.' },
+      fr: { title: 'Révision introuvable', detail: 'Cet article n’a pas de révision portant ce numéro (elle n’a jamais existé ou a été élaguée), ou vous ne pouvez pas voir ses révisions.' },
+      es: { title: 'Revisión no encontrada', detail: 'Esta entrada no tiene ninguna revisión con este número (nunca existió o se descartó), o no puede ver sus revisiones.' },
     },
   },
 })

@@ -5,6 +5,9 @@ import type { ListPage, ListQuery, WriteResult } from '../../store/store.ts'
 import type { Timestamp } from '../../store/tables.ts'
 import * as m0001 from './0001-content.ts'
 import type { Post, PostSortKey, PostStatus, PostSummary, PostWriteInput } from './post.ts'
+import type { Revision, RevisionSummary } from './revision.ts'
+import { RevisionsRepository } from './revisions-repository.ts'
+import * as m0002 from './0002-editorial.ts'
 import { PostsRepository } from './posts-repository.ts'
 
 export interface PostsTable {
@@ -12,6 +15,7 @@ export interface PostsTable {
   title: string
   content: string
   status: PostStatus
+  publish_at: Timestamp | null
   author: string
   created_at: Timestamp
   updated_at: Timestamp
@@ -37,6 +41,24 @@ export interface PostTagsTable {
   post_id: number
   tag_key: string
   name: string
+}
+
+/** A post's values after one change; `number` is the post's revision that change made. */
+export interface PostRevisionsTable {
+  post_id: number
+  number: number
+  title: string
+  content: string
+  status: PostStatus
+  slug: string
+  /** A JSON array, as posts.tags. */
+  tags: string
+  excerpt: string
+  excerpt_derived: number
+  publish_at: Timestamp | null
+  /** Who made the change: a principal's subject, or `system` for the scheduled switch. */
+  editor: string
+  created_at: Timestamp
 }
 
 export interface PostFilter {
@@ -89,10 +111,37 @@ export interface PostStore {
   delete (id: number, expectedRevision: number): Promise<WriteResult<true>>
   /** Every tag on a post `viewer` may see, with how many such posts hold it. */
   tags (query: ListQuery<string, TagsQuery>, viewer: Viewer): Promise<ListPage<TagCount>>
+  /**
+   * The scheduled switch (contract §11): a post still `scheduled` at `expectedRevision` becomes
+   * `published` with `publish_at` cleared and `published_at` as given, in one compare-and-set, so
+   * of several instances racing (or an edit racing the switch) one wins and the others get `stale`.
+   */
+  publishScheduled (id: number, expectedRevision: number, publishedAt: string | null, now: Date): Promise<WriteResult<Post>>
+  /** Up to `limit` scheduled posts whose `publish_at` is not after `now`, earliest first. */
+  due (now: Date, limit: number): Promise<DuePost[]>
+  /** The earliest `publish_at` of any scheduled post, or null when none is scheduled. */
+  nextDue (): Promise<Date | null>
 }
 
-declare module '../../store/tables.ts' { interface Database { posts: PostsTable, post_slugs: PostSlugsTable, post_tags: PostTagsTable } }
-declare module '../../store/store.ts' { interface Repositories { readonly posts: PostStore } }
+/** A scheduled post whose time has come, as the switch needs it. */
+export interface DuePost {
+  readonly id: number
+  readonly revision: number
+  readonly publishAt: string
+  readonly publishedAt: string | null
+}
+
+/** A post's history: one revision per change, numbered by the post's revision, kept newest `keep`. */
+export interface RevisionStore {
+  /** Records `post` as it is after a change by `editor`, and drops all but the newest `keep` revisions. */
+  record (post: Post, editor: string, now: Date, keep: number): Promise<void>
+  find (postId: number, number: number): Promise<Revision | null>
+  /** Newest first unless `query.sort` says otherwise; sorted by `number`. */
+  list (postId: number, query: ListQuery<'number', Record<string, never>>): Promise<ListPage<RevisionSummary>>
+}
+
+declare module '../../store/tables.ts' { interface Database { posts: PostsTable, post_slugs: PostSlugsTable, post_tags: PostTagsTable, post_revisions: PostRevisionsTable } }
+declare module '../../store/store.ts' { interface Repositories { readonly posts: PostStore, readonly revisions: RevisionStore } }
 
 /**
  * Posts' first tables were made by the core's first migration (`0001-initial`, per database,
@@ -100,6 +149,13 @@ declare module '../../store/store.ts' { interface Repositories { readonly posts:
  */
 export const postsStore: StoreModule = {
   name: 'posts',
-  migrations: { 'posts/0001-content': m0001.migration },
+  migrations: { 'posts/0001-content': m0001.migration, 'posts/0002-editorial': m0002.migration },
   repository: (db, dialect): PostStore => new PostsRepository(db, dialect),
+}
+
+/** Posts' revisions, a repository of their own (`uow.revisions`); their table is made by posts' migrations. */
+export const revisionsStore: StoreModule = {
+  name: 'revisions',
+  migrations: {},
+  repository: (db, dialect): RevisionStore => new RevisionsRepository(db, dialect),
 }
