@@ -1,8 +1,8 @@
 /**
- * The states a filter may name: those of the exported collection's rows, as this resource's
- * migration (0004-exports) fixed them for `filter_status`.
+ * The states a filter may name: those of the exported collection's rows (posts'; `scheduled`
+ * since posts' editorial migration widened `filter_status`).
  */
-export const FILTER_STATUSES = ['draft', 'published', 'archived'] as const
+export const FILTER_STATUSES = ['draft', 'published', 'archived', 'scheduled'] as const
 export type FilterStatus = typeof FILTER_STATUSES[number]
 
 export const EXPORT_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const

@@ -3,9 +3,8 @@ import type { Post } from './post.ts'
 import type { Revision, RevisionSummary } from './revision.ts'
 import { readPage } from '../../store/read-page.ts'
 import type { ListPage, ListQuery } from '../../store/store.ts'
-import type { RevisionStore } from './store.ts'
 import { type Database, type DialectParts, iso } from '../../store/tables.ts'
-import type { PostRevisionsTable } from './store.ts'
+import type { PostRevisionsTable, RevisionStore } from './store.ts'
 
 type Row = Omit<PostRevisionsTable, 'content' | 'tags' | 'excerpt' | 'excerpt_derived'> & Partial<Pick<PostRevisionsTable, 'content' | 'tags' | 'excerpt' | 'excerpt_derived'>>
 

@@ -62,14 +62,14 @@ const fields = {
     rotate_secret: Type.Ref(LinkSchema),
   }, { additionalProperties: false }),
 }
-export const [WebhookV1Schema, WebhookV2Schema] = versionedSchemas('Webhook', 'webhookId', fields)
+export const [WebhookV1Schema, WebhookV2Schema] = versionedSchemas('Webhook', 'webhook', fields)
 /** A list item: every member but the secret; exactly `fields` when given; always `_links.self`. */
-export const [WebhookListItemV1Schema, WebhookListItemV2Schema] = versionedSchemas('WebhookListItem', 'webhookId', {
+export const [WebhookListItemV1Schema, WebhookListItemV2Schema] = versionedSchemas('WebhookListItem', 'webhook', {
   ...fields,
   _links: Type.Object({ self: Type.Ref(LinkSchema) }, { additionalProperties: false }),
 }, { partial: true })
 const secret = Type.String({ pattern: '^whsec_', maxLength: 100, description: 'The signing secret (Standard Webhooks, `whsec_…`), shown only in this answer.' })
-export const [WebhookWithSecretV1Schema, WebhookWithSecretV2Schema] = versionedSchemas('WebhookWithSecret', 'webhookId', { ...fields, secret })
+export const [WebhookWithSecretV1Schema, WebhookWithSecretV2Schema] = versionedSchemas('WebhookWithSecret', 'webhook', { ...fields, secret })
 
 export const DeliverySchema = Type.Object({
   id: Type.String({ maxLength: 100 }),
