@@ -15,6 +15,7 @@ export const RELIABILITY_DOC = path.join(ROOT, 'docs', 'reliability.md')
 export const TABLE_START = '<!-- reliability-table:start (written by npm run reliability) -->'
 export const TABLE_END = '<!-- reliability-table:end -->'
 export const RELIABILITY_TESTS = [
+  'test/domain/callback-url.test.ts',
   'test/http/nul.test.ts',
   'test/http/node-http.test.ts',
   'test/http/shedding.test.ts',
@@ -56,7 +57,7 @@ function main (): void {
     MEMORY_REQUESTS: process.env.MEMORY_REQUESTS ?? '600',
     SLOW_CLIENTS: process.env.SLOW_CLIENTS ?? '40',
     UNREAD_BODY_ROUNDS: process.env.UNREAD_BODY_ROUNDS ?? '50',
-    IDEMPOTENCY_CRASH_ROUNDS: process.env.IDEMPOTENCY_CRASH_ROUNDS ?? '5',
+    IDEMPOTENCY_CRASH_ROUNDS: process.env.IDEMPOTENCY_CRASH_ROUNDS ?? '3',
     OPEN_LOOP_SECONDS: process.env.OPEN_LOOP_SECONDS ?? '6',
   }
   const run = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...RELIABILITY_TESTS], { cwd: ROOT, env, stdio: 'inherit' })

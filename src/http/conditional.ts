@@ -16,13 +16,38 @@ export interface Revisioned {
   readonly updatedAt: string
 }
 
+/** Per kind of resource, a digest of its schemas: what the code makes of a stored revision. */
+const representations = new Map<string, string>()
+
+/**
+ * Declares the schemas of `kind`'s representations (every version's). Their digest goes into
+ * each ETag of that kind, so a deployment that changes what a representation holds (a field
+ * added) changes every tag, though no stored revision changed; instances running the same code
+ * agree on it.
+ */
+export function declareRepresentation (kind: string, schemas: readonly unknown[]): void {
+  representations.set(kind, hash('sha256', JSON.stringify(schemas), 'base64url').slice(0, 8))
+}
+
+/**
+ * The strong ETag of a stored resource's representation, made of what decides its bytes and
+ * hashing nothing per request: the row (id, revision, and `updated_at`, which keeps tags apart
+ * across databases that reuse ids: a reset, a restore), the representation (API version, link
+ * base, the kind's schema digest). The same on every instance for the same revision; a new one
+ * with every change. Only characters RFC 9110's etagc allows: `updated_at` in base 36, the
+ * link base's `/` kept.
+ */
+export function resourceEtag (kind: string, r: Revisioned, updatedAtMs: number, version: number, base: string): string {
+  return `"${r.id}.${r.revision}.${updatedAtMs.toString(36)}.v${version}${base}.${representations.get(kind) ?? kind}"`
+}
+
 /**
  * Validators of a resource's representation: a strong ETag that changes with every revision and
- * differs per version and link base (`updated_at` keeps tags apart across databases that reuse
- * ids: a reset, a restore), and Last-Modified from `updated_at`.
+ * differs per version and link base (resourceEtag), and Last-Modified from `updated_at`.
  */
 export function validatorsOf (req: FastifyRequest, kind: string, r: Revisioned): Validators & { lastModified: Date } {
-  return { etag: strongEtag(kind, r.id, r.revision, r.updatedAt, req.apiVersion, linkBase(req)), lastModified: new Date(r.updatedAt) }
+  const updatedAtMs = Date.parse(r.updatedAt)
+  return { etag: resourceEtag(kind, r, updatedAtMs, req.apiVersion, linkBase(req)), lastModified: new Date(updatedAtMs) }
 }
 
 /** Sends resource `r` of `kind` as a GET shows it: its validators, Cache-Control for `audience`, 304 when unchanged. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import stringify from 'safe-stable-stringify'
 import type { Config } from '../config.ts'
@@ -115,18 +115,20 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
     await app.store.idempotency.releaseOwner(owner).catch(() => {})
   })
 
+  // Callback hooks that return at once on a request without the header (every read): an async
+  // hook costs every request a promise and a turn of the microtask queue.
   // A malformed key is reported before the body is validated: it is wrong whatever the body.
-  app.addHook('preValidation', async (req) => {
+  app.addHook('preValidation', (req, _reply, done) => {
     const raw = req.method === 'POST' ? req.headers['idempotency-key'] : undefined
     if (raw !== undefined && (typeof raw !== 'string' || !KEY.test(raw))) {
-      throw new AppError('INVALID_IDEMPOTENCY_KEY', 'An Idempotency-Key must be one header of 1 to 255 visible ASCII characters (no spaces).')
+      done(new AppError('INVALID_IDEMPOTENCY_KEY', 'An Idempotency-Key must be one header of 1 to 255 visible ASCII characters (no spaces).'))
+      return
     }
+    done()
   })
 
-  // After authentication and validation: a request refused by them never claims the key.
-  app.addHook('preHandler', async (req, reply) => {
-    const raw = req.method === 'POST' ? req.headers['idempotency-key'] : undefined
-    if (typeof raw !== 'string') return
+  /** Claims the key; true when the request was answered here (a replay). */
+  async function claimKey (req: FastifyRequest, reply: FastifyReply, raw: string): Promise<boolean> {
     const scope: IdempotencyScope = {
       principal: req.principal?.subject ?? '',
       method: req.method,
@@ -138,7 +140,7 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
     switch (claim.outcome) {
       case 'claimed':
         req.idempotency = { scope, token: claim.token, done: false }
-        return
+        return false
       case 'reused':
         throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request body (or for another API version or media type). Use a new key for a new request.')
       case 'running': {
@@ -148,21 +150,36 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
       case 'done': {
         const r = claim.response
         reply.code(r.status).headers(r.headers).header('idempotent-replayed', 'true')
-        return await (r.body === '' ? reply.send() : reply.send(r.body))
+        if (r.body === '') reply.send()
+        else reply.send(r.body)
+        return true
       }
     }
+  }
+
+  // After authentication and validation: a request refused by them never claims the key.
+  app.addHook('preHandler', (req, reply, done) => {
+    const raw = req.method === 'POST' ? req.headers['idempotency-key'] : undefined
+    if (typeof raw !== 'string') {
+      done()
+      return
+    }
+    claimKey(req, reply, raw).then(answered => { if (!answered) done() }, (err: unknown) => { done(err as Error) })
   })
 
   // A claim whose request ended without a stored answer is let go, so the key can be retried.
-  const release = async (req: FastifyRequest) => {
+  const release = (req: FastifyRequest, done: () => void) => {
     const claim = req.idempotency
-    if (claim === null || claim.done) return
+    if (claim === null || claim.done) {
+      done()
+      return
+    }
     claim.done = true
-    await app.store.idempotency.release(claim.scope, claim.token).catch((err: unknown) => {
+    app.store.idempotency.release(claim.scope, claim.token).catch((err: unknown) => {
       req.log.warn({ err }, 'could not release an Idempotency-Key; it frees itself when its lock ends')
-    })
+    }).finally(done)
   }
-  app.addHook('onResponse', release)
+  app.addHook('onResponse', (req, _reply, done) => { release(req, done) })
   app.addHook('onRequestAbort', release)
 
   const sweep = () => {

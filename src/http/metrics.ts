@@ -35,16 +35,24 @@ export const metricsPlugin = fp(async function metrics (app: FastifyInstance) {
   })
 
   // prom-client hashes the label object on every inc/observe; the series are few (method x
-  // route x status), so each one's children are looked up once and kept.
-  const series = new Map<string, { count: { inc: () => void }, time: { observe: (v: number) => void } }>()
+  // route x status), so each one's children are looked up once and kept, by the route's own
+  // config object (one per route and method), the method and the status: no key is built per
+  // request.
+  type Series = { count: { inc: () => void }, time: { observe: (v: number) => void } }
+  const series = new WeakMap<object, Map<string, Map<number, Series>>>()
+  const noConfig = {}
   app.addHook('onResponse', (req, reply, done) => {
-    const route = routeOf(req).url ?? 'unmatched'
-    const key = `${req.method} ${reply.statusCode} ${route}`
-    let s = series.get(key)
+    const options = routeOf(req)
+    const config = (options.config as object | undefined) ?? noConfig
+    let byMethod = series.get(config)
+    if (byMethod === undefined) series.set(config, byMethod = new Map())
+    let byStatus = byMethod.get(req.method)
+    if (byStatus === undefined) byMethod.set(req.method, byStatus = new Map())
+    let s = byStatus.get(reply.statusCode)
     if (s === undefined) {
-      const labels = { method: req.method, route, status: String(reply.statusCode) }
+      const labels = { method: req.method, route: options.url ?? 'unmatched', status: String(reply.statusCode) }
       s = { count: requests.labels(labels), time: duration.labels(labels) }
-      series.set(key, s)
+      byStatus.set(reply.statusCode, s)
     }
     s.count.inc()
     s.time.observe(reply.elapsedTime / 1000)

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifySchema } from 'fastify'
 import type { Config } from '../config.ts'
 import type { StoreModule } from '../store/module.ts'
 import type { Store } from '../store/store.ts'
+import { declareRepresentation } from './conditional.ts'
 import type { CursorCodec } from './paging.ts'
 import { API_VERSIONS, type ApiVersion, vendorMediaType } from './versioning.ts'
 
@@ -73,7 +74,10 @@ const NO_QUERY = Type.Object({}, { additionalProperties: false })
 
 /** Registers every resource once per API version, unprefixed (negotiated by Accept) and under `/vN`. */
 export async function registerResources (app: FastifyInstance, opts: ResourcesOptions): Promise<void> {
-  for (const resource of opts.resources) await resource.services?.(app, { config: opts.config, store: opts.store })
+  for (const resource of opts.resources) {
+    declareRepresentation(resource.name, resource.schemas)
+    await resource.services?.(app, { config: opts.config, store: opts.store })
+  }
   for (const resource of opts.resources) await resource.unversionedRoutes?.(app, { config: opts.config, store: opts.store })
   for (const version of API_VERSIONS) {
     for (const prefix of ['', `/v${version}`]) {

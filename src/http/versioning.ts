@@ -110,10 +110,34 @@ export function negotiate (url: string, accept: string | undefined): Negotiation
 
 const NEGOTIATION = Symbol('negotiation')
 
+/**
+ * negotiate() depends on the path's version prefix and Accept alone, and clients send few
+ * distinct Accept values: answers are kept per (prefix, Accept), up to a bound, beyond which
+ * they are worked out each time.
+ */
+const negotiated = new Map<string, Map<string | undefined, Negotiation>>()
+const MAX_NEGOTIATED = 256
+let negotiatedCount = 0
+
+function negotiateOnce (url: string, accept: string | undefined): Negotiation {
+  // Only a version prefix in the path matters: `/v2/posts/7` and `/v2/posts` share an answer.
+  const prefix = url.charCodeAt(1) === 118 /* v */ ? pathVersionPrefix(url) : ''
+  let byAccept = negotiated.get(prefix)
+  let answer = byAccept?.get(accept)
+  if (answer !== undefined) return answer
+  answer = negotiate(url, accept)
+  if (negotiatedCount < MAX_NEGOTIATED && (accept === undefined || accept.length <= 200)) {
+    if (byAccept === undefined) negotiated.set(prefix, byAccept = new Map())
+    byAccept.set(accept, answer)
+    negotiatedCount++
+  }
+  return answer
+}
+
 /** Negotiates once per request; the router and the hooks share the answer. */
 export function negotiationOf (raw: IncomingMessage): Negotiation {
   const holder = raw as IncomingMessage & { [NEGOTIATION]?: Negotiation }
-  holder[NEGOTIATION] ??= negotiate(raw.url ?? '/', raw.headers.accept)
+  holder[NEGOTIATION] ??= negotiateOnce(raw.url ?? '/', raw.headers.accept)
   return holder[NEGOTIATION]
 }
 

@@ -18,8 +18,9 @@ export function arg<T> (index: number): T {
  * A query Kysely built and compiled once, run with fresh values through Kysely's own executor
  * (`executeQuery`): on the repository's connection, which inside a unit of work is the
  * transaction's, and behind the SQLite driver's connection mutex. The SQL text never changes, so
- * the SQLite adapter's statement cache prepares it once; only the build and compile per request
- * are saved, which were the largest cost of a read.
+ * the SQLite adapter's statement cache prepares it once, and on PostgreSQL it runs as a named
+ * statement (DialectParts.nameStatement) that each connection parses and plans once; the build
+ * and compile per request are saved too, which were the largest cost of a read.
  */
 export class PreparedQuery<R> {
   /** Per compiled parameter: the argument it stands for, or -1 for a constant of the query. */
@@ -44,12 +45,19 @@ const MAX_SHAPES = 500
 export class PreparedQueries {
   private readonly queries = new Map<string, PreparedQuery<unknown>>()
 
+  constructor (private readonly dialect: DialectParts) {}
+
   /** The query of this `shape`, compiled by `build` (with `arg` placeholders) the first time. */
   get<R> (shape: string, build: () => Compilable<R>): PreparedQuery<R> {
     let query = this.queries.get(shape) as PreparedQuery<R> | undefined
     if (query === undefined) {
-      query = new PreparedQuery(build().compile())
-      if (this.queries.size < MAX_SHAPES) this.queries.set(shape, query as PreparedQuery<unknown>)
+      const compiled = build().compile()
+      query = new PreparedQuery(compiled)
+      if (this.queries.size < MAX_SHAPES) {
+        this.queries.set(shape, query as PreparedQuery<unknown>)
+        // Only a kept shape is named: the names stay as bounded as the shapes.
+        this.dialect.nameStatement?.(compiled.sql)
+      }
     }
     return query
   }
@@ -61,7 +69,7 @@ const byDialect = new WeakMap<DialectParts, PreparedQueries>()
 export function preparedQueries (dialect: DialectParts): PreparedQueries {
   let queries = byDialect.get(dialect)
   if (queries === undefined) {
-    queries = new PreparedQueries()
+    queries = new PreparedQueries(dialect)
     byDialect.set(dialect, queries)
   }
   return queries

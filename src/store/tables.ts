@@ -194,6 +194,13 @@ export interface DialectParts {
    * could miss an n − 1 committed later). Null when writers are serialised anyway (SQLite).
    */
   readonly eventsLock: string | null
+  /**
+   * Called once with the SQL of each prepared query (src/store/prepared.ts), whose text never
+   * changes: PostgreSQL gives it a name, so that each connection parses and plans it once (pg's
+   * named statements) instead of on every execution. Absent for SQLite, whose adapter already
+   * caches its statements by text.
+   */
+  readonly nameStatement?: (sql: string) => void
 }
 
 const FIELD_NAMES = new Map<string, string>()

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { addressAllowed, checkCallbackUrl, classifyAddress } from '../../src/domain/callback-url.ts'
+import { recordResult } from '../reliability-record.ts'
 
 /** Every spelling of a non-public address the probe of issue 27 tried, with the class it must get. */
 const REFUSED: ReadonlyArray<readonly [string, string]> = [
@@ -38,6 +39,14 @@ describe('callback addresses: only globally routable unicast', () => {
   }
   it('allows loopback in every spelling only when loopback is allowed, and nothing else non-public', () => {
     for (const [address, expected] of REFUSED) assert.equal(addressAllowed(address, true), expected === 'loopback', address)
+    const refused = REFUSED.filter(([a]) => !addressAllowed(a, false)).length
+    const allowed = ALLOWED.filter(a => addressAllowed(a, false)).length
+    recordResult('address-classes', {
+      test: 'Callback and webhook addresses (ipaddr.js with the IANA special-purpose ranges)',
+      injected: 'spellings of loopback, private, link-local, documentation, benchmarking, multicast, reserved and transition addresses: IPv4 in dotted, hexadecimal, octal and integer form; IPv6 mapped, compatible, NAT64, 6to4, Teredo, zoned; and public ones',
+      count: REFUSED.length + ALLOWED.length,
+      result: `${refused} of ${REFUSED.length} non-public refused, ${allowed} of ${ALLOWED.length} public allowed (before: ::127.0.0.1, 192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24 and 192.88.99.0/24 passed)`,
+    })
   })
 })
 

@@ -72,6 +72,28 @@ for (const kind of await storeKinds()) {
         assert.notEqual(after, before)
         assert.equal((await get(`/posts/${p.id}`, { 'if-none-match': before })).statusCode, 200)
       })
+
+      it('gives every revision its own ETag, one per version and link base, and the same tag to the same revision', async () => {
+        const p = await create()
+        const seen = new Set<string>()
+        for (let revision = 1; revision <= 3; revision++) {
+          const tags = [
+            String((await get(`/posts/${p.id}`)).headers.etag),
+            String((await get(`/posts/${p.id}`, { accept: 'application/vnd.blog.v2+json' })).headers.etag),
+            String((await get(`/v1/posts/${p.id}`)).headers.etag),
+            String((await get(`/v2/posts/${p.id}`)).headers.etag),
+          ]
+          // RFC 9110 §8.8.3: a strong tag of etagc characters.
+          for (const tag of tags) assert.match(tag, /^"[\x21\x23-\x7e]+"$/)
+          assert.equal(String((await get(`/posts/${p.id}`)).headers.etag), tags[0], 'the same revision read again')
+          for (const tag of tags) {
+            assert.ok(!seen.has(tag), `${tag} was sent for another revision or representation`)
+            seen.add(tag)
+          }
+          await t.request({ method: 'PUT', url: `/posts/${p.id}`, headers: alice, payload: { title: `T${revision}`, content: 'C' } })
+        }
+        assert.equal(seen.size, 12)
+      })
     })
 
     describe('lists', () => {

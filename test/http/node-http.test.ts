@@ -126,16 +126,6 @@ describe('answers that Node would give itself', () => {
     }
     recordResult('node-http', { test: 'Requests Node answers itself, over a raw socket', injected: 'Expect: bogus, no Host, CONNECT (3 forms), 8 malformed framings', count: 13, result: 'every one a problem+json body (417, 400, 405/404, 400) before the connection closes' })
   })
-})
-
-describe('closing a connection with a body unread', () => {
-  let t: TestApp
-  let port: number
-  before(async () => {
-    t = await buildTestApp('sqlite')
-    port = await listen(t)
-  })
-  after(async () => { await t.close() })
 
   it('delivers the whole answer before closing, though the route never read the body (no reset)', async () => {
     const body = Buffer.alloc(200_000, ' ')

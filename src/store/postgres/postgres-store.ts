@@ -72,12 +72,40 @@ function newPool (config: pg.PoolConfig): pg.Pool {
 }
 
 /**
+ * The names of the prepared queries' statements, by SQL text (DialectParts.nameStatement). A
+ * query whose text has a name runs as pg's named statement: each connection parses and plans it
+ * on first use and then only binds and executes it.
+ */
+class StatementNames {
+  private readonly names = new Map<string, string>()
+
+  add (sql: string): void {
+    if (!this.names.has(sql)) this.names.set(sql, `blog_${this.names.size + 1}`)
+  }
+
+  of (sql: string): string | undefined {
+    return this.names.get(sql)
+  }
+}
+
+/**
+ * A named statement a connection can no longer run as prepared: its result type changed under it
+ * (0A000 "cached plan must not change result type", after another instance's migration altered a
+ * table), or the server no longer knows it (26000, e.g. behind a pooler that reset the session).
+ * The connection is destroyed, so the next one prepares the statement afresh.
+ */
+function staleStatement (err: unknown): boolean {
+  const code = (err as { code?: string }).code
+  return code === '0A000' || code === '26000'
+}
+
+/**
  * The pool as Kysely sees it. A connection that failed with a connection-level error (terminated
  * by a failover or restart, or a client-side read timeout) is destroyed on release instead of
  * going back to the pool, where the next request would fail on it too. Kysely's own release
  * cannot say that a connection is broken.
  */
-function dialectPool (pool: pg.Pool, circuit: StoreCircuit): PostgresPool {
+function dialectPool (pool: pg.Pool, statements: StatementNames, circuit: StoreCircuit): PostgresPool {
   return {
     async connect () {
       let client: pg.PoolClient
@@ -94,8 +122,11 @@ function dialectPool (pool: pg.Pool, circuit: StoreCircuit): PostgresPool {
       const onError = (err: Error) => { broken = err }
       client.on('error', onError)
       const query = async (text: string, values: readonly unknown[]) => {
+        const name = statements.of(text)
         try {
-          const result = await client.query(text, values as unknown[])
+          const result = name === undefined
+            ? await client.query(text, values as unknown[])
+            : await client.query({ name, text, values: values as unknown[] })
           circuit.succeeded()
           return result
         } catch (err) {
@@ -104,6 +135,7 @@ function dialectPool (pool: pg.Pool, circuit: StoreCircuit): PostgresPool {
             broken = err as Error
             circuit.failed()
           }
+          if (name !== undefined && staleStatement(err)) broken = err as Error
           throw err
         }
       }
@@ -159,10 +191,12 @@ export function openPostgresStore (url: string, opts: PostgresOptions): KyselySt
     ...(opts.requestTimeoutMs !== undefined ? { requestTimeoutMs: opts.requestTimeoutMs } : {}),
     ...(opts.storeBudgetMs !== undefined ? { storeBudgetMs: opts.storeBudgetMs } : {}),
   }))
+  const statements = new StatementNames()
   // The probe runs long after `db` below is made.
   const circuit = new StoreCircuit({ failures: opts.circuitFailures ?? 5, probeEveryMs: PROBE_EVERY_MS }, async () => { await sql`select 1`.execute(db) })
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool, circuit) }), ...(opts.log !== undefined ? { log: opts.log } : {}) })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool, statements, circuit) }), ...(opts.log !== undefined ? { log: opts.log } : {}) })
   const parts: DialectParts = {
+    nameStatement: sql => { statements.add(sql) },
     kind: 'postgres',
     // PostgreSQL text cannot hold NUL; the HTTP layer refuses it, the store must not fail on it.
     textSearch: (eb, q) => sql<boolean>`${eb.ref('posts.search_vector' as never)} @@ plainto_tsquery('simple', ${q.replaceAll('\u0000', ' ')})`,
