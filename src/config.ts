@@ -62,6 +62,15 @@ export interface Config {
     /** How often an idle worker looks for jobs and due webhooks. */
     readonly pollMs: number
   }
+  readonly editorial: {
+    /** REVISIONS_KEEP: the newest revisions of each post that are kept (older ones are pruned). */
+    readonly revisionsKeep: number
+    /**
+     * The longest the scheduler sleeps without looking at the schedule again; it otherwise wakes
+     * for the next due time, or when a unit of work on any instance changes the schedule.
+     */
+    readonly scheduleRescanMs: number
+  }
   readonly auth: {
     readonly jwtSecret: string | null
     readonly jwtPublicKey: string | null
@@ -312,6 +321,10 @@ export function loadConfig (env: Env = process.env): Config {
       leaseMs: int(env, 'EXPORT_LEASE_MS', 30_000, 100, 3_600_000),
       maxAttempts: int(env, 'EXPORT_MAX_ATTEMPTS', 3, 1, 100),
       pollMs: int(env, 'EXPORT_POLL_MS', 500, 10, 60_000),
+    }),
+    editorial: Object.freeze({
+      revisionsKeep: int(env, 'REVISIONS_KEEP', 50, 1, 10_000),
+      scheduleRescanMs: int(env, 'SCHEDULE_RESCAN_MS', 60_000, 100, 3_600_000),
     }),
     auth: Object.freeze({
       jwtSecret,

@@ -17,6 +17,7 @@ const CORE_PROBLEMS = {
   FORBIDDEN: { status: 403, title: 'Forbidden', detail: 'The credential is valid but does not permit this action.' },
   NOT_FOUND: { status: 404, title: 'Not found', detail: 'There is nothing at this path.' },
   POST_NOT_FOUND: { status: 404, title: 'Post not found', detail: 'No post with this id exists, or you may not see it.' },
+  REVISION_NOT_FOUND: { status: 404, title: 'Revision not found', detail: 'This post has no revision with this number (it never existed or was pruned), or you may not see its revisions.' },
   EXPORT_NOT_FOUND: { status: 404, title: 'Export not found', detail: 'No export with this id exists.' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed', detail: 'This path does not support this method; the Allow header lists those it does.' },
   NOT_ACCEPTABLE: { status: 406, title: 'Not acceptable', detail: 'None of the media types in the Accept header can be produced. Use application/json or application/vnd.blog.v1+json or application/vnd.blog.v2+json.' },
@@ -85,6 +86,9 @@ export const FIELD_CODES = {
   ID_MISMATCH: 'The id in the body differs from the id in the path.',
   READ_ONLY: 'The member is set by the service and cannot be chosen by the client.',
   CONFLICTING_PARAMETERS: 'Two parameters contradict each other.',
+  PUBLISH_AT_REQUIRED: 'A scheduled post needs publish_at, the moment it is to be published.',
+  PUBLISH_AT_IN_PAST: 'publish_at must lie in the future.',
+  PUBLISH_AT_NOT_ALLOWED: 'publish_at belongs only to a post with status scheduled.',
 } as const
 
 export type FieldCode = keyof typeof FIELD_CODES

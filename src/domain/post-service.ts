@@ -4,9 +4,11 @@ import { renderContent } from '../resources/posts/markdown.ts'
 import { publishedAtAfter } from '../resources/posts/published-at.ts'
 import { deriveSlug } from '../resources/posts/slug.ts'
 import { SlugTakenError } from '../store/repositories/posts-repository.ts'
-import type { ListPage, ListQuery, PostFilter, PostStore, TagCount, TagsQuery } from '../store/store.ts'
+import type { DuePost, ListPage, ListQuery, PostFilter, PostStore, RevisionStore, TagCount, TagsQuery } from '../store/store.ts'
 import type { Post, PostInput, PostSortKey, PostSummary, PostWrite } from './post.ts'
 import { mayChange, type Principal, type Viewer } from './principal.ts'
+import { type Revision, type RevisionSummary, SYSTEM_EDITOR } from './revision.ts'
+import { applySchedule, SCHEDULE_CHANNEL } from './schedule.ts'
 
 /** A client's condition on the current post (If-Match, If-Unmodified-Since); true to go ahead. */
 export type Precondition = (current: Post) => boolean
@@ -14,8 +16,28 @@ export type Precondition = (current: Post) => boolean
 /** Told of each change a write made, in its unit of work: the post before (null: created) and after (null: deleted). */
 export type PostChanged = (before: Post | null, after: Post | null) => void
 
+/** What the service works on: a unit of work's repositories for writes, the store's for reads. */
+export interface PostRepositories {
+  readonly posts: PostStore
+  readonly revisions: RevisionStore
+  /** A unit of work's signal to every instance (see UnitOfWork); absent on the store's repositories. */
+  readonly signal?: (channel: string) => Promise<void>
+}
+
+export interface PostServiceOptions {
+  /** REVISIONS_KEEP: how many of a post's newest revisions are kept. */
+  readonly revisionsKeep: number
+  readonly clock?: () => Date
+  /** Told of each change, in its unit of work (the events of contract §12). */
+  readonly changed?: PostChanged
+}
+
 const always: Precondition = () => true
 const RETRIES = 5
+
+function notFound (id: number): AppError {
+  return new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
+}
 
 function sameTags (a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((t, i) => t === b[i])
@@ -44,6 +66,7 @@ export function postWrite (input: PostInput, current: Post | null, now: Date): P
     excerptDerived: derived,
     contentHtml: rendered.html,
     publishedAt: publishedAtAfter(current?.publishedAt ?? null, input.status, now),
+    publishAt: input.publishAt ?? null,
   }
 }
 
@@ -53,15 +76,24 @@ function slugTaken (slug: PostWrite['slug']): AppError {
 }
 
 /**
- * The rules of posts: who sees and changes what, and optimistic concurrency. Built on a unit of
- * work's repository for writes (`new PostService(uow.posts)`), on the store's for reads.
+ * The rules of posts: who sees and changes what, optimistic concurrency, scheduling, and the
+ * revision every change records in the same unit of work. Built on a unit of work's repositories
+ * for writes (`new PostService(uow, opts)`), on the store's for reads.
  */
 export class PostService {
-  constructor (private readonly store: PostStore, private readonly clock: () => Date = () => new Date(), private readonly changed: PostChanged = () => {}) {}
+  private readonly clock: () => Date
+  private readonly changed: PostChanged
+
+  constructor (private readonly repos: PostRepositories, private readonly opts: PostServiceOptions) {
+    this.clock = opts.clock ?? (() => new Date())
+    this.changed = opts.changed ?? (() => {})
+  }
+
+  private get store (): PostStore { return this.repos.posts }
 
   async get (id: number, viewer: Viewer): Promise<Post> {
     const post = await this.store.findById(id, viewer)
-    if (!post) throw new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
+    if (!post) throw notFound(id)
     return post
   }
 
@@ -87,7 +119,7 @@ export class PostService {
 
   async create (input: PostInput, author: Principal): Promise<Post> {
     const now = this.clock()
-    const write = postWrite(input, null, now)
+    const write = postWrite(applySchedule(input, null, now), null, now)
     let post: Post
     try {
       post = await this.store.create(write, author.subject, now)
@@ -96,7 +128,8 @@ export class PostService {
       throw err
     }
     this.changed(null, post)
-    return post
+    await this.rescheduled(null, post)
+    return await this.recorded(post, author.subject, now)
   }
 
   /** Replaces a post with the input `build` makes from the current one (PUT uses the body; PATCH applies a patch). */
@@ -105,32 +138,96 @@ export class PostService {
       const current = await this.writable(id, viewer)
       if (!precondition(current)) throw new AppError('PRECONDITION_FAILED')
       const now = this.clock()
-      const write = postWrite(build(current), current, now)
+      const write = postWrite(applySchedule(build(current), current, now), current, now)
       const result = await this.store.replace(id, write, current.revision, now)
       if (result.outcome === 'done') {
         this.changed(current, result.value)
-        return result.value
+        await this.rescheduled(current, result.value)
+        return await this.recorded(result.value, viewer.subject, now)
       }
       if (result.outcome === 'slug-taken') throw slugTaken(write.slug)
-      if (result.outcome === 'missing') throw new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
-      // Someone else wrote between our read and our write. With a client precondition that is
-      // the client's lost update (412); without one, read again and retry.
+      if (result.outcome === 'missing') throw notFound(id)
+      // Someone else wrote between our read and our write (an edit, or the scheduled switch). With
+      // a client precondition that is the client's lost update (412); without one, read again and retry.
       if (precondition !== always || attempt >= RETRIES) throw new AppError('PRECONDITION_FAILED')
     }
+  }
+
+  /** Gives the post the values of its revision `number` (a change like any other: it records a new revision). */
+  async restore (id: number, number: number, viewer: Principal, precondition: Precondition = always): Promise<Post> {
+    const revision = await this.revision(id, number, viewer)
+    // A derived excerpt is restored as derived: it follows the restored content.
+    const input: PostInput = {
+      title: revision.title,
+      content: revision.content,
+      status: revision.status,
+      slug: revision.slug,
+      tags: revision.tags,
+      excerpt: revision.excerptDerived ? null : revision.excerpt,
+      publishAt: revision.publishAt,
+    }
+    return await this.update(id, viewer, () => input, precondition)
   }
 
   async delete (id: number, viewer: Principal, precondition: Precondition = always): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       const current = await this.writable(id, viewer)
       if (!precondition(current)) throw new AppError('PRECONDITION_FAILED')
+      // The post's revisions go with it (ON DELETE CASCADE), in this statement.
       const result = await this.store.delete(id, current.revision)
       if (result.outcome === 'done') {
         this.changed(current, null)
         return
       }
-      if (result.outcome === 'missing') throw new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
+      if (result.outcome === 'missing') throw notFound(id)
       if (precondition !== always || attempt >= RETRIES) throw new AppError('PRECONDITION_FAILED')
     }
+  }
+
+  /**
+   * The scheduled switch of a due post, if it is still scheduled at the revision it was read at:
+   * published, with a revision by `system`. Null when another instance or an edit got there first.
+   */
+  async publishScheduled (due: DuePost): Promise<Post | null> {
+    const now = this.clock()
+    // published_at = publish_at (contract §11), by the one rule of §10: only a first publication sets it.
+    const publishedAt = publishedAtAfter(due.publishedAt, 'published', new Date(due.publishAt))
+    const result = await this.store.publishScheduled(due.id, due.revision, publishedAt, now)
+    if (result.outcome !== 'done') return null
+    this.changed({ ...result.value, status: 'scheduled', publishAt: due.publishAt }, result.value)
+    return await this.recorded(result.value, SYSTEM_EDITOR, now)
+  }
+
+  /** A page of the post's revisions, for its author and admins. */
+  async revisions (id: number, viewer: Viewer, query: ListQuery<'number', Record<string, never>>): Promise<ListPage<RevisionSummary>> {
+    await this.history(id, viewer)
+    return await this.repos.revisions.list(id, query)
+  }
+
+  async revision (id: number, number: number, viewer: Viewer): Promise<Revision> {
+    await this.history(id, viewer)
+    const revision = await this.repos.revisions.find(id, number)
+    if (revision === null) throw new AppError('REVISION_NOT_FOUND', `Post ${id} has no revision ${number}: it never existed or was pruned.`)
+    return revision
+  }
+
+  /** Contract §11: revisions exist only for the post's author and admins; to anyone else, none does. */
+  private async history (id: number, viewer: Viewer): Promise<Post> {
+    const post = await this.get(id, viewer)
+    if (!mayChange(viewer, post.author)) throw new AppError('REVISION_NOT_FOUND', `Post ${id} has no revisions you may see.`)
+    return post
+  }
+
+  /** Wakes the schedulers of every instance when a change sets, moves or cancels a post's publish_at. */
+  private async rescheduled (before: Post | null, after: Post): Promise<void> {
+    if (before?.publishAt !== after.publishAt && (before?.publishAt != null || after.publishAt !== null)) {
+      await this.repos.signal?.(SCHEDULE_CHANNEL)
+    }
+  }
+
+  private async recorded (post: Post, editor: string, now: Date): Promise<Post> {
+    await this.repos.revisions.record(post, editor, now, this.opts.revisionsKeep)
+    return post
   }
 
   /** The post, if `viewer` may change it: invisible → 404, visible but not theirs → 403. */

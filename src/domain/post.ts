@@ -1,6 +1,7 @@
+import { fieldError, validationFailed } from '../errors.ts'
 import { normaliseTags } from '../resources/posts/tags.ts'
 
-export const POST_STATUSES = ['draft', 'published', 'archived'] as const
+export const POST_STATUSES = ['draft', 'published', 'archived', 'scheduled'] as const
 export type PostStatus = typeof POST_STATUSES[number]
 
 export const TITLE_MAX = 200
@@ -12,6 +13,8 @@ export interface Post {
   title: string
   content: string
   status: PostStatus
+  /** When a `scheduled` post is to be published; null for every other status. */
+  publishAt: string | null
   author: string
   createdAt: string
   updatedAt: string
@@ -39,6 +42,8 @@ export interface PostInput {
   slug?: string | undefined
   tags: string[]
   excerpt: string | null
+  /** ISO 8601 UTC, millisecond precision; absent or null unless the status is `scheduled`. */
+  publishAt?: string | null
 }
 
 /** What the store writes: the input with what the service derives from it. */
@@ -54,6 +59,8 @@ export interface PostWrite {
   excerptDerived: boolean
   contentHtml: string
   publishedAt: string | null
+  /** Set only with status `scheduled` (contract §11). */
+  publishAt: string | null
 }
 
 /** What a store write may be given: the client's three fields at least; the rest is derived from them when absent. */
@@ -74,7 +81,11 @@ export function normalisePostInput (input: {
   slug?: string | undefined
   tags?: string[] | undefined
   excerpt?: string | null | undefined
+  publish_at?: string | null | undefined
 }): PostInput {
+  const publishAt = input.publish_at == null ? null : Date.parse(input.publish_at)
+  // A leap second (…T23:59:60Z) is RFC 3339 but no instant JavaScript can hold.
+  if (Number.isNaN(publishAt)) throw validationFailed([fieldError('publish_at', 'INVALID_FORMAT', 'publish_at is not a moment that exists (a leap second?).')])
   return {
     title: input.title.trim(),
     content: input.content,
@@ -82,5 +93,6 @@ export function normalisePostInput (input: {
     slug: input.slug,
     tags: normaliseTags(input.tags ?? []),
     excerpt: input.excerpt ?? null,
+    publishAt: publishAt === null ? null : new Date(publishAt).toISOString(),
   }
 }

@@ -2,9 +2,13 @@ import type { FastifyBaseLogger } from 'fastify'
 
 const MAX_BACKOFF_MS = 30_000
 
+/** A failing tick of a loop that sleeps until a time it computes is retried after this, doubling. */
+const RETRY_BASE_MS = 1000
+
 /**
  * Background work that polls: `tick` runs until it reports nothing left to do, then the loop
- * sleeps `pollMs` (or until `wake()`). A failing tick (the store unreachable) is logged and tried
+ * sleeps `pollMs` (or until `wake()`). `pollMs` may be a function, asked before each sleep: work
+ * that knows when it is next due (the scheduler) sleeps until then instead of polling. A failing tick (the store unreachable) is logged and tried
  * again, after a wait that doubles with each failure in a row (at most 30 s); it never ends the
  * loop or the process.
  */
@@ -19,7 +23,7 @@ export class PollLoop {
 
   constructor (
     private readonly name: string,
-    private readonly pollMs: number,
+    private readonly pollMs: number | (() => number),
     private readonly log: FastifyBaseLogger,
     private readonly tick: (signal: AbortSignal) => Promise<boolean>
   ) {}
@@ -49,7 +53,10 @@ export class PollLoop {
       this.woken = false
       return
     }
-    const ms = Math.min(MAX_BACKOFF_MS, this.pollMs * 2 ** this.failures)
+    const fixed = typeof this.pollMs === 'number'
+    const ms = this.failures > 0
+      ? Math.min(MAX_BACKOFF_MS, (fixed ? this.pollMs as number : RETRY_BASE_MS) * 2 ** this.failures)
+      : (fixed ? this.pollMs as number : (this.pollMs as () => number)())
     await new Promise<void>(resolve => {
       this.resume = resolve
       this.timer = setTimeout(resolve, ms)

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { EventEmitter } from 'node:events'
 import { type Kysely, type Migration, sql } from 'kysely'
 import { GroupCommit } from './group-commit.ts'
 import * as m0002 from './migrations/0002-idempotency-keys.ts'
@@ -6,6 +7,7 @@ import * as mOwners from './migrations/20261124-idempotency-owners.ts'
 import * as m0004 from './migrations/0004-exports.ts'
 import * as mContent from '../resources/posts/20261124-posts-content.ts'
 import * as mEvents from './migrations/20261124-events.ts'
+import * as mEditorial from './migrations/20261124-posts-editorial.ts'
 import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
 import { EventsRepository } from './repositories/events-repository.ts'
@@ -13,6 +15,7 @@ import { ExportsRepository } from './repositories/exports-repository.ts'
 import { StoreCircuit } from './circuit.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
 import { PostsRepository } from './repositories/posts-repository.ts'
+import { RevisionsRepository } from './repositories/revisions-repository.ts'
 import { WebhooksRepository } from './repositories/webhooks-repository.ts'
 import type { EventInput, Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
 import type { Database, DialectParts } from './tables.ts'
@@ -24,6 +27,7 @@ function repositories (db: Kysely<Database>, dialect: DialectParts, modules: rea
   const core = {
     events: new EventsRepository(db, dialect, events),
     posts: new PostsRepository(db, dialect),
+    revisions: new RevisionsRepository(db, dialect),
     apiKeys: new ApiKeysRepository(db, dialect),
     idempotency: new IdempotencyRepository(db, dialect),
     exports: new ExportsRepository(db, dialect),
@@ -41,6 +45,7 @@ export function migrationsOf (dialect: DialectParts, modules: readonly StoreModu
     '20261124-events': mEvents.migration(dialect.columnTypes),
     '20261124-idempotency-owners': mOwners.migration(dialect.columnTypes),
     '20261124-posts-content': mContent.migration(dialect.columnTypes),
+    '20261124-posts-editorial': mEditorial.migration(dialect.columnTypes),
   }
   for (const [name, m] of modules.flatMap(m => Object.entries(m.migrations))) {
     if (name in all) throw new Error(`two migrations are named ${name}`)
@@ -59,6 +64,8 @@ export interface KyselyStore extends Repositories {}
 export class KyselyStore implements Store {
   readonly kind: 'sqlite' | 'postgres'
   private secret: Buffer | null = null
+  /** Signals of this process's units of work, delivered to its own listeners without a round trip. */
+  private readonly signals = new EventEmitter().setMaxListeners(0)
 
   /** Units of work grouped per turn of the event loop, for a dialect that has one writer (SQLite). */
   private readonly groups: GroupCommit | null
@@ -80,7 +87,11 @@ export class KyselyStore implements Store {
     const callbacks: (() => unknown)[] = []
     const work = async (conn: Kysely<Database>): Promise<T> => {
       const repos = repositories(conn, this.dialect, this.modules, [])
-      const result = await fn({ ...repos, onCommit: f => { callbacks.push(f) } })
+      const signal = async (channel: string) => {
+        callbacks.push(() => this.signals.emit(channel))
+        await this.dialect.signals?.notify(conn, channel)
+      }
+      const result = await fn({ ...repos, onCommit: f => { callbacks.push(f) }, signal })
       // Last, so the lock that orders event ids by commit is held only for the commit.
       await (repos.events as EventsRepository).flush(new Date())
       // An abandoned request (timed out, client gone) commits nothing, so its 503 never hides a change.
@@ -98,6 +109,15 @@ export class KyselyStore implements Store {
       }
     }
     return value
+  }
+
+  async listen (channel: string, fn: () => void): Promise<() => Promise<void>> {
+    this.signals.on(channel, fn)
+    const remote = await this.dialect.signals?.listen(channel, fn)
+    return async () => {
+      this.signals.off(channel, fn)
+      await remote?.()
+    }
   }
 
   /**

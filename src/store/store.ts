@@ -2,6 +2,7 @@ import type { StoreCircuit } from './circuit.ts'
 import type { ExportJob, ExportLease, ExportRequest } from '../domain/export.ts'
 import type { Post, PostSortKey, PostStatus, PostSummary, PostWriteInput } from '../domain/post.ts'
 import type { Viewer } from '../domain/principal.ts'
+import type { Revision, RevisionSummary } from '../domain/revision.ts'
 
 export type SortDirection = 'asc' | 'desc'
 
@@ -90,6 +91,33 @@ export interface PostStore {
   delete (id: number, expectedRevision: number): Promise<WriteResult<true>>
   /** Every tag on a post `viewer` may see, with how many such posts hold it. */
   tags (query: ListQuery<string, TagsQuery>, viewer: Viewer): Promise<ListPage<TagCount>>
+  /**
+   * The scheduled switch (contract §11): a post still `scheduled` at `expectedRevision` becomes
+   * `published` with `publish_at` cleared and `published_at` as given, in one compare-and-set, so
+   * of several instances racing (or an edit racing the switch) one wins and the others get `stale`.
+   */
+  publishScheduled (id: number, expectedRevision: number, publishedAt: string | null, now: Date): Promise<WriteResult<Post>>
+  /** Up to `limit` scheduled posts whose `publish_at` is not after `now`, earliest first. */
+  due (now: Date, limit: number): Promise<DuePost[]>
+  /** The earliest `publish_at` of any scheduled post, or null when none is scheduled. */
+  nextDue (): Promise<Date | null>
+}
+
+/** A scheduled post whose time has come, as the switch needs it. */
+export interface DuePost {
+  readonly id: number
+  readonly revision: number
+  readonly publishAt: string
+  readonly publishedAt: string | null
+}
+
+/** A post's history: one revision per change, numbered by the post's revision, kept newest `keep`. */
+export interface RevisionStore {
+  /** Records `post` as it is after a change by `editor`, and drops all but the newest `keep` revisions. */
+  record (post: Post, editor: string, now: Date, keep: number): Promise<void>
+  find (postId: number, number: number): Promise<Revision | null>
+  /** Newest first unless `query.sort` says otherwise; sorted by `number`. */
+  list (postId: number, query: ListQuery<'number', Record<string, never>>): Promise<ListPage<RevisionSummary>>
 }
 
 export interface ApiKeyRecord {
@@ -317,6 +345,7 @@ export interface EventStore {
  */
 export interface Repositories {
   readonly posts: PostStore
+  readonly revisions: RevisionStore
   readonly apiKeys: ApiKeyStore
   readonly idempotency: IdempotencyStore
   readonly exports: ExportStore
@@ -328,6 +357,11 @@ export interface Repositories {
 export interface UnitOfWork extends Repositories {
   /** Runs `fn` after the commit (never after a rollback): the place for webhooks and other side effects. */
   onCommit (fn: () => unknown): void
+  /**
+   * Tells every instance's `listen(channel)` once this unit of work commits (nothing on rollback):
+   * background work that sleeps until a time wakes when another instance changes that time.
+   */
+  signal (channel: string): Promise<void>
 }
 
 export interface TransactionOptions {
@@ -369,6 +403,11 @@ export interface Store extends Repositories {
    * sync of the disk): each is still all or nothing, and resolves only once committed.
    */
   transaction<T> (fn: (uow: UnitOfWork) => Promise<T>, opts?: TransactionOptions): Promise<T>
+  /**
+   * Calls `fn` whenever a unit of work on any instance sent `signal(channel)` (at most once per
+   * commit; possibly more often). Resolves to a function that stops listening.
+   */
+  listen (channel: string, fn: () => void): Promise<() => Promise<void>>
   /** A random secret made once per database and shared by every instance (signs cursors). */
   serverSecret (): Promise<Buffer>
   /** Applies every migration not yet applied; safe to run from several instances at once. */

@@ -10,6 +10,7 @@ export interface PostsTable {
   title: string
   content: string
   status: PostStatus
+  publish_at: Timestamp | null
   author: string
   created_at: Timestamp
   updated_at: Timestamp
@@ -35,6 +36,24 @@ export interface PostTagsTable {
   post_id: number
   tag_key: string
   name: string
+}
+
+/** A post's values after one change; `number` is the post's revision that change made. */
+export interface PostRevisionsTable {
+  post_id: number
+  number: number
+  title: string
+  content: string
+  status: PostStatus
+  slug: string
+  /** A JSON array, as posts.tags. */
+  tags: string
+  excerpt: string
+  excerpt_derived: number
+  publish_at: Timestamp | null
+  /** Who made the change: a principal's subject, or `system` for the scheduled switch. */
+  editor: string
+  created_at: Timestamp
 }
 
 export interface ApiKeysTable {
@@ -143,6 +162,7 @@ export interface EventsTable {
 /** Every table; a resource adds its own by declaration merging from its folder (see store/module.ts). */
 export interface Database {
   posts: PostsTable
+  post_revisions: PostRevisionsTable
   post_slugs: PostSlugsTable
   post_tags: PostTagsTable
   api_keys: ApiKeysTable
@@ -187,6 +207,16 @@ export interface DialectParts {
    * pool's connections, and a commit on one must not wait for another's.
    */
   readonly groupCommit: boolean
+  /**
+   * Signals to other instances (PostgreSQL: NOTIFY, which is delivered when the transaction
+   * commits, and LISTEN on a connection of its own); null where only this process shares the
+   * database (SQLite), whose signals the store delivers itself.
+   */
+  readonly signals: {
+    notify (db: Kysely<Database>, channel: string): Promise<void>
+    /** Calls `fn` on each signal, and after reconnecting (a signal may have been missed meanwhile). */
+    listen (channel: string, fn: () => void): Promise<() => Promise<void>>
+  } | null
   /**
    * Taken just before a unit of work writes its events, and held until it commits, so that units
    * writing events commit in the order of their event ids (PostgreSQL: a transaction-scoped

@@ -203,6 +203,8 @@ describe('a bad setting', () => {
     ['HOST', 'not_a_host..', /IP address or a host name/],
     ['DATABASE_URL', 'postgres://', /needs a host/],
     ['DATABASE_URL', 'sqlite:', /file path/],
+    ['REVISIONS_KEEP', '0', /between 1 and 10000/],
+    ['REVISIONS_KEEP', '10001', /between 1 and 10000/],
     ['METRICS_PORT', '3000', /differ from PORT/],
     ['METRICS_HOST', 'not_a_host..', /IP address or a host name/],
     ['METRICS_TOKEN', 'a-token-without-a-port', /needs METRICS_PORT/],

@@ -65,14 +65,14 @@ describe('localised problems (Accept-Language)', () => {
       assert.deepEqual(Object.fromEntries(Object.values(en).map(e => [e.field, e.message])), {
         title: 'must not be blank',
         content: 'must be a string',
-        status: 'must be one of: draft, published, archived',
+        status: 'must be one of: draft, published, archived, scheduled',
         colour: 'is not a member of this resource',
       })
       const de = await entries(bad, 'de')
       assert.deepEqual(Object.fromEntries(Object.values(de).map(e => [e.field, e.message])), {
         title: 'darf nicht leer sein',
         content: 'muss eine Zeichenkette sein',
-        status: 'muss einer dieser Werte sein: draft, published, archived',
+        status: 'muss einer dieser Werte sein: draft, published, archived, scheduled',
         colour: 'ist kein Feld dieser Ressource',
       })
       for (const field of Object.keys(en)) assert.equal(de[field]!.code, en[field]!.code, `${field}: the code does not change with the language`)

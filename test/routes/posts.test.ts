@@ -47,7 +47,7 @@ for (const kind of await storeKinds()) {
         assert.equal(p.code, 'VALIDATION_FAILED')
         const got = p.errors.map((e: { field: string, code: string }) => `${e.field}:${e.code}`).sort()
         assert.deepEqual(got, ['colour:UNKNOWN_FIELD', 'content:INVALID_TYPE', 'status:INVALID_VALUE', 'title:BLANK'])
-        assert.equal(p.errors.find((e: { field: string }) => e.field === 'status').message, 'must be one of: draft, published, archived')
+        assert.equal(p.errors.find((e: { field: string }) => e.field === 'status').message, 'must be one of: draft, published, archived, scheduled')
       })
 
       it('requires title and content', async () => {

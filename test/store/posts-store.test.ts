@@ -70,6 +70,7 @@ for (const kind of await storeKinds()) {
           title: 'Hello',
           content: 'World',
           status: 'published',
+          publishAt: null,
           author: 'alice',
           createdAt: now.toISOString(),
           updatedAt: now.toISOString(),

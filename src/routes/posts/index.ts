@@ -1,5 +1,8 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Counter } from 'prom-client'
+import type { Config } from '../../config.ts'
+import { PublishScheduler } from '../../jobs/publish-scheduler.ts'
 import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, type PostSummary } from '../../domain/post.ts'
 import { PostService } from '../../domain/post-service.ts'
 import type { Principal } from '../../domain/principal.ts'
@@ -12,7 +15,7 @@ import { listHandler } from '../../http/collection.ts'
 import type { CollectionSpec } from '../../http/paging.ts'
 import type { Resource, ResourceContext } from '../../http/resources.ts'
 import { toFieldErrors } from '../../http/validation.ts'
-import type { ListQuery, PostFilter } from '../../store/store.ts'
+import type { ListQuery, PostFilter, Store, UnitOfWork } from '../../store/store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { cacheControlFor } from '../../http/caching.ts'
 import { feedRoutes, TagListItemSchema, TagSchema, tagRoutes } from '../../resources/posts/content-routes.ts'
@@ -22,6 +25,7 @@ import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../shared/schemas.ts'
 import { postEvents } from './events.ts'
 import { postData, renderPost } from './representation.ts'
+import { revisionRoutes } from './revisions.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, PostSlugParamsSchema, type PostSlugParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
 
 /** The list's filter as the query gave it: `tag` a comma list, read into keys for the store. */
@@ -47,7 +51,9 @@ const WRITE = { requiredScope: 'posts:write' } as const
 async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   const { version, cursors } = ctx
   const v = POST_VERSIONS[version]
-  const reader = new PostService(ctx.store.posts)
+  const serviceOptions = { revisionsKeep: ctx.config.editorial.revisionsKeep }
+  const reader = new PostService(ctx.store, serviceOptions)
+  const writer = (uow: UnitOfWork) => new PostService(uow, { ...serviceOptions, changed: postEvents(uow.events) })
   const validateBody = ctx.bodies.getSchema(v.body.$id!)!
   const tags = ['posts']
   const PostRef = Type.Ref(v.post)
@@ -131,7 +137,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     }
     const input = normalisePostInput(req.body)
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts, undefined, postEvents(uow.events)).create(input, req.principal as Principal), 201)
+      return written(req, await writer(uow).create(input, req.principal as Principal), 201)
     })
   })
 
@@ -153,7 +159,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     }
     const input = normalisePostInput(req.body)
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts, undefined, postEvents(uow.events)).update(id, req.principal as Principal, () => input, preconditionOf(req, 'posts')), 200)
+      return written(req, await writer(uow).update(id, req.principal as Principal, () => input, preconditionOf(req, 'posts')), 200)
     })
   })
 
@@ -184,7 +190,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
       return normalisePostInput(after as unknown as PostBody)
     }
     return await answerWrite(req, reply, async uow => {
-      return written(req, await new PostService(uow.posts, undefined, postEvents(uow.events)).update(id, req.principal as Principal, patched, preconditionOf(req, 'posts')), 200)
+      return written(req, await writer(uow).update(id, req.principal as Principal, patched, preconditionOf(req, 'posts')), 200)
     })
   })
 
@@ -199,9 +205,26 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     },
   }), async (req, reply: FastifyReply) => {
     return await answerDelete(req, reply, async uow => {
-      await new PostService(uow.posts, undefined, postEvents(uow.events)).delete(req.params.post_id, req.principal as Principal, preconditionOf(req, 'posts'))
+      await writer(uow).delete(req.params.post_id, req.principal as Principal, preconditionOf(req, 'posts'))
     })
   })
+
+  await revisionRoutes(app, ctx, { reader, writer, written })
+}
+
+/** The scheduled switch, run by every instance (contract §11). */
+async function postServices (app: FastifyInstance, { config, store }: { readonly config: Config, readonly store: Store }): Promise<void> {
+  const published = new Counter({ name: 'scheduled_posts_published_total', help: 'Scheduled posts this instance published at their publish_at', registers: [app.metrics] })
+  const scheduler = new PublishScheduler({
+    store,
+    log: app.log.child({ job: 'schedule' }),
+    revisionsKeep: config.editorial.revisionsKeep,
+    rescanMs: config.editorial.scheduleRescanMs,
+    published,
+    changed: uow => postEvents(uow.events),
+  })
+  app.addHook('onReady', async () => { await scheduler.start() })
+  app.addHook('onClose', async () => { await scheduler.stop() })
 }
 
 export const postsResource: Resource = {
@@ -210,6 +233,7 @@ export const postsResource: Resource = {
   path: '/posts',
   schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema],
   routes: postRoutes,
+  services: postServices,
   unversionedRoutes: feedRoutes,
   links: { tags: '/tags', feed_atom: '/feed.atom', feed_json: '/feed.json' },
   scopes: [WRITE.requiredScope],

@@ -1,4 +1,5 @@
 import type { Post, PostSummary } from '../../domain/post.ts'
+import type { Revision, RevisionSummary } from '../../domain/revision.ts'
 import type { ApiVersion } from '../../http/versioning.ts'
 
 type ListedPost = PostSummary & { content?: string, contentHtml?: string }
@@ -8,6 +9,7 @@ function common (post: ListedPost) {
     title: post.title,
     content: post.content,
     status: post.status,
+    publish_at: post.publishAt,
     created_at: post.createdAt,
     updated_at: post.updatedAt,
     author: post.author,
@@ -33,4 +35,13 @@ export function renderPost (post: Post, version: ApiVersion, base: string) {
 /** A post's members by field name (what a list item's `fields` choose from). */
 export function postData (post: ListedPost, version: ApiVersion): Record<string, unknown> {
   return { [version === 1 ? 'id' : 'postId']: post.id, ...common(post) }
+}
+
+/** A revision's members by field name: the whole revision, or a list item's choice of them. */
+export function revisionData (r: RevisionSummary & Partial<Pick<Revision, 'content' | 'tags' | 'excerpt'>>): Record<string, unknown> {
+  return { number: r.number, title: r.title, content: r.content, status: r.status, slug: r.slug, tags: r.tags, excerpt: r.excerpt, publish_at: r.publishAt, editor: r.editor, created_at: r.createdAt }
+}
+
+export function renderRevision (r: Revision) {
+  return revisionData(r)
 }

@@ -17,8 +17,12 @@ export const PostSlugParamsSchema = Type.Object({
 export type PostSlugParams = Static<typeof PostSlugParamsSchema>
 
 // An enum rather than a union of literals, so that a wrong value is reported once, listing the allowed ones.
-const StatusSchema = Type.Unsafe<typeof POST_STATUSES[number]>({ type: 'string', enum: [...POST_STATUSES], description: 'Only the author and admins see drafts and archived posts.' })
+const StatusSchema = Type.Unsafe<typeof POST_STATUSES[number]>({ type: 'string', enum: [...POST_STATUSES], description: 'Only the author and admins see drafts, archived and scheduled posts. A `scheduled` post is published by the service at its `publish_at`.' })
 const TimestampSchema = Type.String({ format: 'date-time', maxLength: 30, description: 'RFC 3339, UTC, millisecond precision.' })
+const PUBLISH_AT_DESCRIPTION = 'When a `scheduled` post is to be published (RFC 3339, in the future); null for any other status. Sent with another status it is 422 PUBLISH_AT_NOT_ALLOWED, unless it is the post\'s own, which is then cleared.'
+const PublishAtSchema = Type.Union([TimestampSchema, Type.Null()], { description: PUBLISH_AT_DESCRIPTION })
+/** An RFC 3339 timestamp as a client may send it: any offset, any fraction of a second. */
+const PublishAtBodySchema = Type.Union([Type.String({ format: 'date-time', maxLength: 40 }), Type.Null()], { description: PUBLISH_AT_DESCRIPTION })
 /** Ids are assigned by the service and stay below 2^53. */
 const IdSchema = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
 /** A title as sent may carry white space around its 1–200 characters, up to this many in all. */
@@ -28,6 +32,7 @@ const fields = {
   title: Type.String({ maxLength: TITLE_MAX, description: `1–${TITLE_MAX} characters after trimming; stored trimmed.` }),
   content: Type.String({ maxLength: CONTENT_MAX, description: `0–${CONTENT_MAX} characters.` }),
   status: StatusSchema,
+  publish_at: PublishAtSchema,
   created_at: TimestampSchema,
   updated_at: TimestampSchema,
   // A JWT's `sub` lies within a token of at most 8 192 characters.
@@ -59,7 +64,7 @@ export const PostListItemV2Schema = Type.Composite([
   Type.Object({ _links: Type.Object({ self: Type.Ref(LinkSchema) }, { additionalProperties: false }) }),
 ], { $id: 'PostListItemV2', additionalProperties: false })
 
-const CONTENT_FIELDS = ['slug', 'tags', 'excerpt', 'published_at', 'content_html'] as const
+const CONTENT_FIELDS = ['slug', 'tags', 'excerpt', 'published_at', 'publish_at', 'content_html'] as const
 export const FIELD_NAMES = {
   1: ['id', 'title', 'content', 'status', 'created_at', 'updated_at', 'author', ...CONTENT_FIELDS],
   2: ['postId', 'title', 'content', 'status', 'created_at', 'updated_at', 'author', ...CONTENT_FIELDS],
@@ -72,6 +77,7 @@ function bodySchema (idName: 'id' | 'postId', $id: string) {
     title: Type.String({ trimmedLength: { minimum: 1, maximum: TITLE_MAX }, maxLength: TITLE_RAW_MAX, description: `${fields.title.description} At most ${TITLE_RAW_MAX} characters as sent.` }),
     content: fields.content,
     status: Type.Optional({ ...StatusSchema, description: 'Default `published`.' }),
+    publish_at: Type.Optional(PublishAtBodySchema),
     // Contract §10: every way a slug can be wrong is INVALID_FORMAT.
     slug: Type.Optional(Type.String({ ...fields.slug, 'x-error-code': 'INVALID_FORMAT', description: `${fields.slug.description} 1–${SLUG_MAX} characters, lowercase ASCII letters and digits joined by single hyphens. On PUT and PATCH, absent keeps the current slug; a new one keeps the old as an alias.` })),
     tags: Type.Optional(Type.Array(Type.String({ trimmedLength: { minimum: 1, maximum: TAG_MAX }, maxLength: TAG_MAX * 4 }), { maxItems: TAGS_MAX, description: `At most ${TAGS_MAX}, each 1–${TAG_MAX} characters after trimming; compared case-insensitively (the first spelling is kept). Default none.` })),
@@ -96,6 +102,7 @@ export interface PostBody {
   title: string
   content: string
   status?: typeof POST_STATUSES[number]
+  publish_at?: string | null
   slug?: string
   tags?: string[]
   excerpt?: string | null
@@ -114,8 +121,34 @@ export const ListPostsQuerySchema = Type.Object({
   ...Type.Partial(Type.Object(pagingQueryProperties)).properties,
 }, { additionalProperties: false })
 
+export const RevisionNumberParamsSchema = Type.Object({
+  post_id: PostIdParamsSchema.properties.post_id,
+  number: Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'The revision\'s number: 1 for the post as created, one more for each change.' }),
+}, { additionalProperties: false })
+export type RevisionNumberParams = Static<typeof RevisionNumberParamsSchema>
+
+const revisionFields = {
+  number: Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'Per post: 1, 2, 3 … (older numbers may have been pruned, see REVISIONS_KEEP).' }),
+  title: fields.title,
+  content: fields.content,
+  status: StatusSchema,
+  slug: fields.slug,
+  tags: fields.tags,
+  excerpt: fields.excerpt,
+  publish_at: PublishAtSchema,
+  // `system` for the scheduled switch.
+  editor: Type.String({ maxLength: 8192, description: 'The `sub` of who made the change; `system` for the scheduled switch.' }),
+  created_at: { ...TimestampSchema, description: 'When the change was made.' },
+}
+
+/** A post's values after one change (contract §11); the same in every version. */
+export const RevisionSchema = Type.Object(revisionFields, { $id: 'Revision', additionalProperties: false })
+export const RevisionListItemSchema = Type.Partial(Type.Object(revisionFields), { $id: 'RevisionListItem', additionalProperties: false })
+export const REVISION_FIELD_NAMES = ['number', 'title', 'status', 'slug', 'publish_at', 'editor', 'created_at'] as const
+export const ListRevisionsQuerySchema = Type.Object(Type.Partial(Type.Object(pagingQueryProperties)).properties, { additionalProperties: false })
+
 /** Every schema posts share with the app (each has an `$id`, so the document names it). */
-export const POST_SCHEMAS = [PostV1Schema, PostV2Schema, PostListItemV1Schema, PostListItemV2Schema, PostBodyV1Schema, PostBodyV2Schema]
+export const POST_SCHEMAS = [PostV1Schema, PostV2Schema, PostListItemV1Schema, PostListItemV2Schema, PostBodyV1Schema, PostBodyV2Schema, RevisionSchema, RevisionListItemSchema]
 
 /** What differs between the versions of a post (contract §8). */
 export const POST_VERSIONS = {

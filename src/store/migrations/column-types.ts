@@ -1,4 +1,4 @@
-import type { Migration } from 'kysely'
+import type { Kysely, Migration } from 'kysely'
 
 /** The column types that differ between the databases; shared migrations are written with these. */
 export interface ColumnTypes {
@@ -12,6 +12,11 @@ export interface ColumnTypes {
   readonly timestamp: string
   /** Raw bytes. */
   readonly bytes: string
+  /**
+   * Lets `table.column`'s check `column IN (…)` accept `values` (a superset of what it accepted,
+   * so every row still passes). Neither database alters a check in place the same way.
+   */
+  widenCheck (db: Kysely<unknown>, table: string, column: string, values: readonly string[]): Promise<void>
 }
 
 /** A migration written once for both databases. */

@@ -8,7 +8,7 @@ import { deriveSlug, firstFreeSlug } from '../../resources/posts/slug.ts'
 import { tagKey } from '../../resources/posts/tags.ts'
 import { arg, type PreparedQueries, preparedQueries } from '../prepared.ts'
 import { pageOf, pageQuery, pageValues } from '../read-page.ts'
-import type { ListPage, ListQuery, PostFilter, PostStore, SlugLookup, TagCount, TagsQuery, WriteResult } from '../store.ts'
+import type { DuePost, ListPage, ListQuery, PostFilter, PostStore, SlugLookup, TagCount, TagsQuery, WriteResult } from '../store.ts'
 import { type Database, type DialectParts, iso, type Timestamp } from '../tables.ts'
 
 type SummaryRow = {
@@ -24,6 +24,7 @@ type SummaryRow = {
   excerpt: string
   excerpt_derived: number | string | boolean
   published_at: Timestamp | null
+  publish_at: Timestamp | null
 }
 type PostRow = SummaryRow & { content: string, content_html: string }
 
@@ -41,6 +42,7 @@ function toSummary (row: SummaryRow): PostSummary {
     excerpt: row.excerpt,
     excerptDerived: Number(row.excerpt_derived) === 1,
     publishedAt: row.published_at === null ? null : iso(row.published_at),
+    publishAt: row.publish_at === null ? null : iso(row.publish_at),
   }
 }
 
@@ -51,8 +53,8 @@ function toPost (row: PostRow): Post {
   return post
 }
 
-const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at'] as const
-const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at'] as const
+const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at', 'publish_at'] as const
+const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at', 'publish_at'] as const
 
 /**
  * The column a sort key orders by. `published_at` has one per direction, null replaced by the far
@@ -96,6 +98,7 @@ function completed (w: PostWriteInput, creating: boolean, now: Date): PostWrite 
     excerptDerived: w.excerptDerived ?? w.excerpt === undefined,
     contentHtml: w.contentHtml ?? rendered!.html,
     publishedAt: w.publishedAt !== undefined ? w.publishedAt : publishedAtAfter(null, w.status, now),
+    publishAt: w.publishAt ?? null,
   }
 }
 
@@ -293,10 +296,11 @@ export class PostsRepository implements PostStore {
         excerpt_derived: arg(7),
         content_html: arg(8),
         published_at: arg(9),
+        publish_at: arg(10),
       })
       .returning('id'))
     const publishedAt = write.publishedAt === null ? null : this.dialect.timestamp(new Date(write.publishedAt))
-    const [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt])
+    const [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt)])
     if (row === undefined) throw new Error('INSERT … RETURNING returned no row')
     const id = Number(row.id)
     const slug = await this.claimSlug(id, write.slug ?? { derived: 'post' })
@@ -363,6 +367,7 @@ export class PostsRepository implements PostStore {
         content_html: arg(6),
         // publishedAtAfter's rule, kept by the statement too: a time once set is never replaced.
         published_at: eb.fn.coalesce('published_at', eb.val(arg<Timestamp | null>(7))),
+        publish_at: arg(12),
         revision: eb('revision', '+', 1),
         ...(slug === null ? {} : { slug: arg<string>(10) }),
         ...(write.tags === null ? {} : { tags: arg<string>(11) }),
@@ -373,7 +378,7 @@ export class PostsRepository implements PostStore {
     const publishedAt = write.publishedAt === null ? null : this.dialect.timestamp(new Date(write.publishedAt))
     const [row] = await query.execute(this.db, [
       write.title, write.content, write.status, this.dialect.timestamp(now), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt,
-      id, expectedRevision, slug, write.tags === null ? null : JSON.stringify(write.tags),
+      id, expectedRevision, slug, write.tags === null ? null : JSON.stringify(write.tags), this.timestampOrNull(write.publishAt),
     ])
     if (!row) return await this.missingOrStale(id)
     if (write.tags !== null) {
@@ -388,6 +393,43 @@ export class PostsRepository implements PostStore {
     const r = await this.db.deleteFrom('posts').where('id', '=', id).where('revision', '=', expectedRevision).executeTakeFirst()
     if (Number(r.numDeletedRows) === 1) return { outcome: 'done', value: true }
     return await this.missingOrStale(id)
+  }
+
+  private timestampOrNull (at: string | null): Timestamp | null {
+    return at === null ? null : this.dialect.timestamp(new Date(at))
+  }
+
+  async publishScheduled (id: number, expectedRevision: number, publishedAt: string | null, now: Date): Promise<WriteResult<Post>> {
+    const query = this.prepared.get('publish-scheduled', () => this.db.updateTable('posts')
+      .set(eb => ({
+        status: 'published',
+        publish_at: null,
+        // publishedAtAfter's rule, kept by the statement too: a time once set is never replaced.
+        published_at: eb.fn.coalesce('published_at', eb.val(arg<Timestamp | null>(3))),
+        updated_at: arg(0),
+        revision: eb('revision', '+', 1),
+      }))
+      .where('id', '=', arg<number>(1))
+      .where('revision', '=', arg<number>(2))
+      .where('status', '=', 'scheduled')
+      .returning(POST_COLUMNS))
+    const [row] = await query.execute(this.db, [this.dialect.timestamp(now), id, expectedRevision, this.timestampOrNull(publishedAt)])
+    if (row) return { outcome: 'done', value: toPost(row) }
+    return await this.missingOrStale(id)
+  }
+
+  async due (now: Date, limit: number): Promise<DuePost[]> {
+    const rows = await this.db.selectFrom('posts').select(['id', 'revision', 'publish_at', 'published_at'])
+      .where('status', '=', 'scheduled').where('publish_at', '<=', this.dialect.timestamp(now))
+      .orderBy('publish_at').orderBy('id').limit(limit).execute()
+    return rows.map(r => ({ id: Number(r.id), revision: Number(r.revision), publishAt: iso(r.publish_at!), publishedAt: r.published_at === null ? null : iso(r.published_at) }))
+  }
+
+  async nextDue (): Promise<Date | null> {
+    const row = await this.db.selectFrom('posts').select('publish_at')
+      .where('status', '=', 'scheduled').where('publish_at', 'is not', null)
+      .orderBy('publish_at').limit(1).executeTakeFirst()
+    return row?.publish_at == null ? null : new Date(iso(row.publish_at))
   }
 
   private async missingOrStale (id: number): Promise<{ outcome: 'missing' } | { outcome: 'stale' }> {

@@ -116,6 +116,30 @@ function withStatementCache (database: SQLite.Database): SqliteDatabase {
   }
 }
 
+/**
+ * SQLite alters no check in place. Its documented way for a change every row already satisfies
+ * (https://sqlite.org/lang_altertable.html#otheralter) is to rewrite the table's schema text and bump
+ * `schema_version`, which better-sqlite3 permits only in unsafe mode; no row is copied, so nothing
+ * that refers to the table (foreign keys, triggers, the full-text index) is touched. Runs inside
+ * the migration's transaction.
+ */
+function widenCheck (database: SQLite.Database, table: string, column: string, values: readonly string[]): void {
+  const row = database.prepare("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?").get(table) as { sql: string } | undefined
+  const check = new RegExp(`CHECK \\(${column} IN \\([^)]*\\)\\)`)
+  if (row === undefined || !check.test(row.sql)) throw new Error(`${table}.${column} has no check to widen`)
+  const text = row.sql.replace(check, `CHECK (${column} IN (${values.map(v => `'${v}'`).join(', ')}))`)
+  const version = database.pragma('schema_version', { simple: true }) as number
+  database.unsafeMode(true)
+  try {
+    database.pragma('writable_schema = ON')
+    database.prepare("UPDATE sqlite_schema SET sql = ? WHERE type = 'table' AND name = ?").run(text, table)
+    database.pragma(`schema_version = ${version + 1}`)
+    database.pragma('writable_schema = OFF')
+  } finally {
+    database.unsafeMode(false)
+  }
+}
+
 export interface SqliteOptions {
   /**
    * In WAL mode, FULL syncs the log at every commit: an acknowledged write survives a power cut.
@@ -153,8 +177,9 @@ export function openSqliteStore (file: string, opts: SqliteOptions = {}): Kysely
     begin: 'BEGIN IMMEDIATE',
     skipLocked: false,
     groupCommit: true,
+    signals: null,
     eventsLock: null,
-    columnTypes: { kind: 'sqlite', id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB' },
+    columnTypes: { kind: 'sqlite', id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB', widenCheck: async (_db, table, column, values) => { widenCheck(database, table, column, values) } },
     initialMigration: m0001,
     migrator: (kdb, migrations) => new SqliteMigrator(database, kdb, migrations),
   }

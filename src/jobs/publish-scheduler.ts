@@ -1,0 +1,69 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { Counter } from 'prom-client'
+import { type PostChanged, PostService } from '../domain/post-service.ts'
+import { SCHEDULE_CHANNEL, sleepMs } from '../domain/schedule.ts'
+import type { Store, UnitOfWork } from '../store/store.ts'
+import { PollLoop } from './loop.ts'
+
+export interface PublishSchedulerOptions {
+  readonly store: Store
+  readonly log: FastifyBaseLogger
+  readonly revisionsKeep: number
+  /** The longest sleep without looking at the schedule (a missed signal is made up for by then). */
+  readonly rescanMs: number
+  /** Counts the switches this instance made. */
+  readonly published?: Counter
+  /** What each switch's unit of work tells of the change (its events: post.updated and post.published). */
+  readonly changed?: (uow: UnitOfWork) => PostChanged
+}
+
+/** Posts switched per pass; more due than this are taken in the next pass, at once. */
+const BATCH = 100
+
+/**
+ * Publishes scheduled posts when their time comes (contract §11). Any number of instances run
+ * one each: every switch is a compare-and-set on the post's revision in a unit of work that also
+ * records the revision (and the event), so one instance wins each post and the others find it
+ * `stale` — published once, whatever the race. The scheduler sleeps until the earliest due time
+ * (or `rescanMs`), wakes when any instance changes the schedule (the store's signal), and its first
+ * pass at start-up publishes whatever fell due while no instance ran.
+ */
+export class PublishScheduler {
+  private readonly loop: PollLoop
+  private next: Date | null = null
+  private unlisten: (() => Promise<void>) | null = null
+
+  constructor (private readonly opts: PublishSchedulerOptions) {
+    this.loop = new PollLoop('schedule', () => sleepMs(this.next, new Date(), opts.rescanMs), opts.log, async signal => await this.tick(signal))
+  }
+
+  async start (): Promise<void> {
+    this.unlisten = await this.opts.store.listen(SCHEDULE_CHANNEL, () => { this.loop.wake() })
+    this.loop.start()
+  }
+
+  async stop (): Promise<void> {
+    await this.unlisten?.()
+    this.unlisten = null
+    await this.loop.stop()
+  }
+
+  private async tick (signal: AbortSignal): Promise<boolean> {
+    const { store, log } = this.opts
+    const due = await store.posts.due(new Date(), BATCH)
+    for (const post of due) {
+      if (signal.aborted) return false
+      const published = await store.transaction(async uow => {
+        const changed = this.opts.changed?.(uow)
+        return await new PostService(uow, { revisionsKeep: this.opts.revisionsKeep, ...(changed ? { changed } : {}) }).publishScheduled(post)
+      })
+      if (published !== null) {
+        this.opts.published?.inc()
+        log.info({ post_id: post.id, revision: published.revision }, 'scheduled post published')
+      }
+    }
+    if (due.length === BATCH) return true
+    this.next = await store.posts.nextDue()
+    return false
+  }
+}
