@@ -97,14 +97,27 @@ async function measure (label: string, dbEnv: Record<string, string>, say: (s: s
       if (res.status !== 201) throw new Error(`subscribing failed: ${res.status} ${await res.text()}`)
     }
     runAll('2 subscriptions')
-    for (let i = 0; i < STREAMS; i++) {
-      streams.push(http.get(`${base}/events`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${admin}` }, agent: false }, res => { res.resume() }))
-      if (i % 100 === 99) await sleep(50)
+    // Opened in steps, each one retried until it is a stream (a step too fast is shed with 503, as it should be).
+    const openOne = async (): Promise<void> => {
+      for (;;) {
+        const ok = await new Promise<boolean>(resolve => {
+          const req = http.get(`${base}/events`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${admin}` }, agent: false }, res => {
+            if (res.statusCode === 200) {
+              streams.push(req)
+              res.resume()
+              resolve(true)
+            } else {
+              res.resume()
+              resolve(false)
+            }
+          })
+          req.on('error', () => { resolve(false) })
+        })
+        if (ok) return
+        await sleep(100)
+      }
     }
-    for (let i = 0; i < 200; i++) {
-      if (await openStreams() >= STREAMS) break
-      await sleep(50)
-    }
+    for (let i = 0; i < STREAMS; i += 25) await Promise.all(Array.from({ length: Math.min(25, STREAMS - i) }, openOne))
     const open = await openStreams()
     await sleep(1000)
     rows.push(`| (idle) | 2 subscriptions, ${open} streams open | | | | ${rssMiB(child.pid!).toFixed(0)} |`)

@@ -98,7 +98,9 @@ export class WebhookSender {
     setMaxListeners(2 * BATCH, signal)
     const due = await this.opts.store.webhooks.claimDue(new Date(), this.opts.timeoutMs + 5_000, BATCH)
     await Promise.all(due.map(async d => { await this.attempt(d, signal) }))
-    return due.length === BATCH
+    // A subscription's deliveries are claimed one at a time (they start in event order): while any
+    // was claimed, more may be waiting behind it, so look again at once rather than after a poll.
+    return due.length > 0
   }
 
   /** Where a delivery goes and how it is signed: an export callback's own URL and WEBHOOK_SECRET, or its subscription's. */

@@ -50,15 +50,23 @@ export class EventStream {
     else this.past(events)
   }
 
-  /** Writes what is new and wanted, in id order; each event at most once. */
+  /**
+   * Writes what is new and wanted, in id order; each event at most once. Each frame's text is one
+   * string shared by every stream (not a copy per stream), and the writes of a call leave in one
+   * writev.
+   */
   past (events: readonly Framed[]): void {
-    let out = ''
-    for (const f of events) {
-      if (f.event.id <= this.cursor) continue
-      this.cursor = f.event.id
-      if (this.wants(f.event)) out += f.text
+    this.res.cork()
+    try {
+      for (const f of events) {
+        if (f.event.id <= this.cursor) continue
+        this.cursor = f.event.id
+        if (this.wants(f.event)) this.write(f.text)
+        if (this.res.writableEnded) return
+      }
+    } finally {
+      process.nextTick(() => { this.res.uncork() })
     }
-    if (out !== '') this.write(out)
   }
 
   /** The past has been read: what the hub brought meanwhile follows it. */
