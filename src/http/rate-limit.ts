@@ -2,7 +2,6 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
-import { LruMap } from 'toad-cache'
 import type { Config } from '../config.ts'
 import { AppError } from '../errors.ts'
 import { routeOf } from './route.ts'
@@ -31,80 +30,32 @@ async function limiter (app: FastifyInstance, opts: LimiterOptions): Promise<Lim
   return made!
 }
 
-/** One key's window in memory: requests counted since it started. */
-interface Window { count: number, startedAt: number }
-
 /**
- * The in-memory count: @fastify/rate-limit's rule (its LocalStore: a fixed window that starts at
- * a key's first request, `ttl` the time left of it), kept in the same LRU it uses (toad-cache),
- * counted synchronously. The library's limiter function costs every request an array, an object
- * from Fastify's `req.routeOptions` getter and four promises; this one allocates only a key's
- * first window. Principals and addresses have an LRU each, so neither key needs a prefix built
- * per request.
+ * Counts in Redis while it answers, else in this process's memory: the plugin's Redis store (its
+ * Lua script) and its in-memory store, each a limiter. A Redis outage therefore never fails or
+ * delays a request (every command fails fast: no offline queue, no retries, short timeouts, and
+ * after a failure Redis is left alone for BREAKER_OPEN_MS); the limit only becomes per instance
+ * until Redis is back.
  */
-class LocalWindows {
-  private readonly principals = new LruMap<Window>(LOCAL_KEYS)
-  private readonly addresses = new LruMap<Window>(LOCAL_KEYS)
-  constructor (private readonly windowMs: number) {}
-
-  /** Counts a request of `req`'s key; the window it counted in (live: read it before the next hit). */
-  hit (req: FastifyRequest): Window {
-    const lru = req.principal !== null ? this.principals : this.addresses
-    const key = req.principal !== null ? req.principal.subject : req.ip
-    const now = Date.now()
-    let w = lru.get(key)
-    if (w === undefined) {
-      w = { count: 1, startedAt: now }
-      lru.set(key, w)
-    } else if (w.startedAt + this.windowMs <= now) {
-      w.count = 1
-      w.startedAt = now
-    } else {
-      w.count++
-    }
-    return w
-  }
-
-  /** Milliseconds left of window `w`. */
-  left (w: Window): number {
-    return this.windowMs - (Date.now() - w.startedAt)
-  }
-}
-
-/**
- * Counts in Redis while it answers (the plugin's Redis store, its Lua script), else in this
- * process's memory (LocalWindows). A Redis outage therefore never fails or delays a request
- * (every command fails fast: no offline queue, no retries, short timeouts, and after a failure
- * Redis is left alone for BREAKER_OPEN_MS); the limit only becomes per instance until Redis is back.
- */
-class SharedCount {
-  private warned = false
-  private openUntil = 0
-  constructor (
-    readonly local: LocalWindows,
-    private readonly redis: Redis | null,
-    private readonly remote: Limiter | null,
-    private readonly log: FastifyBaseLogger
-  ) {}
-
-  /** Whether this request is counted in Redis (else in memory, synchronously). */
-  shared (): boolean {
-    return this.redis !== null && this.redis.status === 'ready' && Date.now() >= this.openUntil
-  }
-
-  /** The count in Redis, or null when Redis failed (then the request is counted in memory). */
-  async inRedis (req: FastifyRequest): Promise<Awaited<ReturnType<Limiter>> | null> {
+async function fallbackLimiter (app: FastifyInstance, redis: Redis | null, shared: LimiterOptions, prefix: string, log: FastifyBaseLogger): Promise<Limiter> {
+  const local = await limiter(app, { ...shared, cache: LOCAL_KEYS })
+  if (redis === null) return local
+  const remote = await limiter(app, { ...shared, redis, nameSpace: prefix, skipOnError: false })
+  let warned = false
+  let openUntil = 0
+  return async (req, callOptions) => {
+    if (redis.status !== 'ready' || Date.now() < openUntil) return await local(req, callOptions)
     try {
-      const r = await this.remote!(req)
-      this.warned = false
+      const r = await remote(req, callOptions)
+      warned = false
       return r
     } catch (err) {
       // A Redis that holds the connection but never answers would otherwise cost every request
       // the command timeout; after it failed once, only one request every BREAKER_OPEN_MS tries it.
-      this.openUntil = Date.now() + BREAKER_OPEN_MS
-      if (!this.warned) this.log.warn({ err }, 'rate limit: Redis failed; counting in memory, per instance, until it answers')
-      this.warned = true
-      return null
+      openUntil = Date.now() + BREAKER_OPEN_MS
+      if (!warned) log.warn({ err }, 'rate limit: Redis failed; counting in memory, per instance, until it answers')
+      warned = true
+      return await local(req, callOptions)
     }
   }
 }
@@ -179,39 +130,18 @@ export const rateLimitPlugin = fp(async function rateLimits (app: FastifyInstanc
   })
 
   const keyGenerator = (req: FastifyRequest) => req.principal !== null ? `p:${req.principal.subject}` : `a:${req.ip}`
-  const remote = redis === null
-    ? null
-    : await limiter(app, { max, timeWindow: windowS * 1000, keyGenerator, redis, nameSpace: `${opts.config.redisKeyPrefix}rl:`, skipOnError: false })
-  const counter = new SharedCount(new LocalWindows(windowS * 1000), redis, remote, log)
+  const limit = await fallbackLimiter(app, redis, { max, timeWindow: windowS * 1000, keyGenerator }, `${opts.config.redisKeyPrefix}rl:`, log)
   const policy = policyHeader(max, windowS)
 
-  /** Sets the headers of a count; the error past the limit. `ttlS`: seconds left of the window. */
-  function answer (reply: FastifyReply, remaining: number, ttlS: number, exceeded: boolean): AppError | undefined {
-    const resetS = ttlS > 0 ? ttlS : windowS
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    if (EXEMPT_ROUTES.has(routeOf(req).url ?? '')) return
+    const r = await limit(req)
+    if (r.isAllowed) return
+    const resetS = r.ttlInSeconds > 0 ? r.ttlInSeconds : windowS
     reply.header('ratelimit-policy', policy)
-    reply.header('ratelimit', limitHeader(remaining, resetS))
-    if (!exceeded) return undefined
-    return new AppError('RATE_LIMITED', `The limit of ${max} requests per ${windowS} s is used up. Retry in ${resetS} s.`, { headers: { 'retry-after': String(resetS) } })
-  }
-
-  function inMemory (req: FastifyRequest, reply: FastifyReply): AppError | undefined {
-    const w = counter.local.hit(req)
-    return answer(reply, Math.max(0, max - w.count), Math.ceil(counter.local.left(w) / 1000), w.count > max)
-  }
-
-  // A callback hook: counting in memory needs no promise, and most requests count in memory.
-  app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-    if (EXEMPT_ROUTES.has(routeOf(req).url ?? '')) {
-      done()
-      return
+    reply.header('ratelimit', limitHeader(r.remaining, resetS))
+    if (r.isExceeded) {
+      throw new AppError('RATE_LIMITED', `The limit of ${max} requests per ${windowS} s is used up. Retry in ${resetS} s.`, { headers: { 'retry-after': String(resetS) } })
     }
-    if (!counter.shared()) {
-      done(inMemory(req, reply))
-      return
-    }
-    counter.inRedis(req).then(r => {
-      if (r === null) done(inMemory(req, reply))
-      else done(r.isAllowed ? undefined : answer(reply, r.remaining, r.ttlInSeconds, r.isExceeded))
-    }, done)
   })
 }, { name: 'rate-limit', dependencies: ['auth'] })
