@@ -1,5 +1,5 @@
 import { AppError } from '../../errors.ts'
-import './content-problems.ts'
+import './problems.ts'
 import { renderContent } from './markdown.ts'
 import { publishedAtAfter } from './published-at.ts'
 import { deriveSlug } from './slug.ts'

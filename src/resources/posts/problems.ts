@@ -1,6 +1,6 @@
 import { registerProblems } from '../../errors-i18n.ts'
 
-declare module '../../errors.ts' { interface ResourceProblems { POST_NOT_FOUND: true, REVISION_NOT_FOUND: true } }
+declare module '../../errors.ts' { interface ResourceProblems { POST_NOT_FOUND: true, REVISION_NOT_FOUND: true, SLUG_TAKEN: true } }
 
 registerProblems({
   POST_NOT_FOUND: {
@@ -21,6 +21,16 @@ registerProblems({
       de: { title: 'Revision nicht gefunden', detail: 'Dieser Beitrag hat keine Revision mit dieser Nummer (es gab sie nie, oder sie wurde verworfen), oder Sie dürfen seine Revisionen nicht sehen.' },
       fr: { title: 'Révision introuvable', detail: 'Cet article n’a pas de révision portant ce numéro (elle n’a jamais existé ou a été élaguée), ou vous ne pouvez pas voir ses révisions.' },
       es: { title: 'Revisión no encontrada', detail: 'Esta entrada no tiene ninguna revisión con este número (nunca existió o se descartó), o no puede ver sus revisiones.' },
+    },
+  },
+  SLUG_TAKEN: {
+    status: 409,
+    title: 'Slug taken',
+    detail: 'Another post holds this slug, as its own or as an old one it was renamed from. Choose another.',
+    translations: {
+      de: { title: 'Slug vergeben', detail: 'Ein anderer Beitrag trägt diesen Slug, als eigenen oder als früheren. Wählen Sie einen anderen.' },
+      fr: { title: 'Slug déjà pris', detail: 'Un autre article porte ce slug, comme le sien ou comme un ancien. Choisissez-en un autre.' },
+      es: { title: 'Slug ocupado', detail: 'Otra entrada tiene este slug, como propio o como uno anterior. Elija otro.' },
     },
   },
 })
