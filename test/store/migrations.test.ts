@@ -52,6 +52,9 @@ for (const kind of await storeKinds()) {
         assert.deepEqual(await applied(store), plan.order, 'then the later ones, in the plan\'s order')
         const post = await store.posts.findById(1, admin)
         assert.deepEqual([post?.title, post?.content, post?.status, post?.author, post?.createdAt], ['kept', 'as it was', 'draft', 'alice', at])
+        // posts/0002-editorial starts the history of a post written before revisions with what it is.
+        const history = await sql<{ number: number, title: string, status: string, slug: string, editor: string }>`SELECT number, title, status, slug, editor FROM post_revisions WHERE post_id = 1`.execute(store.db)
+        assert.deepEqual(history.rows.map(r => ({ ...r, number: Number(r.number) })), [{ number: 1, title: 'kept', status: 'draft', slug: 'kept', editor: 'alice' }])
         assert.deepEqual(await store.orders.find(order.id, admin), order)
         assert.deepEqual(await store.exports.findById(job.id, 'root'), job)
         assert.equal(await store.events.lastId(), 0, 'the event log, made by core/0001-events, is there')
