@@ -1,14 +1,33 @@
-import { Socket } from 'node:net'
+import { type AddressInfo, Socket } from 'node:net'
 import underPressure from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { loopStalledMs } from '../loop-stalls.ts'
+import { acceptQueueReader } from './accept-queue.ts'
 import { unavailable } from './problems.ts'
 import { isLongLived } from './route.ts'
 
 /** How often under-pressure samples the event-loop delay (its default). */
 const SAMPLE_INTERVAL_MS = 1000
+/**
+ * How often the accept queue is looked at during a turn that serves a burst (each look reads the
+ * kernel's socket table, ~0.7 ms): a connection's wait is undercounted by at most this much more
+ * than the request in hand.
+ */
+const LOOK_EVERY_MS = 25
+/**
+ * How long after a burst's first connection the connections that join it still count as its
+ * opening batch, opened at once with it (a client pool; wrk opens its 64 within a millisecond).
+ */
+const OPENING_MS = 20
+/**
+ * A look that finds at least POOL_MIN connections joined since the last, at POOL_PER_MS a
+ * millisecond or more, finds a pool opened at once: they keep the discount too (an open loop at
+ * twice the capacity opens a few a turn).
+ */
+const POOL_MIN = 8
+const POOL_PER_MS = 0.5
 /** Probes must tell "overloaded" apart from "dead", so load shedding (and the store's circuit) leaves them alone. */
 export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'])
 
@@ -20,6 +39,9 @@ const STALLED_AT = Symbol('stalledAt')
 const ANSWERED = Symbol('answered')
 const BURST = Symbol('burst')
 const SOCKET_IN_FLIGHT = Symbol('socketInFlight')
+const SEEN_AT = Symbol('seenAt')
+const SEEN_STALLED = Symbol('seenStalled')
+const ACCEPTED_IN = Symbol('acceptedIn')
 
 /** A request as shedding sees it: what it waited, whether it counts as in flight, and where. */
 type Tracked = FastifyRequest & {
@@ -34,7 +56,23 @@ type Tracked = FastifyRequest & {
  * (which run of turns that took a connection from the accept queue accepted it), and how many of
  * its requests count as in flight (-1 once it has closed: none of them do any longer).
  */
-type TrackedSocket = Socket & { [ANSWERED]?: boolean, [BURST]?: number, [SOCKET_IN_FLIGHT]?: number }
+type TrackedSocket = Socket & {
+  [ANSWERED]?: boolean
+  [BURST]?: number
+  [SOCKET_IN_FLIGHT]?: number
+  /** When the accept queue was first seen holding this connection, and the loop's disk syncs then. */
+  [SEEN_AT]?: number
+  [SEEN_STALLED]?: number
+  /** The turn (of those counted) in which it was accepted. */
+  [ACCEPTED_IN]?: number
+}
+
+/**
+ * A look at the accept queue: every connection up to the `reach`-th accepted was in it `at` that
+ * moment; `opening` when the look was part of its burst's opening (the connections first seen by
+ * it came with the burst's first).
+ */
+interface Sighting { reach: number, at: number, stalled: number, opening: boolean }
 
 /** Whether load shedding leaves the request alone (a probe): decided once, read by every shedding hook. */
 function exemptFromShedding (req: Tracked): boolean {
@@ -66,7 +104,15 @@ function overloaded (why: string) {
  *   (the same burst). A client pool that opens its connections at once is accepted one per turn,
  *   each turn serving every connection of the pool already in, so its last connection waits
  *   ~C²/2 requests to be accepted though the pool's first requests are C requests of work; a flood
- *   of one-request connections, or of new connections beside kept-alive load, still counts whole;
+ *   of one-request connections, or of new connections beside kept-alive load, still counts whole.
+ *   That discount is for a pool opened at once only: where the kernel's accept queue can be read
+ *   (Linux, src/http/accept-queue.ts), the queue is looked at while a burst's own connections come
+ *   back for more, so each connection is known to have waited at least since the first look that
+ *   counted it. Connections that came with the burst's first (its opening: its second accept and
+ *   any within OPENING_MS), or many at once (a pool opened mid-burst), keep the discount; the rest,
+ *   connections that kept arriving one by one while the queue stood (an open loop's), count from
+ *   that look: without it they were read up to 2 s after they arrived and served as if they had
+ *   waited under the bound;
  * - and never before the last moment the loop waited idle for I/O (nothing was pending then).
  * Past OVERLOAD_MAX_WAIT_MS (checked again before the handler, body read time excluded) the
  * request is answered 503 at once, which costs far less than serving it, so the queues drain and
@@ -120,6 +166,23 @@ export class LoadShedder {
   private stalledAtTurnBeforeLast = 0
   private stalledAtLastTurn = 0
   private stalledAtQueueEmpty = 0
+  /** Turns of the loop counted (those that ended with endTurn). */
+  private turns = 0
+  /** Connections accepted so far: the index of the last one. */
+  private accepts = 0
+  /**
+   * The length of the kernel's accept queue now (src/http/accept-queue.ts), where it can be read:
+   * looked at on each accept while a burst's own connections come back for more requests.
+   */
+  queueLength: (() => number | undefined) | undefined
+  /** This burst's looks at the accept queue, by increasing reach. */
+  private sightings: Sighting[] = []
+  /** How many connections this burst has accepted, and when it accepted its first. */
+  private burstAccepts = 0
+  private burstStartedAt = 0
+  /** When the accept queue was last looked at, and the reach it saw then. */
+  private lookedAt = -Infinity
+  private lookedReach = 0
 
   constructor (readonly maxWaitMs: number, readonly maxInFlight: number) {}
 
@@ -137,7 +200,10 @@ export class LoadShedder {
       this.stalledAtQueueEmpty = this.stalledAtLastTurn
       this.burst++
       this.burstOwnMs = 0
+      this.burstAccepts = 0
+      if (this.sightings.length > 0) this.sightings = []
     }
+    this.turns++
     this.accepted = false
     this.turnBeforeLastEnd = this.lastTurnEnd
     this.lastTurnEnd = end
@@ -170,7 +236,42 @@ export class LoadShedder {
     if (this.maxWaitMs === 0) return
     this.accepted = true
     socket[BURST] = this.burst
+    socket[ACCEPTED_IN] = this.turns
     this.markTurn()
+    const now = performance.now()
+    if (this.burstAccepts++ === 0) this.burstStartedAt = now
+    // Marks the connection with the first look that saw it waiting, unless that look was part of
+    // the burst's opening (a pool opened at once keeps the discount above).
+    const index = ++this.accepts
+    while (this.sightings.length > 0 && this.sightings[0]!.reach < index) this.sightings.shift()
+    const seen = this.sightings[0]
+    if (seen !== undefined && !seen.opening) {
+      socket[SEEN_AT] = seen.at
+      socket[SEEN_STALLED] = seen.stalled
+    }
+    // The opening: the burst's second accept (its first is a burst of one, the common case, and
+    // costs no look), and any within OPENING_MS of its first.
+    const opening = this.burstAccepts === 2 || (this.burstAccepts > 2 && now - this.burstStartedAt <= OPENING_MS)
+    if (opening || (this.burstOwnMs > 0 && now - this.lookedAt >= LOOK_EVERY_MS)) this.look(now, opening)
+  }
+
+  /**
+   * Looks at the accept queue, where it can be read: every connection up to the accepted count
+   * plus the queue's length was waiting by now.
+   */
+  private look (now: number, opening: boolean): void {
+    if (this.queueLength === undefined) return
+    const waiting = this.queueLength()
+    if (waiting === undefined) return
+    const reach = this.accepts + waiting
+    const last = Math.max(this.lookedReach, this.accepts)
+    // A pool opened at once in the middle of a burst (a client that connects while the
+    // connections of one that left are still being accepted): many at once since the last look.
+    const joined = reach - last
+    const pool = joined >= POOL_MIN && joined >= (now - this.lookedAt) * POOL_PER_MS
+    this.lookedAt = now
+    this.lookedReach = reach
+    if (joined > 0) this.sightings.push({ reach, at: now, stalled: loopStalledMs(), opening: opening || pool })
   }
 
   /** Records how long a request read from `socket` has waited, at the moment it is read. */
@@ -186,6 +287,9 @@ export class LoadShedder {
       }
     }
     this.markTurn()
+    // Between accepts, too: a turn can be long, and a connection that arrives during it is
+    // counted from the next look that sees it.
+    if (this.burstOwnMs > 0 && now - this.lookedAt >= LOOK_EVERY_MS) this.look(now, false)
     const stalled = loopStalledMs()
     req[STALLED_AT] = stalled
     const sinceTurn = this.waitedSince(now, stalled, this.turnBeforeLastEnd, this.stalledAtTurnBeforeLast)
@@ -194,7 +298,14 @@ export class LoadShedder {
       req[WAITED] = sinceTurn
       if (socket[BURST] === this.burst) this.turnBurstRequests++
     } else {
-      req[WAITED] = Math.max(sinceTurn, this.waitedSince(now, stalled, this.acceptQueueEmptyAt, this.stalledAtQueueEmpty) - this.burstOwnMs)
+      let waited = Math.max(sinceTurn, this.waitedSince(now, stalled, this.acceptQueueEmptyAt, this.stalledAtQueueEmpty) - this.burstOwnMs)
+      // Seen waiting in the accept queue after the burst's opening batch, and read in the turn
+      // after it was accepted (so its bytes were there): it waited at least since it was seen.
+      const seenAt = socket[SEEN_AT]
+      if (seenAt !== undefined && this.turns <= socket[ACCEPTED_IN]! + 1) {
+        waited = Math.max(waited, this.waitedSince(now, stalled, seenAt, socket[SEEN_STALLED]!))
+      }
+      req[WAITED] = waited
     }
   }
 
@@ -259,6 +370,20 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
   const shedder = new LoadShedder(config.overloadMaxWaitMs, config.overloadMaxInFlight)
   if (shedder.maxWaitMs === 0 && shedder.maxInFlight === 0) return
   app.server.on('connection', (socket: TrackedSocket) => { shedder.connected(socket) })
+  if (shedder.maxWaitMs > 0) {
+    let reader: ReturnType<typeof acceptQueueReader>
+    app.server.once('listening', () => {
+      const address = app.server.address()
+      if (address === null || typeof address === 'string') return
+      reader = acceptQueueReader(address as AddressInfo)
+      shedder.queueLength = reader?.read
+    })
+    app.addHook('onClose', (_app, done) => {
+      shedder.queueLength = undefined
+      reader?.close()
+      done()
+    })
+  }
   // Hooks with a callback, not async, like the deadline's: they run on every request.
   app.addHook('onRequest', (req: Tracked, reply, done) => {
     const socket = req.raw.socket

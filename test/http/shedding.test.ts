@@ -321,9 +321,10 @@ describe('shedding at twice the capacity, at the default OVERLOAD_MAX_WAIT_MS', 
     assert.deepEqual(load.statuses, { 200: answered }, `slowest ${Math.round(load.slowest)} ms`)
   })
 
-  // Issue 27, item 6, is not met on every run yet: on a quiet machine the answered p99 reached
-  // 1.97 s against this 1.1 s bound. Kept running and reported as a todo, not dropped, until it is.
-  it('keeps what it answers fast (p99 within twice the bound) and lets nothing time out', { todo: 'answered p99 not yet bounded on every run (issue 27, item 6)' }, async () => {
+  // Issue 27, item 6. New connections are the open loop's queue: libuv takes one from the kernel's
+  // accept queue per turn of the loop, and without a look at that queue their wait was discounted
+  // as a pool's ramp (p99 1.97 s here against this 1.1 s bound, on a quiet machine).
+  it('keeps what it answers fast (p99 within twice the bound) and lets nothing time out', async () => {
     // The capacity, measured in this run: a closed loop that keeps the loop busy.
     const capacityRun = await closedLoop(port, 4, 1500, '/test/busy')
     const capacity = (capacityRun.statuses['200'] ?? 0) / 1.5
@@ -335,7 +336,8 @@ describe('shedding at twice the capacity, at the default OVERLOAD_MAX_WAIT_MS', 
     assert.equal(load.timedOut, 0)
     assert.ok(served.length > 0 && shed > 0, JSON.stringify(load.statuses))
     assert.deepEqual(Object.keys(load.statuses).filter(s => s !== '200' && s !== '503'), [])
-    // Before (OVERLOAD_MAX_WAIT_MS=2000): answered p99 4.3 s here, 5.4 s in the probe of issue 27.
+    // Before (OVERLOAD_MAX_WAIT_MS=2000): answered p99 4.3 s here, 5.4 s in the probe of issue 27;
+    // at 500 without a look at the accept queue, ~2.0 s (new connections counted as a pool's ramp).
     // The bound: twice the wait bound (1 s at the defaults), plus what this machine added to a
     // request of the capacity run (a closed loop that queues nothing), so a busy machine's noise
     // does not fail it.
@@ -345,7 +347,7 @@ describe('shedding at twice the capacity, at the default OVERLOAD_MAX_WAIT_MS', 
       test: `Open loop at twice the capacity (defaults: OVERLOAD_MAX_WAIT_MS=${waitMs})`,
       injected: `${Math.round(2 * capacity)} requests/s for ${SECONDS} s of ${WORK_MS} ms of CPU each, twice the capacity measured in the same run (${Math.round(capacity)}/s), from another process`,
       count: load.sent,
-      result: `${served.length} served (p50 ${Math.round(quantile(served, 0.5))} ms, p99 ${Math.round(p99)} ms, max ${Math.round(quantile(served, 1))} ms), ${shed} shed with 503, ${load.timedOut} timed out (before: p99 4.3 s at OVERLOAD_MAX_WAIT_MS=2000)`,
+      result: `${served.length} served (p50 ${Math.round(quantile(served, 0.5))} ms, p99 ${Math.round(p99)} ms, max ${Math.round(quantile(served, 1))} ms), ${shed} shed with 503, ${load.timedOut} timed out (before: p99 4.3 s at OVERLOAD_MAX_WAIT_MS=2000, 2.0 s at 500 without looking at the accept queue)`,
     })
   })
 })
