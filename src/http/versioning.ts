@@ -11,7 +11,7 @@ export type ApiVersion = typeof API_VERSIONS[number]
 
 /**
  * The name of a representation's identifier in `version` (contract §8): `id` in version 1,
- * `<thing>Id` from version 2 on (`order` → `orderId`).
+ * `<thing>Id` from version 2 on (`ticket` → `ticketId`).
  */
 export function idNameOf (version: ApiVersion, thing: string): string {
   return version === 1 ? 'id' : `${thing}Id`
@@ -34,7 +34,7 @@ export type Negotiation =
 const PATH_VERSION = /^\/v(\d+)(?=\/|$|\?)/
 const VENDOR = /^application\/vnd\.blog\.v(\d+)\+json$/
 
-/** `/v2` for `/v2/posts?…`, '' for an unprefixed path. */
+/** `/v2` for `/v2/things?…`, '' for an unprefixed path. */
 export function pathVersionPrefix (url: string): string {
   return PATH_VERSION.exec(url)?.[0] ?? ''
 }
@@ -94,7 +94,7 @@ export function negotiate (url: string, accept: string | undefined): Negotiation
       else unknownVendor = true
       continue
     }
-    // application/x-ndjson: what an export's file is; text/event-stream: the change stream (GET /events).
+    // application/x-ndjson: a file of rows, one per line; text/event-stream: a change stream.
     // The version then comes from the path or is 1.
     const specificity = mt === 'application/json' || mt === 'application/x-ndjson' || mt === 'text/event-stream' ? 3 : mt === 'application/*' ? 2 : mt === '*/*' ? 1 : 0
     if (specificity === 0) continue
@@ -128,7 +128,7 @@ const MAX_NEGOTIATED = 256
 let negotiatedCount = 0
 
 function negotiateOnce (url: string, accept: string | undefined): Negotiation {
-  // Only a version prefix in the path matters: `/v2/posts/7` and `/v2/posts` share an answer.
+  // Only a version prefix in the path matters: `/v2/things/7` and `/v2/things` share an answer.
   const prefix = url.charCodeAt(1) === 118 /* v */ ? pathVersionPrefix(url) : ''
   let byAccept = negotiated.get(prefix)
   let answer = byAccept?.get(accept)
