@@ -112,7 +112,7 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Blog Post Service', version: '1.0.0', description: apiDescription() },
+      info: { title: 'Blog Post Service', version: '1.0.0', description: apiDescription(resources) },
       tags: [
         ...resources.map(r => ({ name: r.name, description: r.description })),
         { name: 'index', description: 'Entry points' },

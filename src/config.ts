@@ -102,7 +102,8 @@ export interface Config extends ResourceSettings {
   readonly bodyLimitBytes: number
   readonly corsOrigins: readonly string[]
   readonly trustProxy: boolean
-  readonly versions: Readonly<Record<1 | 2, VersionDates>>
+  /** Each API version's dates, by version (which versions there are is src/http/versioning.ts's to say). */
+  readonly versions: Readonly<Record<number, VersionDates>>
   /** Set only by tests and benchmarks: skip creating the first admin key. */
   readonly bootstrapAdminKey: boolean
 }
@@ -250,7 +251,7 @@ function date (env: Env, name: string): Date | null {
   return d
 }
 
-function versionDates (env: Env, n: 1 | 2): VersionDates {
+function versionDates (env: Env, n: number): VersionDates {
   const deprecatedAt = date(env, `API_V${n}_DEPRECATED_AT`)
   const sunsetAt = date(env, `API_V${n}_SUNSET_AT`)
   if (sunsetAt && deprecatedAt && sunsetAt < deprecatedAt) {
@@ -280,14 +281,15 @@ function metrics (env: Env, apiPort: number, apiHost: string): Config['metrics']
 }
 
 /**
- * Reads every setting from the environment (the only place it is read), the core's and then each
- * of `sections`, checks it, and returns a frozen Config. Throws ConfigError naming the first bad
- * setting. src/context.ts's loadConfig passes the registry's resources' sections.
+ * Reads every setting from the environment (the only place it is read), the core's, the dates of
+ * each of `versions`, and then each of `sections`, checks it, and returns a frozen Config. Throws
+ * ConfigError naming the first bad setting. src/context.ts's loadConfig passes the API's versions
+ * and the registry's resources' sections.
  *
  * @example
- * const config = readConfig({ PORT: '8080', DATABASE_URL: 'postgres://localhost/blog' }, [])
+ * const config = readConfig({ PORT: '8080', DATABASE_URL: 'postgres://localhost/blog' }, [], [1, 2])
  */
-export function readConfig (env: Env, sections: readonly SettingsSection[]): Config {
+export function readConfig (env: Env, sections: readonly SettingsSection[], versions: readonly number[]): Config {
   const dataDir = path.resolve(str(env, 'DATA_DIR') ?? './data')
   const dbRaw = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:', 'sqlite:'])
   if (dbRaw !== null && dbRaw.startsWith('sqlite:') && dbRaw.slice('sqlite:'.length).trim() === '') {
@@ -378,7 +380,7 @@ export function readConfig (env: Env, sections: readonly SettingsSection[]): Con
     bodyLimitBytes: 1024 * 1024,
     corsOrigins,
     trustProxy: bool(env, 'TRUST_PROXY', false),
-    versions: Object.freeze({ 1: versionDates(env, 1), 2: versionDates(env, 2) }),
+    versions: Object.freeze(Object.fromEntries(versions.map(n => [n, versionDates(env, n)]))),
     bootstrapAdminKey: bool(env, 'BOOTSTRAP_ADMIN_KEY', true),
   }
   // Then each resource's section, checked the same way, under its name.

@@ -3,6 +3,7 @@ import { type Config, type Env, readConfig } from './config.ts'
 import { Authenticator } from './http/auth.ts'
 import { CursorCodec } from './http/paging.ts'
 import type { Resource } from './http/resources.ts'
+import { API_VERSIONS } from './http/versioning.ts'
 import { RESOURCES } from './registry.ts'
 import type { StoreModule } from './store/module.ts'
 import { openStore as openStoreWith } from './store/open-store.ts'
@@ -33,7 +34,7 @@ export interface AppContext {
  * const config = loadConfig({ PORT: '8080', DATABASE_URL: 'postgres://localhost/blog' })
  */
 export function loadConfig (env: Env = process.env, resources: readonly Resource[] = RESOURCES): Config {
-  return readConfig(env, resources.flatMap(r => r.settings ?? []))
+  return readConfig(env, resources.flatMap(r => r.settings ?? []), API_VERSIONS)
 }
 
 /** What a test (or a tool) may supply instead of what the settings make. */

@@ -9,7 +9,7 @@ import type { StoreModule } from '../store/module.ts'
 import type { ListPage, ListQuery, Repositories, Store } from '../store/store.ts'
 import { declareRepresentation } from './conditional.ts'
 import type { CursorCodec } from './paging.ts'
-import { API_VERSIONS, type ApiVersion, vendorMediaType } from './versioning.ts'
+import { API_VERSIONS, type ApiVersion, DEFAULT_VERSION, vendorMediaType } from './versioning.ts'
 
 /** What a resource's routes get for the version they are registered for. */
 export interface ResourceContext {
@@ -130,7 +130,7 @@ export async function registerResources (app: FastifyInstance, opts: ResourcesOp
   for (const resource of opts.resources) await resource.unversionedRoutes?.(app, { config: opts.config, store: opts.store })
   for (const version of API_VERSIONS) {
     for (const prefix of ['', `/v${version}`]) {
-      const documented = prefix === '' ? version === 1 : version !== 1
+      const documented = prefix === '' ? version === DEFAULT_VERSION : version !== DEFAULT_VERSION
       const produces = ['application/json', vendorMediaType(version)]
       const ctx: ResourceContext = {
         version,

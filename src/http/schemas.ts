@@ -113,7 +113,7 @@ const header = (description: string, schema: Json = { type: 'string', maxLength:
 /** What every conditional read, and every write's answer, says about its representation (contract §4). */
 const VALIDATOR_HEADERS = {
   ETag: header('The representation\'s entity tag (weak for lists): send it back in `If-None-Match` (304 when unchanged) or `If-Match` (412 when changed).', { type: 'string', maxLength: 100 }),
-  'Cache-Control': header('`public, max-age=60, stale-while-revalidate=300` for published posts read anonymously; `private, no-store` otherwise.', { type: 'string', maxLength: 100 }),
+  'Cache-Control': header('`public, max-age=60, stale-while-revalidate=300` for what everyone may read, read without credentials; `private, no-store` otherwise.', { type: 'string', maxLength: 100 }),
 }
 const LAST_MODIFIED = { 'Last-Modified': header('When the resource last changed (HTTP date); `If-Modified-Since` and `If-Unmodified-Since` compare with it.', { type: 'string', maxLength: 40 }) }
 const PAGE_HEADERS = {
