@@ -63,3 +63,37 @@ for (const kind of await storeKinds()) {
     })
   })
 }
+
+for (const kind of await storeKinds()) {
+  describe(`migrating a database made before tags kept their posts' order (posts/0003-tag-order) [${kind}]`, () => {
+    let db: Awaited<ReturnType<typeof freshDatabase>>
+    let t: TestApp
+    before(async () => {
+      db = await freshDatabase(kind)
+      const store = await openStore(loadConfig({ DATABASE_URL: db.url, DATA_DIR: db.dataDir })) as KyselyStore
+      const result = await new Migrator({ db: store.db, ...migratorProps(store.migrationPlan()) }).migrateTo('posts/0002-editorial')
+      assert.equal(result.error, undefined)
+      // Tagged posts as that schema held them: post_tags without an order. Created out of id order.
+      const at = ['2026-01-03T00:00:00.000Z', '2026-01-01T00:00:00.000Z', '2026-01-04T00:00:00.000Z', '2026-01-02T00:00:00.000Z']
+      for (const [i, created] of at.entries()) {
+        const ts = kind === 'postgres' ? sql`${created}::timestamptz` : sql`${created}`
+        await sql`INSERT INTO posts (title, content, status, author, created_at, updated_at, revision, slug, tags, excerpt, content_html, published_at)
+          VALUES (${`Post ${i}`}, '', 'published', 'alice', ${ts}, ${ts}, 1, ${`post-${i}`}, '["Kept"]', '', '', ${ts})`.execute(store.db)
+        await sql`INSERT INTO post_tags (post_id, tag_key, name) VALUES (${i + 1}, 'kept', 'Kept')`.execute(store.db)
+      }
+      await store.close()
+      t = await buildTestApp(kind, {}, { url: () => db.url })
+    })
+    after(async () => {
+      await t.close()
+      await db.drop()
+    })
+
+    it('lists a tag of posts written before it in created_at order, both ways, as the whole list does', async () => {
+      const ids = async (query: string) => (json(await t.request({ method: 'GET', url: `/posts?${query}` })) as { id: number }[]).map(p => p.id)
+      assert.deepEqual(await ids('tag=kept'), [3, 1, 4, 2])
+      assert.deepEqual(await ids('tag=kept&sort=created_at'), [2, 4, 1, 3])
+      assert.deepEqual(await ids('tag=kept'), await ids(''))
+    })
+  })
+}
