@@ -14,10 +14,9 @@ import { performance } from 'node:perf_hooks'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { buildApp } from '../src/app.ts'
-import { loadConfig } from '../src/config.ts'
 import { CursorCodec } from '../src/http/paging.ts'
 import type { KyselyStore } from '../src/store/kysely-store.ts'
-import { createContext, openStore } from '../src/context.ts'
+import { createContext, loadConfig, openStore } from '../src/context.ts'
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000)
 const KIND = process.env.BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite'

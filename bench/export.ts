@@ -20,10 +20,9 @@ import { fileURLToPath } from 'node:url'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { buildApp } from '../src/app.ts'
-import { loadConfig } from '../src/config.ts'
 import { generateApiKey } from '../src/http/auth.ts'
 import type { KyselyStore } from '../src/store/kysely-store.ts'
-import { createContext, openStore } from '../src/context.ts'
+import { createContext, loadConfig, openStore } from '../src/context.ts'
 
 const KIND = process.env.BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite'
 const SIZES = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map(Number)

@@ -100,7 +100,7 @@ function seedSqlite (file: string, count: number): void {
                  strftime('%Y-%m-%dT%H:%M:%fZ', 1577836800 + i, 'unixepoch') AS at FROM seq)`).run(count, FILLER)
   if (trigger !== null) db.exec(trigger)
   db.exec('INSERT INTO post_slugs (slug, post_id) SELECT slug, id FROM posts')
-  db.exec(`INSERT INTO post_tags (post_id, tag_key, name) SELECT id, 'tag-' || (id % ${TAGS}), 'tag-' || (id % ${TAGS}) FROM posts`)
+  db.exec(`INSERT INTO post_tags (post_id, tag_key, name, created_at) SELECT id, 'tag-' || (id % ${TAGS}), 'tag-' || (id % ${TAGS}), created_at FROM posts`)
   db.exec('ANALYZE')
   db.pragma('wal_checkpoint(TRUNCATE)')
   db.close()
@@ -116,7 +116,7 @@ async function seedPostgres (url: string): Promise<void> {
     FROM (SELECT i, 'Post ' || i || ' ' || substr(md5(random()::text), 1, 8) AS title, 'Post number ' || i || '. ' || $2 AS content,
                  to_timestamp(1577836800 + i) AS at FROM generate_series(1, $1::int) AS i) AS s`, [POSTS, FILLER])
   await client.query('INSERT INTO post_slugs (slug, post_id) SELECT slug, id FROM posts')
-  await client.query(`INSERT INTO post_tags (post_id, tag_key, name) SELECT id, 'tag-' || (id % ${TAGS}), 'tag-' || (id % ${TAGS}) FROM posts`)
+  await client.query(`INSERT INTO post_tags (post_id, tag_key, name, created_at) SELECT id, 'tag-' || (id % ${TAGS}), 'tag-' || (id % ${TAGS}), created_at FROM posts`)
   await client.query('VACUUM ANALYZE post_tags')
   await client.query('VACUUM ANALYZE posts')
   await client.end()

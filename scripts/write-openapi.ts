@@ -2,8 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { buildApp } from '../src/app.ts'
-import { loadConfig } from '../src/config.ts'
-import { createContext, openStore } from '../src/context.ts'
+import { createContext, loadConfig, openStore } from '../src/context.ts'
 
 /**
  * Writes the OpenAPI document the service serves at /openapi.json, built by the app itself on a

@@ -36,6 +36,9 @@ import { healthRoutes } from './routes/system/health-routes.ts'
 import { IndexSchema, indexRoutes, VersionsSchema } from './routes/system/index-routes.ts'
 import type { Store } from './store/store.ts'
 
+/** The outbox's poll when no resource sets one. */
+const DEFAULT_OUTBOX_POLL_MS = 500
+
 export interface AppOptions {
   /** Overrides the logger built from `config.logLevel` (tests pass `false` or a stream). */
   logger?: FastifyServerOptions['logger']
@@ -109,7 +112,7 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Blog Post Service', version: '1.0.0', description: apiDescription() },
+      info: { title: 'Blog Post Service', version: '1.0.0', description: apiDescription(resources) },
       tags: [
         ...resources.map(r => ({ name: r.name, description: r.description })),
         { name: 'index', description: 'Entry points' },
@@ -129,7 +132,7 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   await app.register(requestLogPlugin)
   await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
 
-  await app.register(deliveriesPlugin, { config, store, metrics: context.metrics })
+  await app.register(deliveriesPlugin, { config, store, metrics: context.metrics, pollMs: outboxPollMs(context) })
   const jobs = new JobRunner(app.log)
   await registerResources(app, {
     resources,
@@ -147,6 +150,12 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true, validatorUrl: null } as never })
 
   return app
+}
+
+/** How often the webhook outbox looks for due deliveries: the shortest any resource asks for. */
+function outboxPollMs ({ config, resources }: AppContext): number {
+  const asked = resources.flatMap(r => r.outboxPollMs?.(config) ?? [])
+  return asked.length === 0 ? DEFAULT_OUTBOX_POLL_MS : Math.min(...asked)
 }
 
 /** Every resource's jobs, run from the app's start to its close. */

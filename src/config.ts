@@ -17,7 +17,15 @@ export interface VersionDates {
   readonly sunsetAt: Date | null
 }
 
-export interface Config {
+/**
+ * The sections resources add to the settings, each under its name (`config.editorial`): a
+ * resource declares its own with `declare module '…/config.ts' { interface ResourceSettings { … } }`
+ * and reads it with a SettingsSection it lists on itself (src/http/resources.ts).
+ */
+export interface ResourceSettings {}
+
+/** Every setting: the core's, and the sections of the resources it was loaded with. */
+export interface Config extends ResourceSettings {
   readonly port: number
   readonly host: string
   /** Where readers reach the service: the origin (and path prefix) of feed links, no trailing slash. */
@@ -52,25 +60,6 @@ export interface Config {
   readonly eventsRetentionH: number
   /** How often the event stream and the fan-out to subscriptions look for new events (EVENTS_POLL_MS). */
   readonly eventsPollMs: number
-  readonly exports: {
-    /** Finished exports and their files are deleted this many days after they finished. */
-    readonly retentionDays: number
-    /** How long a worker's claim on a job lasts without being renewed. */
-    readonly leaseMs: number
-    /** Runs a job may start (a restart or a failure ends one) before it is failed. */
-    readonly maxAttempts: number
-    /** How often an idle worker looks for jobs and due webhooks. */
-    readonly pollMs: number
-  }
-  readonly editorial: {
-    /** REVISIONS_KEEP: the newest revisions of each post that are kept (older ones are pruned). */
-    readonly revisionsKeep: number
-    /**
-     * The longest the scheduler sleeps without looking at the schedule again; it otherwise wakes
-     * for the next due time, or when a unit of work on any instance changes the schedule.
-     */
-    readonly scheduleRescanMs: number
-  }
   readonly auth: {
     readonly jwtSecret: string | null
     readonly jwtPublicKey: string | null
@@ -113,7 +102,8 @@ export interface Config {
   readonly bodyLimitBytes: number
   readonly corsOrigins: readonly string[]
   readonly trustProxy: boolean
-  readonly versions: Readonly<Record<1 | 2, VersionDates>>
+  /** Each API version's dates, by version (which versions there are is src/http/versioning.ts's to say). */
+  readonly versions: Readonly<Record<number, VersionDates>>
   /** Set only by tests and benchmarks: skip creating the first admin key. */
   readonly bootstrapAdminKey: boolean
 }
@@ -157,6 +147,52 @@ function url (env: Env, name: string, protocols: string[]): string | null {
     throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`)
   }
   return raw
+}
+
+/**
+ * The raw environment, read only through the checks every setting gets: a bad value throws a
+ * ConfigError naming it. A resource's SettingsSection reads its settings with it.
+ */
+export interface SettingsReader {
+  /** A whole number in [min, max]; `def` when unset. */
+  int (name: string, def: number, min: number, max: number): number
+  /** 1/true/yes or 0/false/no; `def` when unset. */
+  bool (name: string, def: boolean): boolean
+  /** The trimmed text; null when unset or blank. */
+  str (name: string): string | null
+  /** One of `choices` (exactly); `def` when unset. */
+  choice<T extends string> (name: string, choices: readonly T[], def: T): T
+}
+
+/** One row of the README's configuration table: `| \`name\` | \`default\` | description |`. */
+export interface SettingRow {
+  readonly name: string
+  readonly default: string
+  readonly description: string
+}
+
+/**
+ * A resource's settings: read from the environment with the core's (one validation path, one
+ * ConfigError at start-up for a bad value), frozen into `config[name]`, and documented by `rows`
+ * (test/docs/readme.test.ts holds the README to them).
+ */
+export interface SettingsSection<K extends keyof ResourceSettings = keyof ResourceSettings> {
+  readonly name: K
+  read (env: SettingsReader): NonNullable<ResourceSettings[K]>
+  readonly rows: readonly SettingRow[]
+}
+
+function readerOf (env: Env): SettingsReader {
+  return {
+    int: (name, def, min, max) => int(env, name, def, min, max),
+    bool: (name, def) => bool(env, name, def),
+    str: name => str(env, name),
+    choice: (name, choices, def) => {
+      const raw = str(env, name) ?? def
+      if (!(choices as readonly string[]).includes(raw)) throw new ConfigError(name, `must be one of ${choices.join(', ')}, got "${raw}"`)
+      return raw as typeof def
+    },
+  }
 }
 
 /** RS256 needs an RSA key, ES256 a P-256 key; anything else could never verify a token. */
@@ -215,7 +251,7 @@ function date (env: Env, name: string): Date | null {
   return d
 }
 
-function versionDates (env: Env, n: 1 | 2): VersionDates {
+function versionDates (env: Env, n: number): VersionDates {
   const deprecatedAt = date(env, `API_V${n}_DEPRECATED_AT`)
   const sunsetAt = date(env, `API_V${n}_SUNSET_AT`)
   if (sunsetAt && deprecatedAt && sunsetAt < deprecatedAt) {
@@ -245,13 +281,15 @@ function metrics (env: Env, apiPort: number, apiHost: string): Config['metrics']
 }
 
 /**
- * Reads every setting from the environment, checks it, and returns a frozen Config.
- * Throws ConfigError naming the first bad setting.
+ * Reads every setting from the environment (the only place it is read), the core's, the dates of
+ * each of `versions`, and then each of `sections`, checks it, and returns a frozen Config. Throws
+ * ConfigError naming the first bad setting. src/context.ts's loadConfig passes the API's versions
+ * and the registry's resources' sections.
  *
  * @example
- * const config = loadConfig({ PORT: '8080', DATABASE_URL: 'postgres://localhost/blog' })
+ * const config = readConfig({ PORT: '8080', DATABASE_URL: 'postgres://localhost/blog' }, [], [1, 2])
  */
-export function loadConfig (env: Env = process.env): Config {
+export function readConfig (env: Env, sections: readonly SettingsSection[], versions: readonly number[]): Config {
   const dataDir = path.resolve(str(env, 'DATA_DIR') ?? './data')
   const dbRaw = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:', 'sqlite:'])
   if (dbRaw !== null && dbRaw.startsWith('sqlite:') && dbRaw.slice('sqlite:'.length).trim() === '') {
@@ -293,7 +331,7 @@ export function loadConfig (env: Env = process.env): Config {
 
   const port = int(env, 'PORT', 3000, 0, 65535)
   const apiHost = host(env)
-  return Object.freeze({
+  const core: Omit<Config, keyof ResourceSettings> = {
     port,
     host: apiHost,
     publicBaseUrl: publicBaseUrl(env, apiHost, port),
@@ -316,16 +354,6 @@ export function loadConfig (env: Env = process.env): Config {
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 2_000, 10, 3_600_000),
     eventsRetentionH: int(env, 'EVENTS_RETENTION_H', 72, 1, 24 * 365),
     eventsPollMs: int(env, 'EVENTS_POLL_MS', 500, 10, 2000),
-    exports: Object.freeze({
-      retentionDays: int(env, 'EXPORT_RETENTION_DAYS', 7, 1, 3650),
-      leaseMs: int(env, 'EXPORT_LEASE_MS', 30_000, 100, 3_600_000),
-      maxAttempts: int(env, 'EXPORT_MAX_ATTEMPTS', 3, 1, 100),
-      pollMs: int(env, 'EXPORT_POLL_MS', 500, 10, 60_000),
-    }),
-    editorial: Object.freeze({
-      revisionsKeep: int(env, 'REVISIONS_KEEP', 50, 1, 10_000),
-      scheduleRescanMs: int(env, 'SCHEDULE_RESCAN_MS', 60_000, 100, 3_600_000),
-    }),
     auth: Object.freeze({
       jwtSecret,
       jwtPublicKey,
@@ -352,7 +380,15 @@ export function loadConfig (env: Env = process.env): Config {
     bodyLimitBytes: 1024 * 1024,
     corsOrigins,
     trustProxy: bool(env, 'TRUST_PROXY', false),
-    versions: Object.freeze({ 1: versionDates(env, 1), 2: versionDates(env, 2) }),
+    versions: Object.freeze(Object.fromEntries(versions.map(n => [n, versionDates(env, n)]))),
     bootstrapAdminKey: bool(env, 'BOOTSTRAP_ADMIN_KEY', true),
-  })
+  }
+  // Then each resource's section, checked the same way, under its name.
+  const reader = readerOf(env)
+  const resourceSettings: Record<string, unknown> = {}
+  for (const section of sections) {
+    if (section.name in core || section.name in resourceSettings) throw new Error(`two parts of the settings are named ${section.name}`)
+    resourceSettings[section.name] = Object.freeze(section.read(reader))
+  }
+  return Object.freeze({ ...core, ...resourceSettings }) as Config
 }

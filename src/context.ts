@@ -1,8 +1,9 @@
 import { Registry } from 'prom-client'
-import type { Config } from './config.ts'
+import { type Config, type Env, readConfig } from './config.ts'
 import { Authenticator } from './http/auth.ts'
 import { CursorCodec } from './http/paging.ts'
 import type { Resource } from './http/resources.ts'
+import { API_VERSIONS } from './http/versioning.ts'
 import { RESOURCES } from './registry.ts'
 import type { StoreModule } from './store/module.ts'
 import { openStore as openStoreWith } from './store/open-store.ts'
@@ -23,6 +24,17 @@ export interface AppContext {
   readonly cursors: CursorCodec
   /** The app's Prometheus registry: requests, and the counters of background work. */
   readonly metrics: Registry
+}
+
+/**
+ * Every setting from the environment: the core's and each resource's section (the registry's
+ * resources unless given), checked; throws ConfigError naming the first bad one.
+ *
+ * @example
+ * const config = loadConfig({ PORT: '8080', DATABASE_URL: 'postgres://localhost/blog' })
+ */
+export function loadConfig (env: Env = process.env, resources: readonly Resource[] = RESOURCES): Config {
+  return readConfig(env, resources.flatMap(r => r.settings ?? []), API_VERSIONS)
 }
 
 /** What a test (or a tool) may supply instead of what the settings make. */

@@ -8,11 +8,11 @@ import { SignJWT } from 'jose'
 import pg from 'pg'
 import pino from 'pino'
 import { buildApp } from '../src/app.ts'
-import { type Config, loadConfig } from '../src/config.ts'
+import type { Config } from '../src/config.ts'
 import { generateApiKey } from '../src/http/auth.ts'
 import { buildMetricsApp } from '../src/http/metrics.ts'
 import { type Job, JobRunner } from '../src/jobs/job.ts'
-import { type AppContext, createContext, openStore } from '../src/context.ts'
+import { type AppContext, createContext, loadConfig, openStore } from '../src/context.ts'
 import type { Resource } from '../src/http/resources.ts'
 import type { Store } from '../src/store/store.ts'
 import { validateResponse } from './openapi-validator.ts'
@@ -149,7 +149,7 @@ export interface TestAppOptions {
 }
 
 /** The settings of a test's app on database `url`: silent unless TEST_LOG is set, no bootstrap key, no shedding; `env` overrides. */
-export function testConfig (url: string, dataDir: string, env: Record<string, string> = {}): Config {
+export function testConfig (url: string, dataDir: string, env: Record<string, string> = {}, resources?: readonly Resource[]): Config {
   return loadConfig({
     DATABASE_URL: url,
     DATA_DIR: dataDir,
@@ -161,7 +161,7 @@ export function testConfig (url: string, dataDir: string, env: Record<string, st
     OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
     OVERLOAD_MAX_WAIT_MS: '0',
     ...env,
-  })
+  }, resources)
 }
 
 /**
@@ -170,7 +170,7 @@ export function testConfig (url: string, dataDir: string, env: Record<string, st
  */
 export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: TestAppOptions = {}): Promise<TestApp> {
   const db = await freshDatabase(kind)
-  const config = testConfig(opts.url ? opts.url(db.url) : db.url, db.dataDir, env)
+  const config = testConfig(opts.url ? opts.url(db.url) : db.url, db.dataDir, env, opts.resources)
   const store = await openStore(config, opts.resources)
   await store.migrate()
   const context = await createContext(config, { store, ...(opts.resources !== undefined ? { resources: opts.resources } : {}) })

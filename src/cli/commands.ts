@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util'
-import { ConfigError, loadConfig } from '../config.ts'
+import { ConfigError } from '../config.ts'
 import { generateApiKey } from '../http/auth.ts'
 import type { Resource } from '../http/resources.ts'
 import { RESOURCES } from '../registry.ts'
 import { startServer } from '../server.ts'
-import { knownScopes, openStore } from '../context.ts'
+import { knownScopes, loadConfig, openStore } from '../context.ts'
 
 const usage = (SCOPES: readonly string[]) => `Usage: blog <command>
 
@@ -34,7 +34,7 @@ export async function runCli (argv: string[], { env = process.env, resources = R
   }
   let config
   try {
-    config = loadConfig(env)
+    config = loadConfig(env, resources)
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`bad setting ${err.message}\n`)

@@ -96,7 +96,7 @@ export const CALLBACK_URL_MAX = 2048
 export type CallbackCheck = { readonly ok: true } | { readonly ok: false, readonly reason: Message }
 
 /**
- * The one check of a URL this service will send requests to (an export's callback_url, a webhook
+ * The one check of a URL this service will send requests to (a callback_url, a webhook
  * subscription's url): http(s), no credentials, and a host that resolves only to addresses a
  * webhook may go to (addressAllowed). Checked when the URL is given, and again (per connection)
  * when it is delivered, because a name can resolve elsewhere by then (DNS rebinding). The reason

@@ -2,14 +2,14 @@ import { type TSchema, Type } from '@sinclair/typebox'
 import type { Ajv } from 'ajv'
 import type { FastifyBaseLogger, FastifyInstance, FastifySchema } from 'fastify'
 import type { Registry } from 'prom-client'
-import type { Config } from '../config.ts'
+import type { Config, SettingsSection } from '../config.ts'
 import type { Viewer } from '../domain/principal.ts'
 import type { Job, JobWaker } from '../jobs/job.ts'
 import type { StoreModule } from '../store/module.ts'
 import type { ListPage, ListQuery, Repositories, Store } from '../store/store.ts'
 import { declareRepresentation } from './conditional.ts'
 import type { CursorCodec } from './paging.ts'
-import { API_VERSIONS, type ApiVersion, vendorMediaType } from './versioning.ts'
+import { API_VERSIONS, type ApiVersion, DEFAULT_VERSION, vendorMediaType } from './versioning.ts'
 
 /** What a resource's routes get for the version they are registered for. */
 export interface ResourceContext {
@@ -44,13 +44,20 @@ export interface Resource {
   readonly description: string
   /** The collection's path, linked from the API index. */
   readonly path: string
-  /** False when the path answers no GET (exports are created and read one by one): the index leaves it out. */
+  /** False when the path answers no GET (its items are created and read one by one): the index leaves it out. */
   readonly indexed?: boolean
   /** OpenAPI 3.1 `webhooks` entries: the requests the service sends for this resource. */
   readonly webhooks?: Readonly<Record<string, unknown>>
   readonly schemas: readonly TSchema[]
   /** The scopes its routes require, besides `admin` (API keys may be made with them). */
   readonly scopes?: readonly string[]
+  /** Its settings, read and checked with the core's into `config[settings.name]` (src/config.ts). */
+  readonly settings?: SettingsSection
+  /**
+   * How often the core's webhook outbox (src/jobs/deliveries.ts) looks for due deliveries, when the
+   * resource sets it: the outbox takes the shortest any resource asks for, 500 ms when none does.
+   */
+  outboxPollMs? (config: Config): number
   /** Its tables and repository, when it brings any (the store opens every registered resource's). */
   readonly store?: StoreModule | readonly StoreModule[]
   routes (app: FastifyInstance, ctx: ResourceContext): Promise<void>
@@ -65,7 +72,7 @@ export interface Resource {
    * done once per app before the routes.
    */
   services? (app: FastifyInstance, ctx: ServicesContext): Promise<void>
-  /** A collection an export may write out (exports look for the registry's exportable resource). */
+  /** A collection another resource may write out whole (found by this capability, never by name). */
   readonly exportable?: Exportable
 }
 
@@ -123,7 +130,7 @@ export async function registerResources (app: FastifyInstance, opts: ResourcesOp
   for (const resource of opts.resources) await resource.unversionedRoutes?.(app, { config: opts.config, store: opts.store })
   for (const version of API_VERSIONS) {
     for (const prefix of ['', `/v${version}`]) {
-      const documented = prefix === '' ? version === 1 : version !== 1
+      const documented = prefix === '' ? version === DEFAULT_VERSION : version !== DEFAULT_VERSION
       const produces = ['application/json', vendorMediaType(version)]
       const ctx: ResourceContext = {
         version,

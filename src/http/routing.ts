@@ -21,7 +21,7 @@ declare module 'fastify' {
 /**
  * What the router alone cannot say, from one table of every registered path:
  * OPTIONS → 204 with Allow; a known path with another method → 405 with Allow;
- * a known path whose version cannot be served → 406; `/posts/` → 308 to `/posts`; else 404.
+ * a known path whose version cannot be served → 406; `/things/` → 308 to `/things`; else 404.
  */
 export const routingPlugin = fp(async function routing (app: FastifyInstance) {
   const table = new Map<string, PathEntry>()
@@ -46,7 +46,7 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance) {
     return [...new Set([...entry.methods, 'OPTIONS'])].sort().join(', ')
   }
 
-  /** Where `/posts/` should go; `original` keeps a /v1 or /v2 prefix that an alias rewrite removed. */
+  /** Where `/things/` should go; `original` keeps a version prefix that an alias rewrite removed. */
   function canonicalRedirect (url: string, original: string = url): string | null {
     const q = url.indexOf('?')
     const path = q === -1 ? url : url.slice(0, q)
@@ -57,7 +57,7 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance) {
     return prefix + canonical + (q === -1 ? '' : url.slice(q))
   }
 
-  // Before routing matters: `/posts/` would otherwise match `/posts/:post_id` with an empty id.
+  // Before routing matters: `/things/` would otherwise match `/things/:thing_id` with an empty id.
   // A callback hook: almost no request is redirected, and an async one costs every request a promise.
   app.addHook('onRequest', (req, reply, done) => {
     const location = canonicalRedirect(req.url, req.originalUrl)

@@ -76,7 +76,7 @@ export const NoContentSchema = Type.Null({ description: 'No content.' })
 
 /**
  * A representation in every version (contract §8), its identifier named as `idNameOf` says
- * (`thing`: `order` → `id`, `orderId`); the rest is alike. `partial` makes every member optional
+ * (`thing`: `ticket` → `id`, `ticketId`); the rest is alike. `partial` makes every member optional
  * (list items with `fields`).
  */
 export function versionedSchemas (name: string, thing: string, props: TProperties, opts: { partial?: boolean } = {}): [TObject, TObject] {
@@ -113,7 +113,7 @@ const header = (description: string, schema: Json = { type: 'string', maxLength:
 /** What every conditional read, and every write's answer, says about its representation (contract §4). */
 const VALIDATOR_HEADERS = {
   ETag: header('The representation\'s entity tag (weak for lists): send it back in `If-None-Match` (304 when unchanged) or `If-Match` (412 when changed).', { type: 'string', maxLength: 100 }),
-  'Cache-Control': header('`public, max-age=60, stale-while-revalidate=300` for published posts read anonymously; `private, no-store` otherwise.', { type: 'string', maxLength: 100 }),
+  'Cache-Control': header('`public, max-age=60, stale-while-revalidate=300` for what everyone may read, read without credentials; `private, no-store` otherwise.', { type: 'string', maxLength: 100 }),
 }
 const LAST_MODIFIED = { 'Last-Modified': header('When the resource last changed (HTTP date); `If-Modified-Since` and `If-Unmodified-Since` compare with it.', { type: 'string', maxLength: 40 }) }
 const PAGE_HEADERS = {
@@ -144,13 +144,13 @@ function documentRepresentationHeaders (method: string, operation: Json, respons
   const conditionalRead = responses['304'] !== undefined
   const write = method === 'post' || method === 'put' || method === 'patch' || method === 'delete'
   const params = (operation.parameters ??= []) as Json[]
-  // A page of a collection: an array answer to a query that takes a cursor (an order's items are not paged).
+  // A page of a collection: an array answer to a query that takes a cursor (rows embedded in their owner are not paged).
   const paged = params.some(p => p.in === 'query' && p.name === 'cursor')
   const add = (p: Json) => { if (!params.some(q => q.in === 'header' && String(q.name).toLowerCase() === String(p.name).toLowerCase())) params.push(p) }
   if (conditionalRead) CONDITIONAL_READ.forEach(add)
   if (method === 'put' || method === 'patch' || method === 'delete') CONDITIONAL_WRITE.forEach(add)
   const ok = isObject(responses['200']) ? responses['200'] : {}
-  // Arrays (pages, an order's items) have no single modification time.
+  // Arrays (pages, embedded rows) have no single modification time.
   const array = Object.values(isObject(ok.content) ? ok.content : {}).some(m => isObject(m) && isObject(m.schema) && m.schema.type === 'array')
   for (const [status, response] of Object.entries(responses)) {
     if (!isObject(response) || !/^2|^304$/.test(status)) continue

@@ -85,7 +85,7 @@ export function createValidatorCompiler (shared: readonly object[]): FastifySche
 }
 
 function codeFor (e: ErrorObject, context: string): FieldCode {
-  // A schema may name the one code its value's rules report (an order's sku: INVALID_FORMAT).
+  // A schema may name the one code its value's rules report (a pattern-checked code: INVALID_FORMAT).
   const declared = (e.parentSchema as { 'x-error-code'?: FieldCode } | undefined)?.['x-error-code']
   if (declared !== undefined && e.keyword !== 'type') return declared
   switch (e.keyword) {
@@ -165,7 +165,7 @@ function messageOf (e: ErrorObject, context: string): Message {
 const INTEGER_TEXT = /^-?(0|[1-9]\d*)$/
 
 /**
- * ajv's coercion reads "0x1", "1e0", " 1" and "01" as 1, which would give one post many URLs:
+ * ajv's coercion reads "0x1", "1e0", " 1" and "01" as 1, which would give one row many URLs:
  * an integer in a path or query must be written in plain decimal.
  */
 function strictIntegers (validate: ValidateFunction, schema: { properties?: Record<string, { type?: unknown }> }): ValidateFunction {

@@ -1,24 +1,38 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Config } from '../config.ts'
+import type { Config, VersionDates } from '../config.ts'
 import { AppError } from '../errors.ts'
 import { appendLink } from './links.ts'
 import { routeOf } from './route.ts'
 
-export const API_VERSIONS = [1, 2] as const
-export type ApiVersion = typeof API_VERSIONS[number]
+/**
+ * Every version of the API, oldest first, with the date it was introduced and what it changes:
+ * adding a version is one entry here (and its README rows: API_VN_DEPRECATED_AT, API_VN_SUNSET_AT).
+ * Deprecation and sunset dates come from the settings (src/config.ts reads them for each version).
+ */
+const VERSIONS = [
+  { version: 1, introduced: '2026-01-01T00:00:00Z', changes: 'names every identifier `id`.' },
+  { version: 2, introduced: '2026-11-01T00:00:00Z', changes: 'names each identifier `<thing>Id` (`ticketId` for a ticket) and adds `_links`.' },
+] as const
+
+export type ApiVersion = typeof VERSIONS[number]['version']
+export const API_VERSIONS: readonly ApiVersion[] = VERSIONS.map(v => v.version)
+/** The version an unprefixed path without a vendor media type is served in. */
+export const DEFAULT_VERSION: ApiVersion = VERSIONS[0].version
 
 /**
  * The name of a representation's identifier in `version` (contract §8): `id` in version 1,
- * `<thing>Id` from version 2 on (`order` → `orderId`).
+ * `<thing>Id` from version 2 on (`ticket` → `ticketId`).
  */
 export function idNameOf (version: ApiVersion, thing: string): string {
-  return version === 1 ? 'id' : `${thing}Id`
+  return version === DEFAULT_VERSION ? 'id' : `${thing}Id`
 }
 
-/** Dates each version was introduced; deprecation and sunset come from the configuration. */
-export const INTRODUCED: Record<ApiVersion, string> = { 1: '2026-01-01T00:00:00Z', 2: '2026-11-01T00:00:00Z' }
+/** What each version changes, for the API's description (src/routes/system/docs-routes.ts). */
+export function versionChanges (): { version: ApiVersion, changes: string }[] {
+  return VERSIONS.map(({ version, changes }) => ({ version, changes }))
+}
 
 export const JSON_MEDIA_TYPE = 'application/json; charset=utf-8'
 
@@ -34,7 +48,7 @@ export type Negotiation =
 const PATH_VERSION = /^\/v(\d+)(?=\/|$|\?)/
 const VENDOR = /^application\/vnd\.blog\.v(\d+)\+json$/
 
-/** `/v2` for `/v2/posts?…`, '' for an unprefixed path. */
+/** `/v2` for `/v2/things?…`, '' for an unprefixed path. */
 export function pathVersionPrefix (url: string): string {
   return PATH_VERSION.exec(url)?.[0] ?? ''
 }
@@ -94,7 +108,7 @@ export function negotiate (url: string, accept: string | undefined): Negotiation
       else unknownVendor = true
       continue
     }
-    // application/x-ndjson: what an export's file is; text/event-stream: the change stream (GET /events).
+    // application/x-ndjson: a file of rows, one per line; text/event-stream: a change stream.
     // The version then comes from the path or is 1.
     const specificity = mt === 'application/json' || mt === 'application/x-ndjson' || mt === 'text/event-stream' ? 3 : mt === 'application/*' ? 2 : mt === '*/*' ? 1 : 0
     if (specificity === 0) continue
@@ -102,8 +116,8 @@ export function negotiate (url: string, accept: string | undefined): Negotiation
     if (specificity < 3 && q > 0 && (wildcard === null || q > wildcard.q)) wildcard = { q, order }
   }
   if (json !== null && json.q > 0) candidates.push({ version: null, vendor: false, q: json.q, order: json.order })
-  // Plain JSON refused, but a wildcard accepts the vendor type of the version asked for (or 1).
-  if (json !== null && !(json.q > 0) && wildcard !== null) candidates.push({ version: (pathVersion ?? 1) as ApiVersion, vendor: true, q: wildcard.q, order: wildcard.order })
+  // Plain JSON refused, but a wildcard accepts the vendor type of the version asked for (or the default).
+  if (json !== null && !(json.q > 0) && wildcard !== null) candidates.push({ version: (pathVersion ?? DEFAULT_VERSION) as ApiVersion, vendor: true, q: wildcard.q, order: wildcard.order })
   const usable = pathVersion === null ? candidates : candidates.filter(c => c.version === null || c.version === pathVersion)
   if (usable.length === 0) {
     if (candidates.length > 0) return { ok: false, reason: 'version-conflict' }
@@ -112,7 +126,7 @@ export function negotiate (url: string, accept: string | undefined): Negotiation
   // Highest q wins; at equal q the more specific (vendor) type, then the first listed.
   usable.sort((a, b) => b.q - a.q || Number(b.vendor) - Number(a.vendor) || a.order - b.order)
   const best = usable[0]!
-  const version = (pathVersion ?? best.version ?? 1) as ApiVersion
+  const version = (pathVersion ?? best.version ?? DEFAULT_VERSION) as ApiVersion
   return { ok: true, version, mediaType: best.vendor ? vendorMediaType(version) : JSON_MEDIA_TYPE }
 }
 
@@ -128,7 +142,7 @@ const MAX_NEGOTIATED = 256
 let negotiatedCount = 0
 
 function negotiateOnce (url: string, accept: string | undefined): Negotiation {
-  // Only a version prefix in the path matters: `/v2/posts/7` and `/v2/posts` share an answer.
+  // Only a version prefix in the path matters: `/v2/things/7` and `/v2/things` share an answer.
   const prefix = url.charCodeAt(1) === 118 /* v */ ? pathVersionPrefix(url) : ''
   let byAccept = negotiated.get(prefix)
   let answer = byAccept?.get(accept)
@@ -197,12 +211,20 @@ function httpDate (d: Date): string {
 
 /** The `versions` list of GET /versions. */
 export function versionsOf (config: Pick<Config, 'versions'>) {
-  return API_VERSIONS.map(v => ({
-    version: v,
-    introduced: INTRODUCED[v],
-    deprecated: config.versions[v].deprecatedAt?.toISOString() ?? null,
-    sunset: config.versions[v].sunsetAt?.toISOString() ?? null,
+  const dates = datesOf(config)
+  return VERSIONS.map(({ version, introduced }) => ({
+    version,
+    introduced,
+    deprecated: dates[version].deprecatedAt?.toISOString() ?? null,
+    sunset: dates[version].sunsetAt?.toISOString() ?? null,
   }))
+}
+
+const NO_DATES: VersionDates = Object.freeze({ deprecatedAt: null, sunsetAt: null })
+
+/** Each version's deprecation and sunset dates from the settings (none when they do not say). */
+function datesOf (config: Pick<Config, 'versions'>): Record<ApiVersion, VersionDates> {
+  return Object.fromEntries(API_VERSIONS.map(v => [v, config.versions[v] ?? NO_DATES])) as Record<ApiVersion, VersionDates>
 }
 
 /**
@@ -211,12 +233,13 @@ export function versionsOf (config: Pick<Config, 'versions'>) {
  * after sunset, 410 VERSION_SUNSET.
  */
 export const versioningPlugin = fp(async function versioning (app: FastifyInstance, opts: { config: Config }) {
-  app.decorateRequest('apiVersion', 1)
+  app.decorateRequest('apiVersion', DEFAULT_VERSION)
   app.decorateRequest('responseMediaType', JSON_MEDIA_TYPE)
+  const versionDates = datesOf(opts.config)
 
   function versionHeaders (reply: FastifyReply, version: ApiVersion): void {
     reply.header('api-version', String(version))
-    const dates = opts.config.versions[version]
+    const dates = versionDates[version]
     // RFC 9745 lets Deprecation name a future date, so the warning starts as soon as it is set.
     if (dates.deprecatedAt) {
       reply.header('deprecation', `@${Math.floor(dates.deprecatedAt.getTime() / 1000)}`)
@@ -236,7 +259,7 @@ export const versioningPlugin = fp(async function versioning (app: FastifyInstan
     req.apiVersion = version
     req.responseMediaType = n.ok ? n.mediaType : JSON_MEDIA_TYPE
     versionHeaders(reply, version)
-    const sunset = opts.config.versions[version].sunsetAt
+    const sunset = versionDates[version].sunsetAt
     // The index and /versions stay up after a sunset: they are where clients learn what to use instead.
     if (sunset && sunset.getTime() <= Date.now() && routeOf(req).config.describesVersions !== true) {
       done(new AppError('VERSION_SUNSET', `Version ${version} of the API was retired on ${sunset.toISOString()}.`))
@@ -248,7 +271,7 @@ export const versioningPlugin = fp(async function versioning (app: FastifyInstan
 
 // /v1/healthz, /v2/openapi.json, …: every path answers under a version prefix (contract §2);
 // these are the same for every version, so the prefix is dropped before routing.
-const UNVERSIONED_ALIAS = /^\/v(?:1|2)(\/(?:healthz|readyz|openapi\.json|feed\.atom|feed\.json|docs|docs\/.*|problems\/.*))$/
+const UNVERSIONED_ALIAS = new RegExp(`^\\/v(?:${API_VERSIONS.join('|')})(\\/(?:healthz|readyz|openapi\\.json|feed\\.atom|feed\\.json|docs|docs\\/.*|problems\\/.*))$`)
 
 /** Fastify's `rewriteUrl`: maps a version-prefixed alias of an unversioned path onto that path. */
 export function rewriteUnversionedAlias (req: IncomingMessage): string {

@@ -17,7 +17,7 @@ export interface Written {
 }
 
 /**
- * What writing resource `r` of `kind` (`posts`, `orders`) earns: its representation `body`, its
+ * What writing resource `r` of `kind` (its collection's name, `tickets`) earns: its representation `body`, its
  * validators, and for a 201 its Location under the request's version prefix.
  */
 export function writtenResource (req: FastifyRequest, kind: string, r: Revisioned, body: unknown, status: 200 | 201): Written {
@@ -59,8 +59,8 @@ export function sendStored (reply: FastifyReply, r: StoredResponse): FastifyRepl
  *
  * @example
  * return await answerWrite(req, reply, async uow => {
- *   const post = await new PostService(uow.posts).create(input, principal)
- *   return { status: 201, body: render(post), location: `/posts/${post.id}`, etag: etagOf(post) }
+ *   const ticket = await uow.tickets.insert(principal.subject, 'OPEN', { subject }, [], new Date())
+ *   return writtenResource(req, 'tickets', ticket, render(ticket), 201)
  * })
  */
 export async function answerWrite (req: FastifyRequest, reply: FastifyReply, work: (uow: UnitOfWork) => Promise<Written>): Promise<FastifyReply> {

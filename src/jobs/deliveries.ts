@@ -8,7 +8,7 @@ import { WebhookSender } from './webhook-sender.ts'
 declare module 'fastify' {
   interface FastifyInstance {
     /**
-     * This instance's sender of the webhook outbox (export callbacks and subscriptions' deliveries):
+     * This instance's sender of the webhook outbox (every resource's callbacks and deliveries):
      * `wake()` after a commit that queued one, so it goes out now rather than at the next poll.
      */
     webhookSender: WebhookSender
@@ -20,7 +20,7 @@ declare module 'fastify' {
  * with its metrics: attempts by outcome, and the backlog (pending deliveries, the oldest one's age)
  * read from the store when scraped, so every instance reports the deployment's queue.
  */
-export const deliveriesPlugin = fp(async function deliveries (app: FastifyInstance, { config, store, metrics }: { config: Config, store: Store, metrics: Registry }) {
+export const deliveriesPlugin = fp(async function deliveries (app: FastifyInstance, { config, store, metrics, pollMs }: { config: Config, store: Store, metrics: Registry, pollMs: number }) {
   const attempts = new Counter({
     name: 'webhook_delivery_attempts_total',
     help: 'Webhook delivery attempts by outcome: delivered (succeeded), retry (failed, tried again later), failed (given up); their sum is the attempts made',
@@ -56,7 +56,7 @@ export const deliveriesPlugin = fp(async function deliveries (app: FastifyInstan
     timeoutMs: config.webhookTimeoutMs,
     maxAttempts: config.webhookMaxAttempts,
     retryBaseMs: config.webhookRetryBaseMs,
-    pollMs: config.exports.pollMs,
+    pollMs,
     attempts,
   })
   app.decorate('webhookSender', sender)

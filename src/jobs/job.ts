@@ -8,10 +8,10 @@ import { PollLoop } from './loop.ts'
  *
  * @example
  * const publisher: Job = {
- *   name: 'scheduled-posts',
+ *   name: 'reminders',
  *   pollMs: () => msUntilNextDue,          // asked before each sleep
  *   async tick (signal) {
- *     const due = await store.transaction(uow => uow.posts.claimDue(new Date(), LEASE_MS))
+ *     const due = await store.transaction(uow => uow.reminders.claimDue(new Date(), LEASE_MS))
  *     if (due === null) return false        // sleep pollMs()
  *     await publish(due, signal)
  *     return true                           // more may be waiting

@@ -103,7 +103,7 @@ export class WebhookSender {
     return due.length > 0
   }
 
-  /** Where a delivery goes and how it is signed: an export callback's own URL and WEBHOOK_SECRET, or its subscription's. */
+  /** Where a delivery goes and how it is signed: a callback's own URL and WEBHOOK_SECRET, or its subscription's. */
   private async targetOf (d: WebhookDelivery): Promise<{ url: string, signers: Webhook[], messageId: string } | null> {
     if (d.webhookId === null) {
       if (this.signer === null) throw new Error('WEBHOOK_SECRET is not set, so the webhook cannot be signed')

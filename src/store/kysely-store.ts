@@ -76,7 +76,7 @@ export class KyselyStore implements Store {
         await this.dialect.signals?.notify(conn, channel)
       }
       const result = await fn({ ...repos, onCommit: f => { callbacks.push(f) }, signal })
-      // Last, so the lock that orders event ids by commit is held only for the commit.
+      // Last, so the lock that makes event ids follow commit order is held only for the commit.
       await (repos.events as EventsRepository).flush(new Date())
       // An abandoned request (timed out, client gone) commits nothing, so its 503 never hides a change.
       opts.signal?.throwIfAborted()

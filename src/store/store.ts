@@ -164,11 +164,11 @@ export interface WebhookStore {
 /** What a change raises (contract §12), recorded in its unit of work. */
 export interface EventInput {
   readonly type: string
-  /** The resource's version-1 representation after the change (`post.deleted`: `{id}`). */
+  /** The resource's version-1 representation after the change (a deletion's: `{id}`). */
   readonly data: unknown
   /** Who sees it on the stream besides admins (the resource's owner); null: admins only. */
   readonly owner: string | null
-  /** Whether every principal sees it (the events of a published post). */
+  /** Whether every principal sees it (the events of what everyone may read). */
   readonly public: boolean
   /** For this subscription alone (a ping): not on the stream, not fanned out to others. */
   readonly webhookId?: number
@@ -191,8 +191,8 @@ export interface StoredEvent {
  *
  * @example
  * await store.transaction(async uow => {
- *   const post = await uow.posts.create(input, 'alice', new Date())
- *   uow.events.record({ type: 'post.created', data: render(post), owner: 'alice', public: post.status === 'published' })
+ *   const ticket = await uow.tickets.insert('alice', 'OPEN', { subject }, [], new Date())
+ *   uow.events.record({ type: 'ticket.opened', data: render(ticket), owner: 'alice', public: false })
  * })
  */
 export interface EventStore {
@@ -212,6 +212,11 @@ export interface EventStore {
    */
   claimFanOut (): Promise<number | null>
   fannedOut (through: number): Promise<void>
+  /**
+   * The last event after `after` when none of the events after it is addressed to one subscription
+   * (a ping), else null; `after` itself when there is none. Reads no event's data.
+   */
+  untargetedThrough (after: number): Promise<number | null>
   fanOutPosition (): Promise<number>
 }
 

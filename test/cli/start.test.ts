@@ -4,8 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { buildApp } from '../../src/app.ts'
-import { loadConfig } from '../../src/config.ts'
-import { createContext, openStore } from '../../src/context.ts'
+import { createContext, loadConfig, openStore } from '../../src/context.ts'
 import { type Instance, processEnv, ROOT, startInstance, stop, token } from '../process-helper.ts'
 
 const START = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start

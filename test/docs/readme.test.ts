@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import { describe, it } from 'node:test'
 import { API_VERSIONS } from '../../src/http/versioning.ts'
+import { RESOURCES } from '../../src/registry.ts'
 
 const root = new URL('../../', import.meta.url)
 const readme = fs.readFileSync(new URL('README.md', root), 'utf8')
@@ -23,6 +24,15 @@ describe('README.md', () => {
     const rows = readme.split('\n').filter(l => l.startsWith('| `'))
     const missing = settings.filter(name => !rows.some(row => row.split('|')[1]!.includes(`\`${name}\``)))
     assert.deepEqual(missing, [])
+  })
+
+  it('has the row each resource declares for each of its settings, as it declares it', () => {
+    const declared = RESOURCES.flatMap(r => r.settings?.rows ?? [])
+    assert.ok(declared.some(row => row.name === 'REVISIONS_KEEP'), 'the registry\'s resources declare settings')
+    const rows = readme.split('\n')
+    for (const row of declared) {
+      assert.ok(rows.includes(`| \`${row.name}\` | \`${row.default}\` | ${row.description} |`), `README.md has no row for ${row.name} as ${row.name}'s resource declares it`)
+    }
   })
 
   it('gives the set-up commands for running and for testing', () => {

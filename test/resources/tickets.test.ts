@@ -3,6 +3,8 @@ import { after, before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { renderErrorsDoc } from '../../scripts/gen-errors-doc.ts'
 import { runCli } from '../../src/cli/commands.ts'
+import { ConfigError } from '../../src/config.ts'
+import { loadConfig } from '../../src/context.ts'
 import { PROBLEMS } from '../../src/errors.ts'
 import { RESOURCES } from '../../src/registry.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
@@ -64,6 +66,22 @@ describe('a new resource is its folder plus one registry line (test/fixtures/tic
     assert.ok(renderErrorsDoc().includes('| `TICKET_NOT_FOUND` | 404 |'))
   })
 
+  it('reads its setting with the core\'s: its default, a good value, and a bad one refused at start-up', async () => {
+    const made = await t.request({ method: 'POST', url: '/tickets', headers: await t.auth('alice', ['tickets:write']), payload: { subject: 'toner' } })
+    assert.equal(json(made).status, 'OPEN', 'TICKETS_INITIAL_STATUS unset')
+    assert.equal(loadConfig({ TICKETS_INITIAL_STATUS: 'TRIAGE' }, resources).tickets?.initialStatus, 'TRIAGE')
+    assert.equal(loadConfig({ TICKETS_INITIAL_STATUS: 'TRIAGE' }).tickets, undefined, 'the registry alone has no tickets section')
+    assert.throws(() => loadConfig({ TICKETS_INITIAL_STATUS: 'open' }, resources), (err: unknown) => err instanceof ConfigError && err.setting === 'TICKETS_INITIAL_STATUS' && /must be one of OPEN, TRIAGE, got "open"/.test(err.message))
+    const triage = await buildTestApp('sqlite', { TICKETS_INITIAL_STATUS: 'TRIAGE' }, { resources })
+    try {
+      const res = await triage.request({ method: 'POST', url: '/tickets', headers: await triage.auth('alice', ['tickets:write']), payload: { subject: 'fax' } })
+      assert.equal(res.statusCode, 201)
+      assert.equal(json(res).status, 'TRIAGE')
+    } finally {
+      await triage.close()
+    }
+  })
+
   it('gives the CLI its scope', async () => {
     const db = await freshDatabase('sqlite')
     try {
@@ -72,6 +90,9 @@ describe('a new resource is its folder plus one registry line (test/fixtures/tic
       const made = await cli(['keys', 'create', '--name', 'desk', '--scopes', 'tickets:write'], env)
       assert.equal(made.code, 0, made.out)
       assert.match(made.out, /^blog_/)
+      const refused = await cli(['keys', 'list'], { ...env, TICKETS_INITIAL_STATUS: 'LATER' })
+      assert.equal(refused.code, 2, 'a bad value of its setting stops start-up')
+      assert.match(refused.out, /bad setting TICKETS_INITIAL_STATUS: must be one of OPEN, TRIAGE/)
     } finally {
       await db.drop()
     }

@@ -216,6 +216,49 @@ for (const kind of await storeKinds()) {
     })
   })
 
+  describe(`a list by one tag, in created_at order [${kind}]`, () => {
+    let t: TestApp
+    let alice: Headers
+    before(async () => {
+      t = await buildTestApp(kind)
+      alice = await t.auth('alice', ['posts:write'])
+      const bob = await t.auth('bob', ['posts:write'])
+      // Eleven posts; every fifth one is a draft (bob's no one else sees), odd ones are by bob, some hold two tags.
+      for (let i = 0; i < 11; i++) {
+        const tags = i % 2 === 0 ? ['Even'] : i % 3 === 0 ? ['odd', 'three'] : ['Odd']
+        await t.request({ method: 'POST', url: '/posts', headers: i % 2 === 1 ? bob : alice, payload: { title: `Post ${i}`, content: '', tags, status: i % 5 === 0 ? 'draft' : 'published' } })
+      }
+    })
+    after(async () => { await t.close() })
+
+    /** Every id of a list, following its next links, `limit` at a time. */
+    const all = async (query: string, headers: Headers = {}) => {
+      const ids: number[] = []
+      let url: string | undefined = `/posts?${query}`
+      while (url !== undefined) {
+        const res = await t.request({ method: 'GET', url, headers })
+        assert.equal(res.statusCode, 200, res.body)
+        ids.push(...(json(res) as { id: number }[]).map(p => p.id))
+        url = nextLink(res.headers.link as string | undefined)
+      }
+      return ids
+    }
+
+    it('pages a tag in the same order as the whole list, each post once, visibility applied, both ways', async () => {
+      for (const [headers, viewer] of [[{}, 'anonymous'], [alice, 'alice']] as const) {
+        for (const sort of ['', '&sort=created_at']) {
+          const whole = await Promise.all((json(await t.request({ method: 'GET', url: `/posts?limit=100${sort}`, headers })) as { id: number }[])
+            .map(async p => json(await t.request({ method: 'GET', url: `/posts/${p.id}`, headers })) as { id: number, tags: string[] }))
+          for (const tag of ['odd', 'even', 'three']) {
+            const expected = whole.filter(p => p.tags.some(x => x.toLowerCase() === tag)).map(p => p.id)
+            assert.ok(expected.length > 1, `${tag} holds posts for ${viewer}`)
+            assert.deepEqual(await all(`tag=${tag}&limit=2${sort}`, headers), expected, `${viewer} tag=${tag}${sort}`)
+          }
+        }
+      }
+    })
+  })
+
   describe(`post lists: new filters and sorts [${kind}]`, () => {
     let t: TestApp
     let alice: Headers

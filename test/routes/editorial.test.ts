@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/context.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
 
 type Headers = Record<string, string>

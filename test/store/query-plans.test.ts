@@ -65,7 +65,7 @@ async function seed (store: KyselyStore): Promise<void> {
 async function content (store: KyselyStore): Promise<void> {
   await sql`UPDATE posts SET slug = 'post-' || id, published_at = CASE WHEN status = 'published' THEN created_at END`.execute(store.db)
   await sql`INSERT INTO post_slugs (slug, post_id) SELECT slug, id FROM posts`.execute(store.db)
-  await sql`INSERT INTO post_tags (post_id, tag_key, name) SELECT id, 'tag-' || (id % 10), 'Tag-' || (id % 10) FROM posts`.execute(store.db)
+  await sql`INSERT INTO post_tags (post_id, tag_key, name, created_at) SELECT id, 'tag-' || (id % 10), 'Tag-' || (id % 10), created_at FROM posts`.execute(store.db)
 }
 
 interface PgPlan { 'Node Type': string, 'Index Name'?: string, Plans?: PgPlan[] }
@@ -160,6 +160,19 @@ for (const kind of await storeKinds()) {
         })
       }
     }
+
+    it('lists one tag in created_at order from its post_tags rows, in index order, both ways and from the middle', async () => {
+      for (const direction of ['desc', 'asc'] as const) {
+        for (const after of [undefined, ['2023-11-21T02:53:20.000Z', 10000] as [string, number]]) {
+          for (const q of await listQueries(probe, { filter: { tag: ['tag-3'] }, sort: [{ key: 'created_at', direction }, { key: 'id', direction }], limit: 20, ...(after ? { after } : {}) })) {
+            const plan = await explain(store, q, false)
+            if (process.env.TEST_PLANS) process.stderr.write(`# ${kind} one tag ${direction}: ${plan.lines.join(' / ')}\n`)
+            assert.ok(plan.lines.some(l => /post_tags_key_created_at_idx/.test(l)), `the tag's rows are read from their index:\n${plan.lines.join('\n')}`)
+            assert.ok(!plan.sorts, plan.lines.join('\n'))
+          }
+        }
+      }
+    })
 
     it('filters by tag through the post_tags index, in the order of the sort index', async () => {
       for (const q of await listQueries(probe, { filter: { tag: ['tag-3', 'tag-4'] }, sort: [{ key: 'created_at', direction: 'desc' }, { key: 'id', direction: 'desc' }], limit: 20 })) {

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { type Kysely, sql } from 'kysely'
-import { loadConfig } from '../../src/config.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
-import { openStore } from '../../src/context.ts'
+import { loadConfig, openStore } from '../../src/context.ts'
 import { freshDatabase } from '../helper.ts'
 
 // The SQLite adapter reads rows as arrays and makes their objects itself (src/store/sqlite): the

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { sql } from 'kysely'
-import { ConfigError, loadConfig } from '../../src/config.ts'
+import { ConfigError } from '../../src/config.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
-import { openStore } from '../../src/context.ts'
+import { loadConfig, openStore } from '../../src/context.ts'
 import { freshDatabase } from '../helper.ts'
 
 async function synchronousOf (env: Record<string, string>): Promise<number> {

@@ -17,6 +17,7 @@ import { EXPORTS_JOB, ExportWorker } from './export-worker.ts'
 import './problems.ts'
 import { exportEtag, fileEtag, renderExport } from './representation.ts'
 import { type CreateExportBody, CreateExportBodySchema, EXPORT_SCHEMAS, EXPORT_VERSIONS, type ExportIdParams, ExportIdParamsSchema } from './schemas.ts'
+import { exportSettings } from './settings.ts'
 import { exportsStore } from './store.ts'
 
 const ADMIN = { requiredScope: 'admin' }
@@ -198,5 +199,8 @@ export const exportsResource: Resource = {
   schemas: EXPORT_SCHEMAS,
   routes: exportRoutes,
   jobs: exportJobs,
+  settings: exportSettings,
+  // Callbacks are queued as jobs finish: the outbox is looked at as often as the worker looks for jobs.
+  outboxPollMs: config => config.exports.pollMs,
   store: exportsStore,
 }

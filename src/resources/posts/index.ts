@@ -28,6 +28,7 @@ import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } f
 import { postEvents } from './events.ts'
 import { postData, renderPost } from './representation.ts'
 import { revisionRoutes } from './revisions.ts'
+import { editorialSettings } from './settings.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, PostSlugParamsSchema, type PostSlugParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
 
 /** The list's filter as the query gave it: `tag` a comma list, read into keys for the store. */
@@ -236,6 +237,7 @@ export const postsResource: Resource = {
   schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema],
   routes: postRoutes,
   services: postServices,
+  settings: editorialSettings,
   store: [postsStore, revisionsStore],
   unversionedRoutes: feedRoutes,
   links: { tags: '/tags', feed_atom: '/feed.atom', feed_json: '/feed.json' },

@@ -1,4 +1,5 @@
 import type { Compilable, Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely'
+import { sql } from 'kysely'
 import type { Post, PostSortKey, PostStatus, PostSummary, PostWrite, PostWriteInput } from './post.ts'
 import { isAdmin, type Viewer } from '../../domain/principal.ts'
 import { NULL_PUBLISHED_ASC, NULL_PUBLISHED_DESC } from './0001-content.ts'
@@ -56,6 +57,9 @@ function toPost (row: PostRow): Post {
 
 const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at', 'publish_at'] as const
 const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at', 'publish_at'] as const
+/** The same, named with their table: a list by one tag reads them through a join with post_tags. */
+const LIST_POST_COLUMNS = POST_COLUMNS.map(c => `posts.${c}` as const)
+const LIST_SUMMARY_COLUMNS = SUMMARY_COLUMNS.map(c => `posts.${c}` as const)
 
 /**
  * The column a sort key orders by. `published_at` has one per direction, null replaced by the far
@@ -183,9 +187,14 @@ export class PostsRepository implements PostStore {
    * The posts `viewer` may see that pass `filter`; `value(i)` is what to bind for the i-th of
    * `filterArgs`: the value itself, or a placeholder. Full-text search is built by the dialect.
    */
-  private filtered (filter: PostFilter, viewer: Viewer, value: (i: number) => unknown) {
+  private filtered (filter: PostFilter, viewer: Viewer, value: (i: number) => unknown, byTag = false) {
     const kind = viewerKind(viewer)
-    return this.db.selectFrom('posts').where(eb => {
+    // By one tag in created_at order (tagOrdered), the tag's rows in post_tags lead: the join
+    // walks post_tags_key_created_at_idx and stops at the page's end (0003-tag-order).
+    const from = byTag
+      ? this.db.selectFrom('post_tags').innerJoin('posts', 'posts.id', 'post_tags.post_id') as unknown as SelectQueryBuilder<Database, 'posts', object>
+      : this.db.selectFrom('posts')
+    return from.where(eb => {
       const conds: Expression<SqlBool>[] = []
       let i = 0
       const vis = this.visible(eb, kind, () => value(i++) as string)
@@ -193,7 +202,9 @@ export class PostsRepository implements PostStore {
       for (const f of this.present(filter)) {
         const n = f.values(filter, this.dialect).length
         const start = i
-        conds.push(f.condition(eb, j => value(start + j), n))
+        conds.push(byTag && f.name === 'tag'
+          ? sql<SqlBool>`${sql.ref('post_tags.tag_key')} = ${value(start)}`
+          : f.condition(eb, j => value(start + j), n))
         i += n
       }
       if (filter.q !== undefined) conds.push(this.dialect.textSearch(eb, 'posts', filter.q))
@@ -244,11 +255,23 @@ export class PostsRepository implements PostStore {
   }
 
   async list (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<Post>> {
-    return await this.page('page', query, viewer, filtered => filtered.select(POST_COLUMNS), toPost)
+    return await this.page('page', query, viewer, filtered => filtered.select(LIST_POST_COLUMNS), toPost)
   }
 
   async listSummaries (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<PostSummary>> {
-    return await this.page('summaries', query, viewer, filtered => filtered.select(SUMMARY_COLUMNS), toSummary)
+    return await this.page('summaries', query, viewer, filtered => filtered.select(LIST_SUMMARY_COLUMNS), toSummary)
+  }
+
+  /**
+   * Whether a list is by exactly one tag in created_at order (the default order, either way):
+   * post_tags holds each tag's posts in that order, so the list reads them from its index instead
+   * of walking every post in order and testing each for the tag. With two tags or more (a post
+   * may hold several) and in any other order, the tag is an EXISTS lookup per post.
+   */
+  private tagOrdered (query: ListQuery<PostSortKey, PostFilter>): boolean {
+    const [first, second] = query.sort
+    return query.filter.tag?.length === 1 && query.filter.q === undefined && query.sort.length === 2 &&
+      first!.key === 'created_at' && second!.key === 'id' && first!.direction === second!.direction
   }
 
   /** One page of `select`'s columns (`what` names the selection in the query's shape), with its count when asked. */
@@ -262,10 +285,13 @@ export class PostsRepository implements PostStore {
     const filterArgs = this.filterArgs(query.filter, viewer)
     const args = [...filterArgs, ...pageValues(query)]
     const directions = new Map(query.sort.map(t => [t.key as string, t.direction]))
-    const column = (key: string) => sortColumn(key, directions.get(key) ?? 'asc')
+    const byTag = this.tagOrdered(query)
+    const column = byTag
+      ? (key: string) => key === 'id' ? 'post_tags.post_id' : 'post_tags.created_at'
+      : (key: string) => sortColumn(key, directions.get(key) ?? 'asc')
     const [rows, total] = await Promise.all([
-      this.run(this.listShape(what, query, viewer), query.filter, args, value =>
-        pageQuery(select(this.filtered(query.filter, viewer, value)), query, column, i => value(filterArgs.length + i))),
+      this.run(`${this.listShape(what, query, viewer)}${byTag ? '|by-tag' : ''}`, query.filter, args, value =>
+        pageQuery(select(this.filtered(query.filter, viewer, value, byTag)), query, column, i => value(filterArgs.length + i))),
       this.count(query, viewer),
     ])
     const page = pageOf(rows, query, total)
@@ -340,16 +366,24 @@ export class PostsRepository implements PostStore {
   }
 
   private async tryClaim (id: number, slug: string): Promise<boolean> {
-    const rows = await this.db.insertInto('post_slugs').values({ slug, post_id: id })
+    const rows = await this.prepared.get('claim-slug', () => this.db.insertInto('post_slugs').values({ slug: arg(0), post_id: arg(1) })
       .onConflict(oc => oc.column('slug').doNothing())
-      .returning('slug')
-      .execute()
+      .returning('slug'))
+      .execute(this.db, [slug, id])
     return rows.length === 1
   }
 
+  /** Post `id`'s tags, with its created_at: the order a list by one tag reads them in. */
   private async insertTags (id: number, tags: readonly string[]): Promise<void> {
     if (tags.length === 0) return
-    await this.db.insertInto('post_tags').values(tags.map(name => ({ post_id: id, tag_key: tagKey(name), name }))).execute()
+    // One shape per count of tags (at most a post's limit of them): compiled once, then only bound.
+    const insert = this.prepared.get(`insert-tags|${tags.length}`, () => this.db.insertInto('post_tags').values(tags.map((_, i) => ({
+      post_id: arg<number>(0),
+      tag_key: arg<string>(2 * i + 1),
+      name: arg<string>(2 * i + 2),
+      created_at: this.db.selectFrom('posts').select('created_at').where('id', '=', arg<number>(0)),
+    }))))
+    await insert.execute(this.db, [id, ...tags.flatMap(name => [tagKey(name), name])])
   }
 
   async replace (id: number, input: PostWriteInput, expectedRevision: number, now: Date): Promise<WriteResult<Post> | { outcome: 'slug-taken' }> {

@@ -1,6 +1,6 @@
 import type { Post, PostSummary } from './post.ts'
 import type { Revision, RevisionSummary } from './revision.ts'
-import type { ApiVersion } from '../../http/versioning.ts'
+import { API_VERSIONS, type ApiVersion, idNameOf } from '../../http/versioning.ts'
 
 type ListedPost = PostSummary & { content?: string, contentHtml?: string }
 
@@ -32,9 +32,12 @@ export function renderPost (post: Post, version: ApiVersion, base: string) {
   }
 }
 
+/** The identifier's name in each version, looked up once per row (lists render many). */
+const ID_NAMES = Object.fromEntries(API_VERSIONS.map(v => [v, idNameOf(v, 'post')])) as Record<ApiVersion, string>
+
 /** A post's members by field name (what a list item's `fields` choose from). */
 export function postData (post: ListedPost, version: ApiVersion): Record<string, unknown> {
-  return { [version === 1 ? 'id' : 'postId']: post.id, ...common(post) }
+  return { [ID_NAMES[version]]: post.id, ...common(post) }
 }
 
 /** A revision's members by field name: the whole revision, or a list item's choice of them. */

@@ -8,6 +8,7 @@ import type { Post, PostSortKey, PostStatus, PostSummary, PostWriteInput } from 
 import type { Revision, RevisionSummary } from './revision.ts'
 import { RevisionsRepository } from './revisions-repository.ts'
 import * as m0002 from './0002-editorial.ts'
+import * as m0003 from './0003-tag-order.ts'
 import { PostsRepository } from './posts-repository.ts'
 
 export interface PostsTable {
@@ -41,6 +42,8 @@ export interface PostTagsTable {
   post_id: number
   tag_key: string
   name: string
+  /** The post's created_at (posts/0003-tag-order), which never changes: a tag's posts in list order. */
+  created_at: Timestamp | null
 }
 
 /** A post's values after one change; `number` is the post's revision that change made. */
@@ -149,7 +152,7 @@ declare module '../../store/store.ts' { interface Repositories { readonly posts:
  */
 export const postsStore: StoreModule = {
   name: 'posts',
-  migrations: { 'posts/0001-content': m0001.migration, 'posts/0002-editorial': m0002.migration },
+  migrations: { 'posts/0001-content': m0001.migration, 'posts/0002-editorial': m0002.migration, 'posts/0003-tag-order': m0003.migration },
   repository: (db, dialect): PostStore => new PostsRepository(db, dialect),
 }
 

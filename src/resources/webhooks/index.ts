@@ -9,7 +9,7 @@ import { listHandler } from '../../http/collection.ts'
 import { preconditionOf, sendResource } from '../../http/conditional.ts'
 import { MERGE_PATCH } from '../../http/content-type.ts'
 import type { Resource, ResourceContext } from '../../http/resources.ts'
-import { linkBase } from '../../http/versioning.ts'
+import { idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, EmptyBodySchema, NoContentSchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
 import type { ListQuery, Store, UnitOfWork, WebhookDelivery } from '../../store/store.ts'
@@ -68,7 +68,7 @@ function deliveryData (d: WebhookDelivery | PagedDelivery): Record<string, unkno
 /** Contract §12, webhook subscriptions (`admin`). */
 async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   const { version, store } = ctx
-  const idName = version === 1 ? 'id' : 'webhookId'
+  const idName = idNameOf(version, 'webhook')
   const [Ref, ItemRef, WithSecretRef] = version === 1
     ? [S.WebhookV1Schema, S.WebhookListItemV1Schema, S.WebhookWithSecretV1Schema]
     : [S.WebhookV2Schema, S.WebhookListItemV2Schema, S.WebhookWithSecretV2Schema]

@@ -2,21 +2,29 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { AppError, FIELD_CODES, PROBLEMS, problemSlug } from '../../errors.ts'
 import { MAX_PAGE_SIZE } from '../../http/paging.ts'
+import type { Resource } from '../../http/resources.ts'
 import { problemResponses, SYSTEM_ERRORS } from '../../http/schemas.ts'
+import { DEFAULT_VERSION, vendorMediaType, versionChanges } from '../../http/versioning.ts'
 
 function escapeHtml (s: string): string {
   return s.replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
 }
 
-/** The Markdown the OpenAPI document and /docs show about errors and limits. */
-export function apiDescription (): string {
+/**
+ * The Markdown the OpenAPI document and /docs show about the API as a whole: its resources, its
+ * versions (as src/http/versioning.ts lists them), authentication, errors and limits.
+ */
+export function apiDescription (resources: readonly Resource[]): string {
+  const paths = resources.map(r => `\`${r.path}\``).join(', ')
+  const scopes = resources.flatMap(r => r.scopes ?? []).map(s => `\`${s}\``).join(', ')
+  const versions = versionChanges().map(({ version, changes }) => `Version ${version} (\`/v${version}/…\`, or \`Accept: ${vendorMediaType(version)}\` on any path): ${changes}`).join(' ')
   const rows = Object.entries(PROBLEMS).map(([code, p]) => `| ${p.status} | \`${code}\` | ${p.title}: ${p.detail} |`).join('\n')
   const fieldRows = Object.entries(FIELD_CODES).map(([code, text]) => `| \`${code}\` | ${text} |`).join('\n')
-  return `An HTTP/JSON API for blog posts and orders.
+  return `An HTTP/JSON API of ${paths}: each is described under its tag.
 
-**Versions.** \`/posts\` is version 1; \`/v1/…\` is the same. Version 2 (\`/v2/…\`, or \`Accept: application/vnd.blog.v2+json\` on any path) names the identifier \`postId\` (\`orderId\` for orders) and adds \`_links\` to posts.
+**Versions.** A path without a version prefix is version ${DEFAULT_VERSION}. ${versions}
 
-**Authentication.** \`Authorization: Bearer <JWT or API key>\`. Reading published posts needs none; orders need \`orders:write\`.
+**Authentication.** \`Authorization: Bearer <JWT or API key>\`. Reading what everyone may read needs none; the rest needs its resource's scope (${scopes}) or \`admin\`.
 
 **Retries.** Every POST honours \`Idempotency-Key\`: the same key and body within 24 h answer the first response again (\`Idempotent-Replayed: true\`) and change nothing.
 

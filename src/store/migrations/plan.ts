@@ -16,7 +16,7 @@ export interface MigrationPlan {
 
 /**
  * Every migration in the order it applies: first those named before migrations were named per
- * module (`0001-initial` … `0004-exports`, wherever they live now), in name order, as they always
+ * module (`0001-initial` … `0004-…`, wherever they live now), in name order, as they always
  * applied; then the core's (`core/NNNN-what`); then each module's in the order the modules are
  * listed (the registry's), each part in name order. A module's migrations are named
  * `<its name>/NNNN-what`, so two branches adding one each cannot collide, and a module numbers

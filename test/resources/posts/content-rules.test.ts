@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import { ConfigError, loadConfig } from '../../../src/config.ts'
+import { ConfigError } from '../../../src/config.ts'
+import { loadConfig } from '../../../src/context.ts'
 import { describe, it } from 'node:test'
 import { EXCERPT_DERIVED_LENGTH, isSafeUrl, renderContent, shorten } from '../../../src/resources/posts/markdown.ts'
 import { publishedAtAfter } from '../../../src/resources/posts/published-at.ts'
