@@ -366,18 +366,24 @@ export class PostsRepository implements PostStore {
   }
 
   private async tryClaim (id: number, slug: string): Promise<boolean> {
-    const rows = await this.db.insertInto('post_slugs').values({ slug, post_id: id })
+    const rows = await this.prepared.get('claim-slug', () => this.db.insertInto('post_slugs').values({ slug: arg(0), post_id: arg(1) })
       .onConflict(oc => oc.column('slug').doNothing())
-      .returning('slug')
-      .execute()
+      .returning('slug'))
+      .execute(this.db, [slug, id])
     return rows.length === 1
   }
 
   /** Post `id`'s tags, with its created_at: the order a list by one tag reads them in. */
   private async insertTags (id: number, tags: readonly string[]): Promise<void> {
     if (tags.length === 0) return
-    const createdAt = this.db.selectFrom('posts').select('created_at').where('id', '=', id)
-    await this.db.insertInto('post_tags').values(tags.map(name => ({ post_id: id, tag_key: tagKey(name), name, created_at: createdAt }))).execute()
+    // One shape per count of tags (at most a post's limit of them): compiled once, then only bound.
+    const insert = this.prepared.get(`insert-tags|${tags.length}`, () => this.db.insertInto('post_tags').values(tags.map((_, i) => ({
+      post_id: arg<number>(0),
+      tag_key: arg<string>(2 * i + 1),
+      name: arg<string>(2 * i + 2),
+      created_at: this.db.selectFrom('posts').select('created_at').where('id', '=', arg<number>(0)),
+    }))))
+    await insert.execute(this.db, [id, ...tags.flatMap(name => [tagKey(name), name])])
   }
 
   async replace (id: number, input: PostWriteInput, expectedRevision: number, now: Date): Promise<WriteResult<Post> | { outcome: 'slug-taken' }> {

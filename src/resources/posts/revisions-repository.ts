@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Post } from './post.ts'
 import type { Revision, RevisionSummary } from './revision.ts'
+import { arg, preparedQueries } from '../../store/prepared.ts'
 import { readPage } from '../../store/read-page.ts'
 import type { ListPage, ListQuery } from '../../store/store.ts'
 import { type Database, type DialectParts, iso } from '../../store/tables.ts'
@@ -33,23 +34,27 @@ export class RevisionsRepository implements RevisionStore {
   constructor (private readonly db: Kysely<Database>, private readonly dialect: DialectParts) {}
 
   async record (post: Post, editor: string, now: Date, keep: number): Promise<void> {
-    await this.db.insertInto('post_revisions').values({
-      post_id: post.id,
-      number: post.revision,
-      title: post.title,
-      content: post.content,
-      status: post.status,
-      slug: post.slug,
-      tags: JSON.stringify(post.tags),
-      excerpt: post.excerpt,
-      excerpt_derived: post.excerptDerived ? 1 : 0,
-      publish_at: post.publishAt === null ? null : this.dialect.timestamp(new Date(post.publishAt)),
-      editor,
-      created_at: this.dialect.timestamp(now),
-    }).execute()
+    const prepared = preparedQueries(this.dialect)
+    const insert = prepared.get('revisions|record', () => this.db.insertInto('post_revisions').values({
+      post_id: arg(0),
+      number: arg(1),
+      title: arg(2),
+      content: arg(3),
+      status: arg(4),
+      slug: arg(5),
+      tags: arg(6),
+      excerpt: arg(7),
+      excerpt_derived: arg(8),
+      publish_at: arg(9),
+      editor: arg(10),
+      created_at: arg(11),
+    }))
+    await insert.execute(this.db, [post.id, post.revision, post.title, post.content, post.status, post.slug, JSON.stringify(post.tags), post.excerpt,
+      post.excerptDerived ? 1 : 0, post.publishAt === null ? null : this.dialect.timestamp(new Date(post.publishAt)), editor, this.dialect.timestamp(now)])
     // Numbers are the post's revisions, one per change, so the newest `keep` are the last `keep` numbers.
     if (post.revision > keep) {
-      await this.db.deleteFrom('post_revisions').where('post_id', '=', post.id).where('number', '<=', post.revision - keep).execute()
+      await prepared.get('revisions|prune', () => this.db.deleteFrom('post_revisions').where('post_id', '=', arg<number>(0)).where('number', '<=', arg<number>(1)))
+        .execute(this.db, [post.id, post.revision - keep])
     }
   }
 

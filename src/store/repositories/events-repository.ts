@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely'
 import type { EventInput, EventStore, StoredEvent } from '../store.ts'
+import { arg, preparedQueries } from '../prepared.ts'
 import { type Database, type DialectParts, iso } from '../tables.ts'
 
 const FANNED_OUT = 'events_fanned_out'
@@ -27,14 +28,17 @@ export class EventsRepository implements EventStore {
     if (this.pending === null || this.pending.length === 0) return
     if (this.dialect.eventsLock !== null) await sql.raw(this.dialect.eventsLock).execute(this.db)
     const ts = this.dialect.timestamp(now)
-    await this.db.insertInto('events').values(this.pending.map(e => ({
-      type: e.type,
-      occurred_at: ts,
-      owner: e.owner,
-      public: e.public ? 1 : 0,
-      webhook_id: e.webhookId ?? null,
-      data: JSON.stringify(e.data),
-    }))).execute()
+    // One shape per count of events (a change records one or a few): compiled once, then only bound.
+    const n = this.pending.length
+    const insert = preparedQueries(this.dialect).get(`events|flush|${n}`, () => this.db.insertInto('events').values(Array.from({ length: n }, (_, i) => ({
+      type: arg<string>(6 * i),
+      occurred_at: arg<string>(6 * i + 1),
+      owner: arg<string | null>(6 * i + 2),
+      public: arg<number>(6 * i + 3),
+      webhook_id: arg<number | null>(6 * i + 4),
+      data: arg<string>(6 * i + 5),
+    }))))
+    await insert.execute(this.db, this.pending.flatMap(e => [e.type, ts, e.owner, e.public ? 1 : 0, e.webhookId ?? null, JSON.stringify(e.data)]))
     this.pending.length = 0
   }
 
