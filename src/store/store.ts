@@ -212,6 +212,11 @@ export interface EventStore {
    */
   claimFanOut (): Promise<number | null>
   fannedOut (through: number): Promise<void>
+  /**
+   * The last event after `after` when none of the events after it is addressed to one subscription
+   * (a ping), else null; `after` itself when there is none. Reads no event's data.
+   */
+  untargetedThrough (after: number): Promise<number | null>
   fanOutPosition (): Promise<number>
 }
 

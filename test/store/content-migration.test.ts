@@ -8,18 +8,33 @@ import { buildTestApp, freshDatabase, json, storeKinds, type TestApp } from '../
 
 const CONTENT_MIGRATION = 'posts/0001-content'
 
+/**
+ * A database migrated up to the migration before `next`, with rows written by `write` the way that
+ * schema took them, then started by the service (which migrates it the rest of the way).
+ */
+function startedAfterWriting (kind: 'sqlite' | 'postgres', next: string, write: (store: KyselyStore) => Promise<void>) {
+  const s = {} as { db: Awaited<ReturnType<typeof freshDatabase>>, t: TestApp }
+  before(async () => {
+    s.db = await freshDatabase(kind)
+    const store = await openStore(loadConfig({ DATABASE_URL: s.db.url, DATA_DIR: s.db.dataDir })) as KyselyStore
+    const plan = store.migrationPlan()
+    const result = await new Migrator({ db: store.db, ...migratorProps(plan) }).migrateTo(plan.order[plan.order.indexOf(next) - 1]!)
+    assert.equal(result.error, undefined)
+    await write(store)
+    await store.close()
+    s.t = await buildTestApp(kind, {}, { url: () => s.db.url })
+  })
+  after(async () => {
+    await s.t.close()
+    await s.db.drop()
+  })
+  return s
+}
+
 for (const kind of await storeKinds()) {
   describe(`migrating a database made before slugs and tags [${kind}]`, () => {
-    let db: Awaited<ReturnType<typeof freshDatabase>>
-    let t: TestApp
-    before(async () => {
-      db = await freshDatabase(kind)
-      // The schema as it was before this migration, with posts written into it the way that schema took them.
-      const store = await openStore(loadConfig({ DATABASE_URL: db.url, DATA_DIR: db.dataDir })) as KyselyStore
-      const plan = store.migrationPlan()
-      const earlier = plan.order.slice(0, plan.order.indexOf(CONTENT_MIGRATION))
-      const result = await new Migrator({ db: store.db, ...migratorProps(plan) }).migrateTo(earlier.at(-1)!)
-      assert.equal(result.error, undefined)
+    // The schema as it was before this migration, with posts written into it the way that schema took them.
+    const s = startedAfterWriting(kind, CONTENT_MIGRATION, async store => {
       const rows: [string, string, string, string][] = [
         ['Crème brûlée!', '# Hello\n\n<script>x</script> *world*', 'published', '2026-01-01T00:00:00.000Z'],
         ['Crème Brûlée', 'second', 'draft', '2026-01-02T00:00:00.000Z'],
@@ -30,18 +45,11 @@ for (const kind of await storeKinds()) {
         const ts = kind === 'postgres' ? sql`${at}::timestamptz` : sql`${at}`
         await sql`INSERT INTO posts (title, content, status, author, created_at, updated_at, revision) VALUES (${title}, ${content}, ${status}, 'alice', ${ts}, ${ts}, 1)`.execute(store.db)
       }
-      await store.close()
-      // The service starts on it and migrates it.
-      t = await buildTestApp(kind, {}, { url: () => db.url })
-    })
-    after(async () => {
-      await t.close()
-      await db.drop()
     })
 
     it('gives every post a unique derived slug, empty tags, an excerpt and HTML; published_at = created_at when published', async () => {
-      const admin = await t.auth('root', ['admin'])
-      const posts = json(await t.request({ method: 'GET', url: '/posts?sort=id&fields=id,slug,tags,excerpt,content_html,published_at,created_at,status', headers: admin }))
+      const admin = await s.t.auth('root', ['admin'])
+      const posts = json(await s.t.request({ method: 'GET', url: '/posts?sort=id&fields=id,slug,tags,excerpt,content_html,published_at,created_at,status', headers: admin }))
       assert.deepEqual(posts.map((p: { slug: string }) => p.slug), ['creme-brulee', 'creme-brulee-2', 'creme-brulee-3', 'post'])
       for (const p of posts) assert.deepEqual(p.tags, [])
       assert.equal(posts[0].excerpt, 'Hello <script>x</script> world')
@@ -54,26 +62,20 @@ for (const kind of await storeKinds()) {
     })
 
     it('serves the migrated posts by slug, searches them, and takes new posts beside them', async () => {
-      assert.equal(json(await t.request({ method: 'GET', url: '/posts/by-slug/creme-brulee-3' })).title, 'creme brulee')
-      assert.equal(json(await t.request({ method: 'GET', url: '/posts?q=hello' })).length, 1)
-      const alice = await t.auth('alice', ['posts:write'])
-      const created = json(await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { title: 'Crème brûlée', content: '', tags: ['Food'] } }))
+      assert.equal(json(await s.t.request({ method: 'GET', url: '/posts/by-slug/creme-brulee-3' })).title, 'creme brulee')
+      assert.equal(json(await s.t.request({ method: 'GET', url: '/posts?q=hello' })).length, 1)
+      const alice = await s.t.auth('alice', ['posts:write'])
+      const created = json(await s.t.request({ method: 'POST', url: '/posts', headers: alice, payload: { title: 'Crème brûlée', content: '', tags: ['Food'] } }))
       assert.equal(created.slug, 'creme-brulee-4')
-      assert.equal(json(await t.request({ method: 'GET', url: '/posts?q=food' })).length, 1, 'search covers tags after the migration')
+      assert.equal(json(await s.t.request({ method: 'GET', url: '/posts?q=food' })).length, 1, 'search covers tags after the migration')
     })
   })
 }
 
 for (const kind of await storeKinds()) {
   describe(`migrating a database made before tags kept their posts' order (posts/0003-tag-order) [${kind}]`, () => {
-    let db: Awaited<ReturnType<typeof freshDatabase>>
-    let t: TestApp
-    before(async () => {
-      db = await freshDatabase(kind)
-      const store = await openStore(loadConfig({ DATABASE_URL: db.url, DATA_DIR: db.dataDir })) as KyselyStore
-      const result = await new Migrator({ db: store.db, ...migratorProps(store.migrationPlan()) }).migrateTo('posts/0002-editorial')
-      assert.equal(result.error, undefined)
-      // Tagged posts as that schema held them: post_tags without an order. Created out of id order.
+    // Tagged posts as that schema held them: post_tags without an order. Created out of id order.
+    const s = startedAfterWriting(kind, 'posts/0003-tag-order', async store => {
       const at = ['2026-01-03T00:00:00.000Z', '2026-01-01T00:00:00.000Z', '2026-01-04T00:00:00.000Z', '2026-01-02T00:00:00.000Z']
       for (const [i, created] of at.entries()) {
         const ts = kind === 'postgres' ? sql`${created}::timestamptz` : sql`${created}`
@@ -81,16 +83,10 @@ for (const kind of await storeKinds()) {
           VALUES (${`Post ${i}`}, '', 'published', 'alice', ${ts}, ${ts}, 1, ${`post-${i}`}, '["Kept"]', '', '', ${ts})`.execute(store.db)
         await sql`INSERT INTO post_tags (post_id, tag_key, name) VALUES (${i + 1}, 'kept', 'Kept')`.execute(store.db)
       }
-      await store.close()
-      t = await buildTestApp(kind, {}, { url: () => db.url })
-    })
-    after(async () => {
-      await t.close()
-      await db.drop()
     })
 
     it('lists a tag of posts written before it in created_at order, both ways, as the whole list does', async () => {
-      const ids = async (query: string) => (json(await t.request({ method: 'GET', url: `/posts?${query}` })) as { id: number }[]).map(p => p.id)
+      const ids = async (query: string) => (json(await s.t.request({ method: 'GET', url: `/posts?${query}` })) as { id: number }[]).map(p => p.id)
       assert.deepEqual(await ids('tag=kept'), [3, 1, 4, 2])
       assert.deepEqual(await ids('tag=kept&sort=created_at'), [2, 4, 1, 3])
       assert.deepEqual(await ids('tag=kept'), await ids(''))

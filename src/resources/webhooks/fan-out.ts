@@ -52,11 +52,20 @@ export class FanOut {
     const { read, queued } = await this.opts.store.transaction(async uow => {
       const position = await uow.events.claimFanOut()
       if (position === null) return { read: 0, queued: 0 }
+      // No subscription to deliver to and no event addressed to one (a ping): the position moves
+      // past the new events without reading them. The events are read before the subscriptions, as
+      // below: a subscription made since starts after them.
+      const through = await uow.events.untargetedThrough(position)
+      const enabled = await uow.webhookSubscriptions.enabled()
+      if (enabled.length === 0 && through !== null && through > position) {
+        await uow.events.fannedOut(through)
+        return { read: 0, queued: 0 }
+      }
       const events = await uow.events.list(position, BATCH)
       if (events.length > 0) {
         const subscriptions = events.some(e => e.webhookId !== null)
           ? (await uow.webhookSubscriptions.list({ filter: {}, sort: [{ key: 'id', direction: 'asc' }], limit: 1_000_000 }, SYSTEM)).items
-          : await uow.webhookSubscriptions.enabled()
+          : enabled
         let n = 0
         for (const e of events) {
           // The same bytes on every attempt.

@@ -86,6 +86,15 @@ export class EventsRepository implements EventStore {
     await this.db.updateTable('meta').set({ value: String(through) }).where('key', '=', FANNED_OUT).execute()
   }
 
+  async untargetedThrough (after: number): Promise<number | null> {
+    const row = await preparedQueries(this.dialect).get('events|untargeted-through', () => this.db.selectFrom('events')
+      .select(eb => [eb.fn.max('id').as('last'), eb.fn.count('webhook_id').as('targeted')])
+      .where('id', '>', arg<number>(0)))
+      .execute(this.db, [after])
+    if (Number(row[0]?.targeted ?? 0) > 0) return null
+    return row[0]?.last === null || row[0]?.last === undefined ? after : Number(row[0].last)
+  }
+
   async fanOutPosition (): Promise<number> {
     return await this.meta(FANNED_OUT)
   }
