@@ -118,7 +118,7 @@ export function fieldError (field: string, code: FieldCode, message?: Message | 
   return { field, code, message: message ?? FIELD_CODES[code] }
 }
 
-/** `POST_NOT_FOUND` → `post-not-found`, the last segment of the problem's `type` URI. */
+/** `VERSION_SUNSET` → `version-sunset`, the last segment of the problem's `type` URI. */
 export function problemSlug (code: string): string {
   return code.toLowerCase().replaceAll('_', '-')
 }

@@ -9,20 +9,6 @@ export type EventType = typeof EVENT_TYPES[number]
 /** What a subscription asks for: every event, or these. */
 export const ALL_EVENTS = '*'
 
-/**
- * The events of a post's change, from its status before (null: it is new) and after (null: it is
- * gone): created or updated or deleted, and published when it became `published`, unpublished
- * when a published post left that status (deleting a published post unpublishes nothing: it is
- * `post.deleted`).
- */
-export function postEventTypes (before: string | null, after: string | null): EventType[] {
-  if (after === null) return ['post.deleted']
-  const types: EventType[] = [before === null ? 'post.created' : 'post.updated']
-  if (after === 'published' && before !== 'published') types.push('post.published')
-  if (before === 'published' && after !== 'published') types.push('post.unpublished')
-  return types
-}
-
 /** The wire form of an event (webhook body and stream `data`): `{id, type, occurred_at, data}`, `data` already JSON. */
 export function eventJson (e: { readonly id: number, readonly type: string, readonly occurredAt: string, readonly data: string }): string {
   return `{"id":"${e.id}","type":${JSON.stringify(e.type)},"occurred_at":"${e.occurredAt}","data":${e.data}}`

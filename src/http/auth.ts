@@ -170,7 +170,7 @@ export class Authenticator {
         throw invalidToken(`Tokens signed with ${alg ?? 'no algorithm'} are not accepted.`)
       }
       if (typeof payload.sub !== 'string' || payload.sub === '') throw invalidToken('The token has no subject.')
-      // The subject becomes a post's author: text every store can hold (PostgreSQL refuses NUL).
+      // The subject becomes the owner of what it writes: text every store can hold (PostgreSQL refuses NUL).
       if (payload.sub.includes('\u0000') || !payload.sub.isWellFormed()) throw invalidToken('The token\'s subject is not valid text.')
       const scope = typeof payload.scope === 'string' ? payload.scope : ''
       const principal: Principal = { subject: payload.sub, scopes: new Set(scope.split(' ').filter(Boolean)), kind: 'jwt' }

@@ -9,6 +9,14 @@ export function strongEtag (...parts: (string | number)[]): string {
   return `"${hash('sha256', parts.join('\u0000'), 'base64url').slice(0, 27)}"`
 }
 
+/**
+ * A strong entity tag of stored bytes from their content digest (a file's SHA-256): equal bytes
+ * give equal tags on every instance; an unknown digest gives the empty tag.
+ */
+export function digestEtag (digest: string | null): string {
+  return `"${digest ?? ''}"`
+}
+
 /** What every stored resource has that decides its representation's bytes. */
 export interface Revisioned {
   readonly id: number

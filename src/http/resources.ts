@@ -19,7 +19,7 @@ export interface ResourceContext {
   readonly cursors: CursorCodec
   /** Wakes a job (its own, or the core's `webhooks`) after a commit that gave it work. */
   readonly jobs: JobWaker
-  /** Compiles against every shared schema: `bodies.getSchema('PostBodyV2')` validates a whole body. */
+  /** Compiles against every shared schema: `bodies.getSchema('CreateTicketBody')` validates a whole body. */
   readonly bodies: Ajv
   /**
    * A route's options with what every versioned route needs: the router constraint that picks
@@ -99,8 +99,8 @@ export interface JobContext {
 }
 
 /**
- * Rows an export writes out, one per line: read in id order by keyset pages (as an admin reads
- * them), each as the API version that started the export represents it.
+ * Rows another resource writes out whole, one per line: read in id order by keyset pages (as an admin reads
+ * them), each as the API version that asked for the rows represents it.
  */
 export interface Exportable {
   list (store: Repositories, query: ListQuery<'id', { status?: string }>, viewer: Viewer): Promise<ListPage<{ id: number }>>

@@ -58,7 +58,7 @@ export interface WebhookDeliveriesTable {
   last_error: string | null
   created_at: Timestamp
   updated_at: Timestamp
-  /** The subscription and event of a subscription's delivery; null for an export callback. */
+  /** The subscription and event of a subscription's delivery; null for a resource's callback. */
   webhook_id: number | null
   event_id: number | null
   event_type: string | null

@@ -1,4 +1,4 @@
-import { strongEtag } from '../../http/conditional.ts'
+import { digestEtag, strongEtag } from '../../http/conditional.ts'
 import { type ApiVersion, idNameOf } from '../../http/versioning.ts'
 import { type ExportJob, progressOf } from './export.ts'
 
@@ -33,5 +33,5 @@ export function exportEtag (job: ExportJob, version: ApiVersion, base: string): 
 
 /** Strong ETag of the file: its SHA-256, so equal bytes give equal tags on every instance. */
 export function fileEtag (job: ExportJob): string {
-  return `"${job.sha256 ?? ''}"`
+  return digestEtag(job.sha256)
 }

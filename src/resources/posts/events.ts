@@ -1,4 +1,4 @@
-import { postEventTypes } from '../../domain/events.ts'
+import type { EventType } from '../../domain/events.ts'
 import type { PostChanged } from './post-service.ts'
 import type { EventStore } from '../../store/store.ts'
 import { renderPost } from './representation.ts'
@@ -18,4 +18,18 @@ export function postEvents (events: Pick<EventStore, 'record'>): PostChanged {
     const visible = after === null ? before?.status === 'published' : after.status === 'published'
     events.record(...postEventTypes(before?.status ?? null, after?.status ?? null).map(type => ({ type, data, owner: post.author, public: visible })))
   }
+}
+
+/**
+ * The events of a post's change, from its status before (null: it is new) and after (null: it is
+ * gone): created or updated or deleted, and published when it became `published`, unpublished
+ * when a published post left that status (deleting a published post unpublishes nothing: it is
+ * `post.deleted`).
+ */
+export function postEventTypes (before: string | null, after: string | null): EventType[] {
+  if (after === null) return ['post.deleted']
+  const types: EventType[] = [before === null ? 'post.created' : 'post.updated']
+  if (after === 'published' && before !== 'published') types.push('post.published')
+  if (before === 'published' && after !== 'published') types.push('post.unpublished')
+  return types
 }

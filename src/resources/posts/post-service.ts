@@ -1,4 +1,5 @@
 import { AppError } from '../../errors.ts'
+import { writeCurrent } from '../../http/action.ts'
 import './problems.ts'
 import { renderContent } from './markdown.ts'
 import { publishedAtAfter } from './published-at.ts'
@@ -32,9 +33,6 @@ export interface PostServiceOptions {
   /** Told of each change, in its unit of work (the events of contract §12). */
   readonly changed?: PostChanged
 }
-
-const always: Precondition = () => true
-const RETRIES = 5
 
 function notFound (id: number): AppError {
   return new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
@@ -134,28 +132,23 @@ export class PostService {
   }
 
   /** Replaces a post with the input `build` makes from the current one (PUT uses the body; PATCH applies a patch). */
-  async update (id: number, viewer: Principal, build: (current: Post) => PostInput, precondition: Precondition = always): Promise<Post> {
-    for (let attempt = 0; ; attempt++) {
-      const current = await this.writable(id, viewer)
-      if (!precondition(current)) throw new AppError('PRECONDITION_FAILED')
+  async update (id: number, viewer: Principal, build: (current: Post) => PostInput, precondition?: Precondition): Promise<Post> {
+    // The core's compare-and-set: a write that lost a race is done again from the post as it now
+    // is (an edit, or the scheduled switch, got there first), unless the client named a precondition.
+    const { before, after, now } = await writeCurrent(precondition, async () => await this.writable(id, viewer), async current => {
       const now = this.clock()
       const write = postWrite(applySchedule(build(current), current, now), current, now)
       const result = await this.store.replace(id, write, current.revision, now)
-      if (result.outcome === 'done') {
-        this.changed(current, result.value)
-        await this.rescheduled(current, result.value)
-        return await this.recorded(result.value, viewer.subject, now)
-      }
       if (result.outcome === 'slug-taken') throw slugTaken(write.slug)
-      if (result.outcome === 'missing') throw notFound(id)
-      // Someone else wrote between our read and our write (an edit, or the scheduled switch). With
-      // a client precondition that is the client's lost update (412); without one, read again and retry.
-      if (precondition !== always || attempt >= RETRIES) throw new AppError('PRECONDITION_FAILED')
-    }
+      return result.outcome === 'done' ? { outcome: 'done', value: { before: current, after: result.value, now } } : result
+    }, () => notFound(id))
+    this.changed(before, after)
+    await this.rescheduled(before, after)
+    return await this.recorded(after, viewer.subject, now)
   }
 
   /** Gives the post the values of its revision `number` (a change like any other: it records a new revision). */
-  async restore (id: number, number: number, viewer: Principal, precondition: Precondition = always): Promise<Post> {
+  async restore (id: number, number: number, viewer: Principal, precondition?: Precondition): Promise<Post> {
     const revision = await this.revision(id, number, viewer)
     // A derived excerpt is restored as derived: it follows the restored content.
     const input: PostInput = {
@@ -170,19 +163,13 @@ export class PostService {
     return await this.update(id, viewer, () => input, precondition)
   }
 
-  async delete (id: number, viewer: Principal, precondition: Precondition = always): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      const current = await this.writable(id, viewer)
-      if (!precondition(current)) throw new AppError('PRECONDITION_FAILED')
+  async delete (id: number, viewer: Principal, precondition?: Precondition): Promise<void> {
+    const before = await writeCurrent(precondition, async () => await this.writable(id, viewer), async current => {
       // The post's revisions go with it (ON DELETE CASCADE), in this statement.
       const result = await this.store.delete(id, current.revision)
-      if (result.outcome === 'done') {
-        this.changed(current, null)
-        return
-      }
-      if (result.outcome === 'missing') throw notFound(id)
-      if (precondition !== always || attempt >= RETRIES) throw new AppError('PRECONDITION_FAILED')
-    }
+      return result.outcome === 'done' ? { outcome: 'done', value: current } : result
+    }, () => notFound(id))
+    this.changed(before, null)
   }
 
   /**
