@@ -1,13 +1,14 @@
 /**
  * What events cost (issue 24): the write scenarios of `npm run bench` (create; 90% GET / 10% PUT)
  * on the service with no webhook subscription, then with 2 subscriptions active (receivers on
- * loopback answering 204 at once), then with `BENCH_STREAMS` (1 000) change streams open; and
- * the peak RSS with the streams open. One server process per store, wrk as in bench/throughput.ts.
+ * loopback answering 204 at once), then with `BENCH_STREAMS` (1 000) change streams held open of a
+ * type the load does not raise, then with as many admin streams fed every event; the peak RSS;
+ * and issue 24's targets (each write scenario within 15% of its figure with no subscription). One server process per store, wrk as in bench/throughput.ts.
  *
  *   npm run build && BENCH_SECONDS=3 tsx bench/events.ts        # a quick look
  *   npm run bench:events                                         # the full run (10 s per run)
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -33,8 +34,21 @@ async function token (scope: string): Promise<string> {
   return await new SignJWT({ scope }).setProtectedHeader({ alg: 'HS256' }).setSubject('bench').setExpirationTime('4h').sign(new TextEncoder().encode(SECRET))
 }
 
-function wrk (port: number, args: string[]): Run {
-  const out = execFileSync('wrk', ['-t1', '-c64', `-d${SECONDS}s`, '--timeout', '10s', '-s', SCRIPT, `http://127.0.0.1:${port}`, '--', ...args], { encoding: 'utf8' })
+/** Servers on core 0, wrk and this process (the receivers, the streams' readers) on core 1, as bench/throughput.ts does. */
+const PINNED = os.cpus().length > 1 && spawnSync('sh', ['-c', 'command -v taskset']).status === 0
+
+/**
+ * One wrk run. Asynchronous: this process's receivers answer deliveries and its stream clients
+ * read while wrk runs (a synchronous run would stall them, and the service would buffer for
+ * readers that never read).
+ */
+async function wrk (port: number, args: string[]): Promise<Run> {
+  const argv = ['-t1', '-c64', `-d${SECONDS}s`, '--timeout', '10s', '-s', SCRIPT, `http://127.0.0.1:${port}`, '--', ...args]
+  const child = PINNED ? spawn('taskset', ['-c', '1', 'wrk', ...argv]) : spawn('wrk', argv)
+  let out = ''
+  child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d })
+  const code = await new Promise<number | null>(resolve => child.once('exit', resolve))
+  if (code !== 0) throw new Error(`wrk exited with ${code}`)
   const r = JSON.parse(out.trim().split('\n').at(-1)!) as { requests: number, duration_us: number, p99_us: number, connect: number, read: number, write: number, status: number, timeout: number }
   return { rps: r.requests / (r.duration_us / 1e6), p99: r.p99_us / 1000, errors: r.connect + r.read + r.write + r.status + r.timeout }
 }
@@ -42,7 +56,8 @@ function wrk (port: number, args: string[]): Run {
 async function start (env: Record<string, string>): Promise<{ child: ChildProcess, port: number, metrics: number }> {
   const port = 3990 + Math.floor(Math.random() * 500)
   const metrics = port + 1000
-  const child = spawn(process.execPath, ['--max-semi-space-size=8', '--heap-growing-percent=50', path.join(ROOT, 'dist/blog.js'), 'serve'], {
+  const node = [process.execPath, '--max-semi-space-size=8', '--heap-growing-percent=50', path.join(ROOT, 'dist/blog.js'), 'serve']
+  const child = spawn(PINNED ? 'taskset' : node[0]!, PINNED ? ['-c', '0', ...node] : node.slice(1), {
     env: { ...process.env, ...env, PORT: String(port), METRICS_PORT: String(metrics), AUTH_JWT_SECRET: SECRET, BOOTSTRAP_ADMIN_KEY: 'false', RATE_LIMIT_MAX: '0', LOG_LEVEL: 'warn', WEBHOOK_SECRET, WEBHOOK_ALLOW_LOOPBACK: '1' },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
@@ -82,26 +97,28 @@ async function measure (label: string, dbEnv: Record<string, string>, say: (s: s
     }
     const scenarios: [string, string[]][] = [['create', ['create', writer]], ['mixed 90% GET / 10% PUT', ['mixed', String(POSTS), writer]]]
     const rows: string[] = []
-    const runAll = (setting: string) => {
+    const rps = new Map<string, number>()
+    const runAll = async (setting: string) => {
       for (const [name, args] of scenarios) {
         // Warm-up, not counted.
-        wrk(port, args)
-        const r = wrk(port, args)
+        await wrk(port, args)
+        const r = await wrk(port, args)
+        rps.set(`${name}|${setting}`, r.rps)
         rows.push(`| ${name} | ${setting} | ${r.rps.toFixed(0)} | ${r.p99.toFixed(1)} | ${r.errors} | ${rssMiB(child.pid!).toFixed(0)} |`)
         process.stderr.write(`  ${label} ${name} (${setting}): ${r.rps.toFixed(0)} req/s\n`)
       }
     }
-    runAll('no subscription')
+    await runAll('no subscription')
     for (const i of [1, 2]) {
       const res = await fetch(`${base}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify({ url: rx.url(i), events: ['*'] }) })
       if (res.status !== 201) throw new Error(`subscribing failed: ${res.status} ${await res.text()}`)
     }
-    runAll('2 subscriptions')
+    await runAll('2 subscriptions')
     // Opened in steps, each one retried until it is a stream (a step too fast is shed with 503, as it should be).
-    const openOne = async (): Promise<void> => {
+    const openOne = async (query: string): Promise<void> => {
       for (;;) {
         const ok = await new Promise<boolean>(resolve => {
-          const req = http.get(`${base}/events`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${admin}` }, agent: false }, res => {
+          const req = http.get(`${base}/events${query}`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${admin}` }, agent: false }, res => {
             if (res.statusCode === 200) {
               streams.push(req)
               res.resume()
@@ -117,13 +134,32 @@ async function measure (label: string, dbEnv: Record<string, string>, say: (s: s
         await sleep(100)
       }
     }
-    for (let i = 0; i < STREAMS; i += 25) await Promise.all(Array.from({ length: Math.min(25, STREAMS - i) }, openOne))
-    const open = await openStreams()
+    const openStreamsOf = async (query: string): Promise<number> => {
+      for (let i = 0; i < STREAMS; i += 25) await Promise.all(Array.from({ length: Math.min(25, STREAMS - i) }, async () => { await openOne(query) }))
+      return await openStreams()
+    }
+    // Streams held open that the writes do not feed (a type the load does not raise): what holding them costs.
+    const held = await openStreamsOf('?types=export.failed')
     await sleep(1000)
-    rows.push(`| (idle) | 2 subscriptions, ${open} streams open | | | | ${rssMiB(child.pid!).toFixed(0)} |`)
-    runAll(`2 subscriptions, ${open} streams open`)
+    rows.push(`| (idle) | 2 subscriptions, ${held} streams of another type open | | | | ${rssMiB(child.pid!).toFixed(0)} |`)
+    await runAll(`2 subscriptions, ${held} streams of another type open`)
+    for (const s of streams.splice(0)) s.destroy()
+    for (let i = 0; i < 100 && await openStreams() > 0; i++) await sleep(50)
+    // Admin streams, fed every event of the load with its post: what feeding them costs.
+    const open = await openStreamsOf('')
+    await sleep(1000)
+    rows.push(`| (idle) | 2 subscriptions, ${open} admin streams open | | | | ${rssMiB(child.pid!).toFixed(0)} |`)
+    await runAll(`2 subscriptions, ${open} admin streams open`)
     say(`\n## ${label}\n\n| scenario | events | req/s | p99 ms | errors | RSS MiB after |\n|---|---|---:|---:|---:|---:|\n${rows.join('\n')}`)
     say(`\nDeliveries received by the 2 receivers during the runs: ${rx.count()}.`)
+    // Issue 24's targets: no write scenario more than 15% slower with events in use; the streams within the memory target.
+    const peak = Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${child.pid!}/status`, 'utf8'))?.[1] ?? 0) / 1024
+    const lines = scenarios.flatMap(([name]) => ['2 subscriptions', `2 subscriptions, ${held} streams of another type open`, `2 subscriptions, ${open} admin streams open`].map(setting => {
+      const change = rps.get(`${name}|${setting}`)! / rps.get(`${name}|no subscription`)! - 1
+      return `| ${name}, ${setting} vs no subscription | ${(100 * change).toFixed(1)}% req/s | ${change >= -0.15 ? 'yes' : '**no**'} |`
+    }))
+    lines.push(`| peak RSS with ${held} streams held, then ${open} admin streams fed, ≤ 160 MB | ${(peak * 1.048576).toFixed(0)} MB (${peak.toFixed(0)} MiB) | ${peak * 1.048576 <= 160 ? 'yes' : '**no**'} |`)
+    say(`\n| target (${label}) | value | met |\n|---|---|---|\n${lines.join('\n')}`)
   } finally {
     for (const s of streams) s.destroy()
     rx.close()
