@@ -96,7 +96,9 @@ export class WebhookSender {
     // Held a little longer than one attempt may take, so no other sender takes it meanwhile.
     // Each attempt listens for the stop: a batch's worth of listeners is expected.
     setMaxListeners(2 * BATCH, signal)
-    const due = await this.opts.store.webhooks.claimDue(new Date(), this.opts.timeoutMs + 5_000, BATCH)
+    // Writes go through units of work, so on SQLite they join the turn's group commit (one sync
+    // for all the turn's writes) rather than syncing the log once each.
+    const due = await this.opts.store.transaction(async uow => await uow.webhooks.claimDue(new Date(), this.opts.timeoutMs + 5_000, BATCH))
     await Promise.all(due.map(async d => { await this.attempt(d, signal) }))
     // A subscription's deliveries are claimed one at a time (they start in event order): while any
     // was claimed, more may be waiting behind it, so look again at once rather than after a poll.
@@ -122,12 +124,13 @@ export class WebhookSender {
       const target = await this.targetOf(d)
       if (target === null) {
         // Deleted (its deliveries went with it) or disabled since the delivery was made.
-        await this.opts.store.webhooks.failedAttempt(d.id, 'The subscription was disabled or deleted.', null, new Date())
+        await this.opts.store.transaction(async uow => { await uow.webhooks.failedAttempt(d.id, 'The subscription was disabled or deleted.', null, new Date()) })
         return
       }
       status = await this.post(d, target, stopping)
       if (status >= 200 && status < 300) {
-        await this.opts.store.webhooks.delivered(d.id, new Date(), status)
+        const code = status
+        await this.opts.store.transaction(async uow => { await uow.webhooks.delivered(d.id, new Date(), code) })
         this.opts.attempts.inc({ outcome: 'delivered' })
         log.info({ status }, 'webhook delivered')
         if (d.webhookId !== null) await this.subscriptions?.ended(d.webhookId, true)
@@ -141,7 +144,7 @@ export class WebhookSender {
     }
     const again = d.attempts < this.opts.maxAttempts
     const at = again ? new Date(Date.now() + retryDelay(d.attempts, this.opts.retryBaseMs)) : null
-    await this.opts.store.webhooks.failedAttempt(d.id, error, at, new Date(), status)
+    await this.opts.store.transaction(async uow => { await uow.webhooks.failedAttempt(d.id, error, at, new Date(), status) })
     this.opts.attempts.inc({ outcome: again ? 'retry' : 'failed' })
     if (again) log.warn({ error, retry_at: at?.toISOString() }, 'webhook attempt failed; it will be retried')
     else log.error({ error }, 'webhook given up after its last attempt')
