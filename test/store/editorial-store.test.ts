@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pino from 'pino'
 import type { Principal } from '../../src/domain/principal.ts'
@@ -8,7 +8,7 @@ import { SCHEDULE_CHANNEL } from '../../src/resources/posts/schedule.ts'
 import { PublishScheduler } from '../../src/resources/posts/publish-scheduler.ts'
 import type { Store } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
-import { type FreshStore, freshStore } from './store-helper.ts'
+import { useFreshStore } from './store-helper.ts'
 
 const alice: Principal = { subject: 'alice', scopes: new Set(['posts:write']), kind: 'jwt' }
 const opts = { revisionsKeep: 50 }
@@ -21,13 +21,9 @@ const ahead = (ms: number) => () => new Date(Date.now() - ms)
 
 for (const kind of await storeKinds()) {
   describe(`editorial store [${kind}]`, () => {
-    let f: FreshStore
+    const f = useFreshStore(kind)
     let store: Store
-    before(async () => {
-      f = await freshStore(kind)
-      store = f.store
-    })
-    after(async () => { await f.close() })
+    before(() => { store = f.store })
 
     /** A post scheduled for `inMs` from now (made through a service whose clock runs behind, when that is past). */
     async function scheduled (inMs: number, title = 'scheduled') {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, beforeEach, describe, it } from 'node:test'
+import { before, beforeEach, describe, it } from 'node:test'
 import type { ExportRequest } from '../../src/resources/exports/export.ts'
 import type { Store } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
-import { type FreshStore, freshStore } from './store-helper.ts'
+import { useFreshStore } from './store-helper.ts'
 
 const request: ExportRequest = { format: 'ndjson', filter: {}, callbackUrl: null }
 const v1 = { apiVersion: 1, linkBase: '' }
@@ -11,13 +11,9 @@ const at = (ms: number) => new Date(Date.UTC(2030, 0, 1) + ms)
 
 for (const kind of await storeKinds()) {
   describe(`exports store [${kind}]`, () => {
-    let f: FreshStore
+    const f = useFreshStore(kind)
     let store: Store
-    before(async () => {
-      f = await freshStore(kind)
-      store = f.store
-    })
-    after(async () => { await f.close() })
+    before(() => { store = f.store })
 
     // Each test starts with an empty queue, so claims see only its own jobs.
     beforeEach(async () => {

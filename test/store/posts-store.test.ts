@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import type { Post, PostSortKey, PostStatus } from '../../src/resources/posts/post.ts'
 import { sortValuesOf as postSortValues } from '../../src/http/paging.ts'
 import type { Principal, Viewer } from '../../src/domain/principal.ts'
 import type { PostFilter } from '../../src/resources/posts/store.ts'
 import type { ListQuery, SortTerm, Store } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
-import { type FreshStore, freshStore } from './store-helper.ts'
+import { useFreshStore } from './store-helper.ts'
 
 function principal (subject: string, scopes: string[] = ['posts:write']): Principal {
   return { subject, scopes: new Set(scopes), kind: 'jwt' }
@@ -52,13 +52,9 @@ async function ids (store: Store, viewer: Viewer, q: Q = {}): Promise<number[]> 
 
 for (const kind of await storeKinds()) {
   describe(`post store [${kind}]`, () => {
-    let f: FreshStore
+    const f = useFreshStore(kind)
     let store: Store
-    before(async () => {
-      f = await freshStore(kind)
-      store = f.store
-    })
-    after(async () => { await f.close() })
+    before(() => { store = f.store })
 
     describe('create and findById', () => {
       it('stores the post and reads it back alike', async () => {
@@ -140,11 +136,10 @@ for (const kind of await storeKinds()) {
   })
 
   describe(`post store lists [${kind}]`, () => {
-    let f: FreshStore
+    const f = useFreshStore(kind)
     let store: Store
     let all: Post[]
     before(async () => {
-      f = await freshStore(kind)
       store = f.store
       // Titles that differ in case, accents, punctuation and repeat; timestamps that repeat,
       // so that the id tie-breaker decides.
@@ -160,7 +155,6 @@ for (const kind of await storeKinds()) {
       all = (await store.posts.list(query({ sort: withId(['id', 'asc']) }), admin)).items
       assert.equal(all.length, 37)
     })
-    after(async () => { await f.close() })
 
     const sorts: SortTerm<PostSortKey>[][] = []
     for (const key of ['id', 'title', 'created_at', 'updated_at'] as const) {
@@ -231,13 +225,9 @@ for (const kind of await storeKinds()) {
   })
 
   describe(`post store full-text search [${kind}]`, () => {
-    let f: FreshStore
+    const f = useFreshStore(kind)
     let store: Store
-    before(async () => {
-      f = await freshStore(kind)
-      store = f.store
-    })
-    after(async () => { await f.close() })
+    before(() => { store = f.store })
 
     const search = async (q: string, viewer: Viewer = admin) => (await ids(store, viewer, { filter: { q }, sort: withId(['id', 'asc']) }))
 

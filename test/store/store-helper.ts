@@ -1,3 +1,4 @@
+import { after, before } from 'node:test'
 import { openStore } from '../../src/context.ts'
 import type { Store } from '../../src/store/store.ts'
 import { freshDatabase, type StoreKind } from '../helper.ts'
@@ -29,5 +30,25 @@ export async function freshStore (kind: StoreKind, { migrate = true } = {}): Pro
       await store.close().catch(() => {})
       await db.drop()
     },
+  }
+}
+
+/**
+ * A fresh store for the enclosing `describe`: made before its tests, closed after them. Read
+ * `store`, `url` and `open` from the returned object once the tests run.
+ */
+export function useFreshStore (kind: StoreKind): FreshStore {
+  let f: FreshStore | undefined
+  before(async () => { f = await freshStore(kind) })
+  after(async () => { await f?.close() })
+  const made = () => {
+    if (f === undefined) throw new Error('the fresh store is made before the tests run')
+    return f
+  }
+  return {
+    get store () { return made().store },
+    get url () { return made().url },
+    open: async () => await made().open(),
+    close: async () => { await made().close() },
   }
 }
