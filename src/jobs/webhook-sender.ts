@@ -38,6 +38,9 @@ export interface WebhookSenderOptions {
   readonly attempts: Counter<'outcome'>
 }
 
+/** A delivery's URL and the signers of its secrets. */
+interface Target { readonly url: string, readonly signers: readonly Webhook[] }
+
 const BATCH = 20
 /** The User-Agent of every webhook (contract §12). */
 export const WEBHOOK_USER_AGENT = `blog-post-service/${process.env.npm_package_version ?? '0.1.0'}`
@@ -99,35 +102,51 @@ export class WebhookSender {
     // Writes go through units of work, so on SQLite they join the turn's group commit (one sync
     // for all the turn's writes) rather than syncing the log once each.
     const due = await this.opts.store.transaction(async uow => await uow.webhooks.claimDue(new Date(), this.opts.timeoutMs + 5_000, BATCH))
-    await Promise.all(due.map(async d => { await this.attempt(d, signal) }))
-    // A subscription's deliveries are claimed one at a time (they start in event order): while any
-    // was claimed, more may be waiting behind it, so look again at once rather than after a poll.
+    // A subscription's target is read (and its secrets opened) once per batch; its deliveries wait
+    // on the same promise, so they go on, and start, in the batch's (event) order.
+    const targets = new Map<number, Promise<Target | null>>()
+    await Promise.all(due.map(async d => { await this.attempt(d, targets, signal) }))
+    // A batch holds a bounded share of each subscription's queue: while any was claimed, more may be
+    // waiting behind it, so look again at once rather than after a poll.
     return due.length > 0
   }
 
   /** Where a delivery goes and how it is signed: a callback's own URL and WEBHOOK_SECRET, or its subscription's. */
-  private async targetOf (d: WebhookDelivery): Promise<{ url: string, signers: Webhook[], messageId: string } | null> {
+  private async targetOf (d: WebhookDelivery, targets: Map<number, Promise<Target | null>>): Promise<Target & { messageId: string } | null> {
     if (d.webhookId === null) {
       if (this.signer === null) throw new Error('WEBHOOK_SECRET is not set, so the webhook cannot be signed')
       return { url: d.url, signers: [this.signer], messageId: d.id }
     }
-    const target = await this.subscriptions?.target(d.webhookId) ?? null
-    if (target === null) return null
-    return { url: target.url, signers: target.secrets.map(s => new Webhook(s)), messageId: String(d.eventId ?? d.id) }
+    let target = targets.get(d.webhookId)
+    if (target === undefined) {
+      const subscriptions = this.subscriptions
+      target = subscriptions === null
+        ? Promise.resolve(null)
+        : subscriptions.target(d.webhookId).then(t => t === null ? null : { url: t.url, signers: t.secrets.map(s => new Webhook(s)) })
+      targets.set(d.webhookId, target)
+    }
+    const t = await target
+    return t === null ? null : { ...t, messageId: String(d.eventId ?? d.id) }
   }
 
-  private async attempt (d: WebhookDelivery, stopping: AbortSignal): Promise<void> {
+  private async attempt (d: WebhookDelivery, targets: Map<number, Promise<Target | null>>, stopping: AbortSignal): Promise<void> {
     const log = this.opts.log.child({ webhook_delivery: d.id, export_id: d.exportId, subscription_id: d.webhookId, event_id: d.eventId, attempt: d.attempts })
     let error: string
     let status: number | null = null
     try {
-      const target = await this.targetOf(d)
+      const target = await this.targetOf(d, targets)
+      const payload = d.payload
+      if (payload === null) {
+        // Retention keeps every event a delivery refers to; this is a guard, not a path.
+        await this.opts.store.transaction(async uow => { await uow.webhooks.failedAttempt(d.id, 'The event is gone: past its retention.', null, new Date()) })
+        return
+      }
       if (target === null) {
         // Deleted (its deliveries went with it) or disabled since the delivery was made.
         await this.opts.store.transaction(async uow => { await uow.webhooks.failedAttempt(d.id, 'The subscription was disabled or deleted.', null, new Date()) })
         return
       }
-      status = await this.post(d, target, stopping)
+      status = await this.post(payload, target, stopping)
       if (status >= 200 && status < 300) {
         const code = status
         await this.opts.store.transaction(async uow => { await uow.webhooks.delivered(d.id, new Date(), code) })
@@ -152,14 +171,14 @@ export class WebhookSender {
   }
 
   /** One signed POST; resolves with the receiver's status. */
-  private async post (d: WebhookDelivery, target: { url: string, signers: Webhook[], messageId: string }, stopping: AbortSignal): Promise<number> {
+  private async post (payload: string, target: Target & { messageId: string }, stopping: AbortSignal): Promise<number> {
     const url = new URL(target.url)
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
     // An IP literal is connected to without a lookup: check it here.
     if (isIP(host) !== 0 && !addressAllowed(host, this.opts.allowLoopback)) {
       throw new Error(`${host} is a ${classifyAddress(host)} address`)
     }
-    const body = Buffer.from(d.payload)
+    const body = Buffer.from(payload)
     const now = new Date()
     const headers = {
       'content-type': 'application/json',
@@ -168,7 +187,7 @@ export class WebhookSender {
       'webhook-id': target.messageId,
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
       // During a rotation, the new secret's signature and the old one's, space-separated (Standard Webhooks).
-      'webhook-signature': target.signers.map(s => s.sign(target.messageId, now, d.payload)).join(' '),
+      'webhook-signature': target.signers.map(s => s.sign(target.messageId, now, payload)).join(' '),
     }
     const client = url.protocol === 'https:' ? https : http
     // The attempt's deadline, and a shutdown (which does not wait for a slow receiver: the attempt

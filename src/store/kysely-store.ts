@@ -6,6 +6,7 @@ import * as m0002 from './migrations/0002-idempotency-keys.ts'
 import { StoreCircuit } from './circuit.ts'
 import * as mEvents from './migrations/core/0001-events.ts'
 import * as mOwners from './migrations/core/0002-idempotency-owners.ts'
+import * as mQueues from './migrations/core/0003-delivery-queues.ts'
 import { type MigrationPlan, migrationPlan } from './migrations/plan.ts'
 import type { StoreModule } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
@@ -35,6 +36,7 @@ function coreMigrations (dialect: DialectParts): Record<string, Migration> {
     '0002-idempotency-keys': m0002.migration(dialect.columnTypes),
     'core/0001-events': mEvents.migration(dialect.columnTypes),
     'core/0002-idempotency-owners': mOwners.migration(dialect.columnTypes),
+    'core/0003-delivery-queues': mQueues.migration(dialect.columnTypes),
   }
 }
 

@@ -116,7 +116,8 @@ export interface WebhookDelivery {
   readonly eventId: number | null
   readonly eventType: string | null
   readonly url: string
-  readonly payload: string
+  /** The body; null for a subscription's delivery, whose body is its event's (read when it is sent). */
+  readonly payload: string | null
   readonly state: 'pending' | 'delivered' | 'failed'
   readonly attempts: number
   readonly lastStatusCode: number | null
@@ -133,7 +134,11 @@ export interface NewDelivery {
   readonly eventId?: number | null
   readonly eventType?: string | null
   readonly url: string
-  readonly payload: string
+  /**
+   * The body, or null for the event's own (`eventId`'s, as `eventJson` renders it): a subscription's
+   * delivery refers to its event rather than holding a copy, and its event is kept while it exists.
+   */
+  readonly payload: string | null
 }
 
 /** The webhook outbox: written with the state it announces, sent after commit, retried until delivered or given up. */
@@ -142,7 +147,8 @@ export interface WebhookStore {
   /**
    * Takes up to `limit` due deliveries for `leaseMs` (attempts + 1); another sender skips them
    * meanwhile. A subscription's deliveries start in event order: one is taken only once every
-   * earlier one of its subscription has been started.
+   * earlier one of its subscription has been started. Each comes with its body: a subscription's
+   * delivery with its event's, or null if the event is gone (it cannot be sent then).
    */
   claimDue (now: Date, leaseMs: number, limit: number): Promise<WebhookDelivery[]>
   delivered (id: string, now: Date, statusCode?: number): Promise<void>
@@ -159,6 +165,8 @@ export interface WebhookStore {
   backlog (): Promise<{ pending: number, oldestCreatedAt: string | null }>
   /** Deletes finished deliveries older than `cutoff`. */
   deleteFinishedBefore (cutoff: Date): Promise<number>
+  /** The oldest event a delivery refers to (null when none): retention keeps it and every later one. */
+  oldestEventHeld (): Promise<number | null>
 }
 
 /** What a change raises (contract §12), recorded in its unit of work. */
@@ -200,6 +208,8 @@ export interface EventStore {
   record (...events: EventInput[]): void
   /** Up to `limit` events with ids above `after`, in id order. */
   list (after: number, limit: number): Promise<StoredEvent[]>
+  /** As `list`, without the events' data (what the fan-out needs to match subscriptions). */
+  heads (after: number, limit: number): Promise<Array<Omit<StoredEvent, 'data'>>>
   /** The newest event's id (0 when none). */
   lastId (): Promise<number>
   /** The newest id retention has deleted (0 when none): a reader resuming before it missed events. */

@@ -66,7 +66,7 @@ describe('ExportWorker', () => {
     const [delivery] = await f.store.webhooks.claimDue(new Date(), 1000, 5)
     assert.equal(delivery?.exportId, job.id)
     assert.equal(delivery?.url, 'https://example.com/hooks')
-    const payload = JSON.parse(delivery!.payload)
+    const payload = JSON.parse(delivery!.payload!)
     assert.equal(payload.type, 'export.failed')
     assert.equal(payload.data.status, 'failed')
   })

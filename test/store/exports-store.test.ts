@@ -148,5 +148,69 @@ for (const kind of await storeKinds()) {
       await store.webhooks.failedAttempt(given!.id, 'timeout', null, at(2))
       assert.deepEqual(await store.webhooks.claimDue(at(10 ** 9), 1000, 5), [], 'given up')
     })
+
+    it('subscription deliveries: each claim takes a prefix of every subscription\'s queue in event order; retries and callbacks go free', async () => {
+      const queue = async (webhookId: number, eventIds: number[]) => {
+        for (const eventId of eventIds) {
+          await store.webhooks.enqueue({ id: `q_${kind}_${webhookId}_${eventId}`, webhookId, eventId, eventType: 'post.created', url: 'https://example.com/h', payload: '{}' }, at(0))
+        }
+      }
+      // Queued out of order: the claim follows the event ids, not the order of insertion.
+      await queue(9001, [3, 1, 2, 30, 29, ...Array.from({ length: 24 }, (_, i) => i + 4), 28])
+      await queue(9002, [5, 4, 3, 2, 1])
+      await store.webhooks.enqueue({ id: `cb_${kind}`, exportId: null, url: 'https://example.com/cb', payload: '{}' }, at(0))
+      const claim = async (limit: number) => await store.transaction(async uow => await uow.webhooks.claimDue(at(1), 60_000, limit))
+
+      const first = await claim(10)
+      assert.equal(first.length, 10)
+      assert.ok(first.some(d => d.id === `cb_${kind}`), 'a callback is not held back by subscriptions')
+      const events = (ds: typeof first, w: number) => ds.filter(d => d.webhookId === w).map(d => d.eventId)
+      // The two subscriptions take turns: nine first attempts, four or five each, each the earliest.
+      assert.deepEqual(events(first, 9002), [1, 2, 3, 4, 5].slice(0, events(first, 9002).length))
+      assert.deepEqual(events(first, 9001), [1, 2, 3, 4, 5].slice(0, events(first, 9001).length))
+      assert.equal(events(first, 9001).length + events(first, 9002).length, 9)
+      assert.ok(events(first, 9002).length >= 4)
+      assert.deepEqual(first.map(d => d.eventId ?? 0), first.map(d => d.eventId ?? 0).sort((a, b) => a - b), 'handed over in event order')
+
+      // The rest come in order, claim after claim, each delivery once.
+      const seen = new Map<number, number[]>([[9001, events(first, 9001) as number[]], [9002, events(first, 9002) as number[]]])
+      for (;;) {
+        const next = await claim(7)
+        if (next.length === 0) break
+        for (const w of [9001, 9002]) seen.get(w)!.push(...events(next, w) as number[])
+      }
+      assert.deepEqual(seen.get(9001), Array.from({ length: 30 }, (_, i) => i + 1))
+      assert.deepEqual(seen.get(9002), [1, 2, 3, 4, 5])
+
+      // A retry is due at its own time, whatever else waits, and a first attempt does not wait for it.
+      await store.webhooks.failedAttempt(`q_${kind}_9001_2`, 'the receiver answered 500', at(500), at(2))
+      await queue(9001, [31])
+      assert.deepEqual((await claim(5)).map(d => d.eventId), [31])
+      assert.deepEqual((await store.transaction(async uow => await uow.webhooks.claimDue(at(600), 60_000, 5))).map(d => d.id), [`q_${kind}_9001_2`])
+      for (const w of [9001, 9002]) await store.webhooks.deleteByWebhook(w)
+      await store.webhooks.failedAttempt(`cb_${kind}`, 'done with', null, at(3))
+    })
+
+    it('subscription deliveries with several claimants at once: each claimed exactly once', async () => {
+      const others = kind === 'postgres' ? [await f.open(), await f.open()] : [store, store]
+      const ids: string[] = []
+      for (let e = 1; e <= 40; e++) {
+        for (const webhookId of [9101, 9102, 9103]) {
+          const id = `c_${kind}_${webhookId}_${e}`
+          ids.push(id)
+          await store.webhooks.enqueue({ id, webhookId, eventId: e, url: 'https://example.com/h', payload: '{}' }, at(0))
+        }
+      }
+      const claimed: string[] = []
+      await Promise.all([store, ...others].map(async s => {
+        for (;;) {
+          const due = await s.transaction(async uow => await uow.webhooks.claimDue(at(1), 60_000, 4))
+          if (due.length === 0) return
+          claimed.push(...due.map(d => d.id))
+        }
+      }))
+      assert.deepEqual([...claimed].sort(), [...ids].sort())
+      for (const w of [9101, 9102, 9103]) await store.webhooks.deleteByWebhook(w)
+    })
   })
 }

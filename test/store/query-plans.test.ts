@@ -185,3 +185,52 @@ for (const kind of await storeKinds()) {
     })
   })
 }
+
+for (const kind of await storeKinds()) {
+  describe(`query plans of the webhook sender's claim [${kind}]`, () => {
+    let f: FreshStore
+    let store: KyselyStore
+    let probe: { store: KyselyStore, seen: CompiledQuery[] }
+    before(async () => {
+      f = await freshStore(kind)
+      assert.ok(f.store instanceof KyselyStore)
+      store = f.store
+      // A long queue of first attempts for three subscriptions, a long history of delivered ones,
+      // and a few retries waiting for later: none of it may be read by a claim that takes 20.
+      const rows = (n: number) => kind === 'sqlite'
+        ? sql`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${n}) SELECT i FROM s`
+        : sql`SELECT i FROM generate_series(1, ${n}) AS s(i)`
+      const ts = kind === 'sqlite' ? sql`'2030-01-01T00:00:00.000Z'` : sql`'2030-01-01T00:00:00Z'::timestamptz`
+      const later = kind === 'sqlite' ? sql`'2031-01-01T00:00:00.000Z'` : sql`'2031-01-01T00:00:00Z'::timestamptz`
+      await sql`INSERT INTO webhook_deliveries (id, webhook_id, event_id, url, payload, state, attempts, next_attempt_at, created_at, updated_at)
+        SELECT 'q' || i, 1 + i % 3, i, 'https://example.com/h', '{}', 'pending', 0, ${ts}, ${ts}, ${ts} FROM (${rows(ROWS)}) AS r`.execute(store.db)
+      await sql`INSERT INTO webhook_deliveries (id, webhook_id, event_id, url, payload, state, attempts, next_attempt_at, created_at, updated_at)
+        SELECT 'd' || i, 1 + i % 3, i, 'https://example.com/h', '{}', 'delivered', 1, ${ts}, ${ts}, ${ts} FROM (${rows(ROWS)}) AS r`.execute(store.db)
+      await sql`INSERT INTO webhook_deliveries (id, webhook_id, event_id, url, payload, state, attempts, next_attempt_at, created_at, updated_at)
+        SELECT 'r' || i, 1 + i % 3, i, 'https://example.com/h', '{}', 'pending', 2, ${later}, ${ts}, ${ts} FROM (${rows(ROWS / 10)}) AS r`.execute(store.db)
+      await sql`${sql.raw(kind === 'sqlite' ? 'ANALYZE' : 'ANALYZE webhook_deliveries')}`.execute(store.db)
+      probe = await probeStore(kind, f.url)
+    })
+    after(async () => {
+      await probe.store.close()
+      await f.close()
+    })
+
+    it('reads each queue from its partial index, never scanning or sorting the table', async () => {
+      probe.seen.length = 0
+      const claimed = await probe.store.transaction(async uow => await uow.webhooks.claimDue(new Date(Date.UTC(2030, 0, 2)), 60_000, 20))
+      assert.equal(claimed.length, 20)
+      const reads = probe.seen.filter(q => /^\s*(select|with)/i.test(q.sql))
+      assert.ok(reads.length >= 3, `the free queue, the subscriptions with a queue, their heads: ${reads.map(q => q.sql).join('\n')}`)
+      for (const q of reads) {
+        const lines = kind === 'sqlite'
+          ? (await store.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${q.sql}`, [...q.parameters]))).rows.map(r => r.detail)
+          : pgNodes((await store.db.executeQuery<{ 'QUERY PLAN': [{ Plan: PgPlan }] }>(CompiledQuery.raw(`EXPLAIN (FORMAT JSON) ${q.sql}`, [...q.parameters]))).rows[0]!['QUERY PLAN'][0].Plan)
+            .map(n => `${n['Node Type']}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`)
+        if (process.env.TEST_PLANS) process.stderr.write(`# ${kind} claim: ${q.sql.replace(/\s+/g, ' ').slice(0, 80)}: ${lines.join(' / ')}\n`)
+        assert.ok(lines.some(l => /webhook_deliveries_(first|free)_idx/.test(l)), `a queue's index:\n${lines.join('\n')}`)
+        assert.ok(!lines.some(l => /^SCAN webhook_deliveries$|TEMP B-TREE|^Seq Scan|^Sort|webhook_deliveries_due_idx/.test(l)), `no scan or sort of the table:\n${lines.join('\n')}`)
+      }
+    })
+  })
+}

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
-import { eventJson } from '../../domain/events.ts'
 import type { Viewer } from '../../domain/principal.ts'
 import { PollLoop } from '../../jobs/loop.ts'
 import type { StoredEvent, Store } from '../../store/store.ts'
@@ -20,7 +19,7 @@ const BATCH = 200
 const PRUNE_INTERVAL_MS = 15 * 60_000
 const SYSTEM: Viewer = { subject: 'system', scopes: new Set(['admin']), kind: 'jwt' }
 
-function wants (s: Subscription, e: StoredEvent): boolean {
+function wants (s: Subscription, e: Omit<StoredEvent, 'data'>): boolean {
   if (e.webhookId !== null) return e.webhookId === s.id
   if (s.afterEventId >= e.id) return false
   const events = JSON.parse(s.events) as string[]
@@ -61,18 +60,18 @@ export class FanOut {
         await uow.events.fannedOut(through)
         return { read: 0, queued: 0 }
       }
-      const events = await uow.events.list(position, BATCH)
+      // A delivery refers to its event (its body is read when it is sent): the data is not read here.
+      const events = await uow.events.heads(position, BATCH)
       if (events.length > 0) {
         const subscriptions = events.some(e => e.webhookId !== null)
           ? (await uow.webhookSubscriptions.list({ filter: {}, sort: [{ key: 'id', direction: 'asc' }], limit: 1_000_000 }, SYSTEM)).items
           : enabled
         let n = 0
         for (const e of events) {
-          // The same bytes on every attempt.
-          const body = eventJson(e)
           for (const s of subscriptions) {
             if (!wants(s, e) || (e.webhookId === null && s.status !== 'enabled')) continue
-            await uow.webhooks.enqueue({ id: `dlv_${randomUUID()}`, webhookId: s.id, eventId: e.id, eventType: e.type, url: s.url, payload: body }, now)
+            // The body is the event's, the same bytes on every attempt.
+            await uow.webhooks.enqueue({ id: `dlv_${randomUUID()}`, webhookId: s.id, eventId: e.id, eventType: e.type, url: s.url, payload: null }, now)
             n++
           }
         }
@@ -83,8 +82,10 @@ export class FanOut {
       if (now.getTime() - this.lastPrune >= PRUNE_INTERVAL_MS) {
         this.lastPrune = now.getTime()
         const cutoff = new Date(now.getTime() - this.opts.retentionH * 3600_000)
-        const pruned = await uow.events.prune(cutoff, position)
         const deliveries = await uow.webhooks.deleteFinishedBefore(cutoff)
+        // Not an event a delivery still refers to (its body is read from it), nor any after it.
+        const held = await uow.webhooks.oldestEventHeld()
+        const pruned = await uow.events.prune(cutoff, held === null ? position : Math.min(position, held - 1))
         await uow.webhookSubscriptions.forgetExpiredSecrets(now)
         if (pruned + deliveries > 0) this.opts.log.info({ events: pruned, deliveries }, 'deleted events and deliveries past their retention')
       }

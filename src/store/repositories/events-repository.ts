@@ -55,6 +55,19 @@ export class EventsRepository implements EventStore {
     }))
   }
 
+  async heads (after: number, limit: number): Promise<Array<Omit<StoredEvent, 'data'>>> {
+    const rows = await this.db.selectFrom('events').select(['id', 'type', 'occurred_at', 'owner', 'public', 'webhook_id'])
+      .where('id', '>', after).orderBy('id').limit(limit).execute()
+    return rows.map(r => ({
+      id: Number(r.id),
+      type: r.type,
+      occurredAt: iso(r.occurred_at),
+      owner: r.owner,
+      public: Number(r.public) === 1,
+      webhookId: r.webhook_id === null ? null : Number(r.webhook_id),
+    }))
+  }
+
   async lastId (): Promise<number> {
     const row = await this.db.selectFrom('events').select(eb => eb.fn.max('id').as('id')).executeTakeFirst()
     return Number(row?.id ?? 0)

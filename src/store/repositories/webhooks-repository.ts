@@ -1,4 +1,5 @@
-import { type Kysely, type Selectable, sql } from 'kysely'
+import { type Kysely, type RawBuilder, type Selectable, sql } from 'kysely'
+import { eventJson } from '../../domain/events.ts'
 import { readPage } from '../read-page.ts'
 import type { ListPage, ListQuery, NewDelivery, WebhookDelivery, WebhookStore } from '../store.ts'
 import { type Database, type DialectParts, iso, type WebhookDeliveriesTable } from '../tables.ts'
@@ -12,7 +13,8 @@ function deliveryOf (r: Selectable<WebhookDeliveriesTable>): WebhookDelivery {
     eventId: num(r.event_id),
     eventType: r.event_type,
     url: r.url,
-    payload: r.payload,
+    // Stored as '' when the body is the event's (the column is NOT NULL since it first shipped).
+    payload: r.payload === '' ? null : r.payload,
     state: r.state,
     attempts: Number(r.attempts),
     lastStatusCode: num(r.last_status_code),
@@ -37,7 +39,7 @@ export class WebhooksRepository implements WebhookStore {
         event_id: d.eventId ?? null,
         event_type: d.eventType ?? null,
         url: d.url,
-        payload: d.payload,
+        payload: d.payload ?? '',
         state: 'pending',
         next_attempt_at: ts,
         lease_until: null,
@@ -52,35 +54,79 @@ export class WebhooksRepository implements WebhookStore {
 
   async claimDue (now: Date, leaseMs: number, limit: number): Promise<WebhookDelivery[]> {
     const ts = this.dialect.timestamp(now)
+    // The predicates of the two queues' partial indexes (migration core/0003), as literals.
+    const PENDING = sql<boolean>`state = 'pending'`
+    const FIRST = sql<boolean>`attempts = 0`
+    // Free to go in any order once due: export callbacks, and retries (a first attempt started them).
+    let free = this.db.selectFrom('webhook_deliveries').select('id')
+      .where(PENDING).where(sql<boolean>`(webhook_id IS NULL OR attempts > 0)`)
+      .where('next_attempt_at', '<=', ts)
+      .where(w => w.or([w('lease_until', 'is', null), w('lease_until', '<', ts)]))
+      .orderBy('next_attempt_at')
+      .limit(limit)
+    if (this.dialect.skipLocked) free = free.forUpdate().skipLocked()
+    const ids = (await free.execute()).map(r => r.id)
+    if (ids.length < limit) ids.push(...await this.firstAttempts(limit - ids.length, PENDING, FIRST))
+    if (ids.length === 0) return []
+    // Checked again as the rows are taken: on PostgreSQL another instance's claim of the same rows
+    // may have committed meanwhile (its lease is then set, and the row is left to it). First
+    // attempts are not skipped when locked: a later one must not start before an earlier one's claim.
     const rows = await this.db.updateTable('webhook_deliveries')
       .set(eb => ({ lease_until: this.dialect.timestamp(new Date(now.getTime() + leaseMs)), attempts: eb('attempts', '+', 1), updated_at: ts }))
-      .where('id', 'in', eb => {
-        let due = eb.selectFrom('webhook_deliveries as d').select('d.id')
-          .where('d.state', '=', 'pending')
-          .where('d.next_attempt_at', '<=', ts)
-          .where(w => w.or([w('d.lease_until', 'is', null), w('d.lease_until', '<', ts)]))
-          // Started in event order per subscription: not while an earlier one waits for its first
-          // attempt (a claim in flight elsewhere has not committed its attempt yet, so it counts).
-          .where(w => w.or([
-            w('d.webhook_id', 'is', null),
-            w.not(w.exists(w.selectFrom('webhook_deliveries as e').select(sql.lit(1).as('one'))
-              .whereRef('e.webhook_id', '=', 'd.webhook_id')
-              .where('e.state', '=', 'pending')
-              .where('e.attempts', '=', 0)
-              .where(x => x.or([
-                x('e.event_id', '<', x.ref('d.event_id')),
-                x.and([x('e.event_id', '=', x.ref('d.event_id')), x('e.created_at', '<', x.ref('d.created_at'))]),
-              ])))),
-          ]))
-          .orderBy('d.next_attempt_at')
-          .limit(limit)
-        if (this.dialect.skipLocked) due = due.forUpdate().skipLocked()
-        return due
-      })
+      .where('id', 'in', ids)
+      .where('state', '=', 'pending')
+      .where(w => w.or([w('lease_until', 'is', null), w('lease_until', '<', ts)]))
       .returningAll()
       .execute()
     // Started in the order of their events.
-    return rows.map(deliveryOf).sort((a, b) => (a.eventId ?? 0) - (b.eventId ?? 0))
+    const claimed = rows.map(deliveryOf).sort((a, b) => (a.eventId ?? 0) - (b.eventId ?? 0))
+    return await this.withBodies(claimed)
+  }
+
+  /** Subscription deliveries get their events' bodies, read in one query. */
+  private async withBodies (deliveries: WebhookDelivery[]): Promise<WebhookDelivery[]> {
+    const wanted = [...new Set(deliveries.filter(d => d.payload === null && d.eventId !== null).map(d => d.eventId!))]
+    if (wanted.length === 0) return deliveries
+    const events = await this.db.selectFrom('events').select(['id', 'type', 'occurred_at', 'data']).where('id', 'in', wanted).execute()
+    const bodies = new Map(events.map(e => [Number(e.id), eventJson({ id: Number(e.id), type: e.type, occurredAt: iso(e.occurred_at), data: e.data })]))
+    return deliveries.map(d => d.payload === null && d.eventId !== null ? { ...d, payload: bodies.get(d.eventId) ?? null } : d)
+  }
+
+  /**
+   * Up to `limit` first attempts, each subscription's earliest (a prefix of its queue in event
+   * order), the subscriptions taking turns. Every read is a seek in the first-attempt index: the
+   * subscriptions with a queue by a loose index scan, then each one's head.
+   */
+  private async firstAttempts (limit: number, PENDING: RawBuilder<boolean>, FIRST: RawBuilder<boolean>): Promise<string[]> {
+    const queued = sql<boolean>`${PENDING} AND ${FIRST} AND webhook_id IS NOT NULL`
+    const { rows } = await sql<{ w: number }>`
+      WITH RECURSIVE queues(w) AS (
+        SELECT min(webhook_id) FROM webhook_deliveries WHERE ${queued}
+        UNION ALL
+        SELECT (SELECT min(webhook_id) FROM webhook_deliveries WHERE ${queued} AND webhook_id > queues.w)
+        FROM queues WHERE queues.w IS NOT NULL
+      )
+      SELECT w FROM queues WHERE w IS NOT NULL`.execute(this.db)
+    if (rows.length === 0) return []
+    // More subscriptions with a queue than a claim takes: start at a random one, so none waits long.
+    const start = rows.length > limit ? Math.floor(Math.random() * rows.length) : 0
+    const subscriptions = [...rows.slice(start), ...rows.slice(0, start)].slice(0, limit).map(r => Number(r.w))
+    const head = (webhookId: number) => this.db.selectFrom('webhook_deliveries').select(['id', 'webhook_id', 'event_id', 'created_at'])
+      .where(PENDING).where(FIRST).where('webhook_id', '=', webhookId)
+      .orderBy('event_id').orderBy('created_at').limit(limit)
+    const [one, ...more] = subscriptions.map((w, i) => this.db.selectFrom(head(w).as(`q${i}`)).selectAll())
+    const heads = (await more.reduce((q, next) => q.unionAll(next), one!).execute())
+      .map(h => ({ id: h.id, webhook_id: Number(h.webhook_id), event_id: Number(h.event_id), created_at: iso(h.created_at) }))
+      .sort((a, b) => a.webhook_id - b.webhook_id || a.event_id - b.event_id || (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0))
+    // Turn by turn: every subscription's first, then every one's second, …
+    const turn = new Map<string, number>()
+    const seen = new Map<number, number>()
+    for (const h of heads) {
+      const n = (seen.get(h.webhook_id) ?? 0) + 1
+      seen.set(h.webhook_id, n)
+      turn.set(h.id, n)
+    }
+    return heads.map(h => h.id).sort((a, b) => turn.get(a)! - turn.get(b)!).slice(0, limit)
   }
 
   async delivered (id: string, now: Date, statusCode?: number): Promise<void> {
@@ -125,16 +171,25 @@ export class WebhooksRepository implements WebhookStore {
   }
 
   async backlog (): Promise<{ pending: number, oldestCreatedAt: string | null }> {
-    const row = await this.db.selectFrom('webhook_deliveries')
+    // Every pending delivery is in one of the two queues: each read from its own index.
+    const queue = (where: RawBuilder<boolean>) => this.db.selectFrom('webhook_deliveries')
       .select(eb => [eb.fn.countAll<number>().as('n'), eb.fn.min('created_at').as('oldest')])
-      .where('state', '=', 'pending')
+      .where(where)
       .executeTakeFirstOrThrow()
-    return { pending: Number(row.n), oldestCreatedAt: row.oldest === null ? null : iso(row.oldest) }
+    const rows = [await queue(sql`state = 'pending' AND attempts = 0 AND webhook_id IS NOT NULL`), await queue(sql`state = 'pending' AND (webhook_id IS NULL OR attempts > 0)`)]
+    const oldest = rows.map(r => r.oldest).filter(o => o !== null).map(iso).sort()[0] ?? null
+    return { pending: rows.reduce((n, r) => n + Number(r.n), 0), oldestCreatedAt: oldest }
+  }
+
+  async oldestEventHeld (): Promise<number | null> {
+    const row = await this.db.selectFrom('webhook_deliveries').select(eb => eb.fn.min('event_id').as('oldest'))
+      .where('event_id', 'is not', null).executeTakeFirst()
+    return row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest)
   }
 
   async deleteFinishedBefore (cutoff: Date): Promise<number> {
     const r = await this.db.deleteFrom('webhook_deliveries')
-      .where('state', '!=', 'pending').where('updated_at', '<', this.dialect.timestamp(cutoff))
+      .where(sql<boolean>`state <> 'pending'`).where('updated_at', '<', this.dialect.timestamp(cutoff))
       .executeTakeFirst()
     return Number(r.numDeletedRows)
   }
