@@ -29,7 +29,7 @@ import { lazySerializers } from './http/serialization.ts'
 import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
 import { apiVersionConstraint, rewriteUnversionedAlias, versioningPlugin } from './http/versioning.ts'
-import { documentCrossCutting, documentRoute, FieldErrorSchema, LinkSchema, problemSchema } from './http/schemas.ts'
+import { documentCrossCutting, documentRoute, fieldErrorSchema, LinkSchema, problemSchema } from './http/schemas.ts'
 import { JobRunner } from './jobs/job.ts'
 import { apiDescription, docsRoutes } from './routes/system/docs-routes.ts'
 import { healthRoutes } from './routes/system/health-routes.ts'
@@ -58,7 +58,7 @@ declare module 'fastify' {
  */
 export async function buildApp (context: AppContext, { logger }: AppOptions = {}): Promise<FastifyInstance> {
   const { config, store, resources } = context
-  const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, FieldErrorSchema, problemSchema(), IndexSchema, VersionsSchema, ...resources.flatMap(r => r.schemas)]
+  const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, fieldErrorSchema(), problemSchema(), IndexSchema, VersionsSchema, ...resources.flatMap(r => r.schemas)]
   const app = Fastify({
     logger: logger ?? {
       level: config.logLevel,

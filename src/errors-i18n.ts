@@ -1,4 +1,4 @@
-import { type CoreProblemCode, type ProblemCode, type ProblemDef, PROBLEMS } from './errors.ts'
+import { type CoreProblemCode, FIELD_CODES, type ProblemCode, type ProblemDef, PROBLEMS } from './errors.ts'
 
 /** Languages of problem `title` and `detail` besides English (contract §4, Accept-Language). */
 export const PROBLEM_LANGUAGES = ['en', 'de', 'fr', 'es'] as const
@@ -150,4 +150,16 @@ export function registerProblems (defs: Readonly<Record<string, ResourceProblemD
   const ordered = Object.entries(PROBLEMS).sort(([, a], [, b]) => a.status - b.status)
   for (const [code] of ordered) Reflect.deleteProperty(PROBLEMS, code)
   Object.assign(PROBLEMS, Object.fromEntries(ordered))
+}
+
+/**
+ * Adds a resource's codes of `errors[].code` (a 422's entries) with their texts, after the core's
+ * and those registered before; a code may be defined once. The text is the entry's message when
+ * the rule gives none.
+ */
+export function registerFieldCodes (defs: Readonly<Record<string, string>>): void {
+  for (const [code, text] of Object.entries(defs)) {
+    if (code in FIELD_CODES) throw new Error(`field code ${code} is defined twice`)
+    Object.assign(FIELD_CODES, { [code]: text })
+  }
 }

@@ -54,7 +54,7 @@ export type ProblemCode = CoreProblemCode | keyof ResourceProblems
 export const PROBLEMS = { ...CORE_PROBLEMS } as Readonly<Record<ProblemCode, ProblemDef>>
 
 /** Codes of `errors[].code` in a 422 body, one per kind of violated constraint. */
-export const FIELD_CODES = {
+const CORE_FIELD_CODES = {
   REQUIRED: 'The member or parameter is required.',
   UNKNOWN_FIELD: 'The body has a member this resource does not define.',
   UNKNOWN_PARAMETER: 'The query has a parameter this endpoint does not define.',
@@ -70,12 +70,19 @@ export const FIELD_CODES = {
   ID_MISMATCH: 'The id in the body differs from the id in the path.',
   READ_ONLY: 'The member is set by the service and cannot be chosen by the client.',
   CONFLICTING_PARAMETERS: 'Two parameters contradict each other.',
-  PUBLISH_AT_REQUIRED: 'A scheduled post needs publish_at, the moment it is to be published.',
-  PUBLISH_AT_IN_PAST: 'publish_at must lie in the future.',
-  PUBLISH_AT_NOT_ALLOWED: 'publish_at belongs only to a post with status scheduled.',
-} as const
+} as const satisfies Record<string, string>
 
-export type FieldCode = keyof typeof FIELD_CODES
+/**
+ * Codes of `errors[].code` a resource adds for its own rules, by declaration merging (`interface
+ * ResourceFieldCodes { SLOT_TAKEN: true }`); it gives their texts to `registerFieldCodes`
+ * (errors-i18n.ts) when its module is loaded, as it does its problem codes.
+ */
+export interface ResourceFieldCodes {}
+
+export type FieldCode = keyof typeof CORE_FIELD_CODES | keyof ResourceFieldCodes
+
+/** Codes of `errors[].code`: the core's, then those the resources registered. */
+export const FIELD_CODES = { ...CORE_FIELD_CODES } as Readonly<Record<FieldCode, string>>
 
 export interface FieldError {
   /** JSON Pointer-like path without the leading slash (`title`, `items/0/quantity`), or a query parameter's name. */

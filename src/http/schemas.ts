@@ -11,7 +11,8 @@ export const LinkSchema = Type.Object({
   method: Type.Optional(Type.String({ maxLength: 16, description: 'The HTTP method; absent means GET.' })),
 }, { $id: 'Link', additionalProperties: false })
 
-export const FieldErrorSchema = Type.Object({
+/** An entry of a 422's `errors[]`; made once every resource has registered its codes (the app builds it). */
+export const fieldErrorSchema = () => Type.Object({
   field: Type.String({ maxLength: PROBLEM_LIMITS.field, description: 'JSON Pointer-like path of the member (`items/0/quantity`), or the query parameter\'s name.' }),
   code: Type.Union(Object.keys(FIELD_CODES).map(c => Type.Literal(c))),
   message: Type.String({ maxLength: PROBLEM_LIMITS.message }),
@@ -25,7 +26,7 @@ export const problemSchema = () => Type.Object({
   detail: Type.String({ maxLength: PROBLEM_LIMITS.detail }),
   instance: Type.String({ maxLength: PROBLEM_LIMITS.instance, description: 'The path of the request.' }),
   code: Type.Union(Object.keys(PROBLEMS).map(c => Type.Literal(c)), { description: 'Stable code from the error catalogue.' }),
-  errors: Type.Optional(Type.Array(Type.Ref(FieldErrorSchema), { maxItems: PROBLEM_LIMITS.errors, description: `One entry per violated constraint (422 only), at most ${PROBLEM_LIMITS.errors}.` })),
+  errors: Type.Optional(Type.Array(Type.Ref('FieldError'), { maxItems: PROBLEM_LIMITS.errors, description: `One entry per violated constraint (422 only), at most ${PROBLEM_LIMITS.errors}.` })),
   trace_id: Type.String({ maxLength: 32, description: 'W3C trace-id of the request.' }),
   request_id: Type.String({ maxLength: 200, description: 'X-Request-Id of the request.' }),
 }, { $id: 'Problem', additionalProperties: false, description: 'RFC 9457 problem details with the service\'s extension members.' })

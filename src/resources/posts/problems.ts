@@ -1,6 +1,9 @@
-import { registerProblems } from '../../errors-i18n.ts'
+import { registerFieldCodes, registerProblems } from '../../errors-i18n.ts'
 
-declare module '../../errors.ts' { interface ResourceProblems { POST_NOT_FOUND: true, REVISION_NOT_FOUND: true, SLUG_TAKEN: true } }
+declare module '../../errors.ts' {
+  interface ResourceProblems { POST_NOT_FOUND: true, REVISION_NOT_FOUND: true, SLUG_TAKEN: true }
+  interface ResourceFieldCodes { PUBLISH_AT_REQUIRED: true, PUBLISH_AT_IN_PAST: true, PUBLISH_AT_NOT_ALLOWED: true }
+}
 
 registerProblems({
   POST_NOT_FOUND: {
@@ -33,4 +36,11 @@ registerProblems({
       es: { title: 'Slug ocupado', detail: 'Otra entrada tiene este slug, como propio o como uno anterior. Elija otro.' },
     },
   },
+})
+
+/** The scheduling rules' codes in a 422's `errors[]` (schedule.ts). */
+registerFieldCodes({
+  PUBLISH_AT_REQUIRED: 'A scheduled post needs publish_at, the moment it is to be published.',
+  PUBLISH_AT_IN_PAST: 'publish_at must lie in the future.',
+  PUBLISH_AT_NOT_ALLOWED: 'publish_at belongs only to a post with status scheduled.',
 })
