@@ -20,7 +20,7 @@ import { routePlugin } from './http/route.ts'
 import { routingPlugin } from './http/routing.ts'
 import { securityPlugin } from './http/security.ts'
 import { documentIdempotencyKey, idempotencyPlugin } from './http/idempotency.ts'
-import { registerResources } from './http/resources.ts'
+import { registerResources, schemasOf } from './http/resources.ts'
 import { deliveriesPlugin } from './jobs/deliveries.ts'
 import { requestTargetPlugin } from './http/request-target.ts'
 import { sheddingPlugin } from './http/shedding.ts'
@@ -58,7 +58,7 @@ declare module 'fastify' {
  */
 export async function buildApp (context: AppContext, { logger }: AppOptions = {}): Promise<FastifyInstance> {
   const { config, store, resources } = context
-  const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, fieldErrorSchema(), problemSchema(), IndexSchema, VersionsSchema, ...resources.flatMap(r => r.schemas)]
+  const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, fieldErrorSchema(), problemSchema(), IndexSchema, VersionsSchema, ...resources.flatMap(r => schemasOf(r, resources))]
   const app = Fastify({
     logger: logger ?? {
       level: config.logLevel,

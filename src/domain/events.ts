@@ -1,10 +1,10 @@
-/** The events a change can raise (contract §12). */
-export const EVENT_TYPES = [
-  'post.created', 'post.updated', 'post.published', 'post.unpublished', 'post.deleted',
-  'order.created', 'order.cancelled',
-  'export.succeeded', 'export.failed',
-] as const
-export type EventType = typeof EVENT_TYPES[number]
+/**
+ * The events a change can raise (contract §12): each resource names those its changes raise
+ * (`Resource.eventTypes`); the list is theirs in the order given (the registry's).
+ */
+export function eventTypesOf (sources: readonly { readonly eventTypes?: readonly string[] }[]): readonly string[] {
+  return sources.flatMap(s => s.eventTypes ?? [])
+}
 
 /** What a subscription asks for: every event, or these. */
 export const ALL_EVENTS = '*'

@@ -3,6 +3,7 @@ import type { Ajv } from 'ajv'
 import type { FastifyBaseLogger, FastifyInstance, FastifySchema } from 'fastify'
 import type { Registry } from 'prom-client'
 import type { Config, SettingsSection } from '../config.ts'
+import { eventTypesOf } from '../domain/events.ts'
 import type { Viewer } from '../domain/principal.ts'
 import type { Job, JobWaker } from '../jobs/job.ts'
 import type { StoreModule } from '../store/module.ts'
@@ -21,6 +22,8 @@ export interface ResourceContext {
   readonly jobs: JobWaker
   /** Compiles against every shared schema: `bodies.getSchema('CreateTicketBody')` validates a whole body. */
   readonly bodies: Ajv
+  /** Every event type the registered resources raise (contract §12), in the registry's order. */
+  readonly eventTypes: readonly string[]
   /**
    * A route's options with what every versioned route needs: the router constraint that picks
    * this version, `config.apiVersion`, the media types it produces, and whether the OpenAPI
@@ -48,7 +51,10 @@ export interface Resource {
   readonly indexed?: boolean
   /** OpenAPI 3.1 `webhooks` entries: the requests the service sends for this resource. */
   readonly webhooks?: Readonly<Record<string, unknown>>
-  readonly schemas: readonly TSchema[]
+  /** Its `$id` schemas; made from what the registered resources declare when they depend on it (`SchemasContext`). */
+  readonly schemas: readonly TSchema[] | ((ctx: SchemasContext) => readonly TSchema[])
+  /** The types of the events its changes raise (`post.created`, …): the change stream and subscriptions offer them. */
+  readonly eventTypes?: readonly string[]
   /** The scopes its routes require, besides `admin` (API keys may be made with them). */
   readonly scopes?: readonly string[]
   /** Its settings, read and checked with the core's into `config[settings.name]` (src/config.ts). */
@@ -74,6 +80,16 @@ export interface Resource {
   services? (app: FastifyInstance, ctx: ServicesContext): Promise<void>
   /** A collection another resource may write out whole (found by this capability, never by name). */
   readonly exportable?: Exportable
+}
+
+/** What the registered resources declare that a resource's schemas may name (a subscription's events). */
+export interface SchemasContext {
+  readonly eventTypes: readonly string[]
+}
+
+/** A resource's schemas among `resources` (the registry's, or a test's). */
+export function schemasOf (resource: Resource, resources: readonly Resource[]): readonly TSchema[] {
+  return typeof resource.schemas === 'function' ? resource.schemas({ eventTypes: eventTypesOf(resources) }) : resource.schemas
 }
 
 /** What a resource's services are set up with. */
@@ -123,8 +139,9 @@ const NO_QUERY = Type.Object({}, { additionalProperties: false })
 
 /** Registers every resource once per API version, unprefixed (negotiated by Accept) and under `/vN`. */
 export async function registerResources (app: FastifyInstance, opts: ResourcesOptions): Promise<void> {
+  const eventTypes = eventTypesOf(opts.resources)
   for (const resource of opts.resources) {
-    declareRepresentation(resource.name, resource.schemas)
+    declareRepresentation(resource.name, schemasOf(resource, opts.resources))
     await resource.services?.(app, { config: opts.config, store: opts.store, metrics: opts.metrics })
   }
   for (const resource of opts.resources) await resource.unversionedRoutes?.(app, { config: opts.config, store: opts.store })
@@ -139,6 +156,7 @@ export async function registerResources (app: FastifyInstance, opts: ResourcesOp
         cursors: opts.cursors,
         jobs: opts.jobs,
         bodies: opts.bodies,
+        eventTypes,
         route: ({ config, schema }) => ({
           constraints: { apiVersion: String(version) },
           config: { ...(config ?? {}), apiVersion: version } as never,

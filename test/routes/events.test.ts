@@ -46,6 +46,8 @@ for (const kind of await storeKinds()) {
       const bad = await t.request({ method: 'GET', url: '/events?types=order.created,nope', headers: { ...admin, accept: 'text/event-stream' } })
       assert.equal(bad.statusCode, 422)
       assert.equal(json(bad).errors[0].field, 'types')
+      // The types are the registered resources', in the registry's order: contract §12's list.
+      assert.equal(json(bad).errors[0].message, '"nope" is not an event type; use any of post.created, post.updated, post.published, post.unpublished, post.deleted, order.created, order.cancelled, export.succeeded, export.failed.')
     })
 
     it('streams new events as id/event/data, each principal seeing only what it may', async () => {

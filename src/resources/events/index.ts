@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { Gauge } from 'prom-client'
-import { EVENT_TYPES } from '../../domain/events.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import type { Resource, ResourceContext, ServicesContext } from '../../http/resources.ts'
@@ -20,9 +19,10 @@ const EVENT_ID = /^\d{1,18}$/
 /** How long a client's EventSource waits before reconnecting (the SSE `retry` field). */
 const RETRY_MS = 2000
 
-const EventsQuerySchema = Type.Object({
+/** The query of GET /events; `eventTypes`: every type the registered resources raise. */
+const eventsQuerySchema = (eventTypes: readonly string[]) => Type.Object({
   after: Type.Optional(Type.String({ maxLength: 18, pattern: '^[0-9]+$', description: 'Resume just after this event id (as `Last-Event-ID`, which wins when both are sent).' })),
-  types: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: `Comma list of event types to receive: ${EVENT_TYPES.join(', ')}.` })),
+  types: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: `Comma list of event types to receive: ${eventTypes.join(', ')}.` })),
 }, { additionalProperties: false })
 
 /** Whether Accept names text/event-stream (with q > 0); a wildcard is not enough, since the answer never ends. */
@@ -33,11 +33,11 @@ function acceptsEventStream (accept: string | undefined): boolean {
   })
 }
 
-function typesOf (raw: string | undefined): Set<string> | null {
+function typesOf (raw: string | undefined, eventTypes: readonly string[]): Set<string> | null {
   if (raw === undefined) return null
   const types = raw.split(',').map(t => t.trim())
-  const unknown = types.filter(t => !(EVENT_TYPES as readonly string[]).includes(t))
-  if (unknown.length > 0) throw validationFailed(unknown.map(t => fieldError('types', 'INVALID_VALUE', `"${t}" is not an event type; use any of ${EVENT_TYPES.join(', ')}.`)))
+  const unknown = types.filter(t => !eventTypes.includes(t))
+  if (unknown.length > 0) throw validationFailed(unknown.map(t => fieldError('types', 'INVALID_VALUE', `"${t}" is not an event type; use any of ${eventTypes.join(', ')}.`)))
   return new Set(types)
 }
 
@@ -57,7 +57,7 @@ async function eventRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
       tags: ['events'],
       summary: 'The change stream (Server-Sent Events)',
       description: 'Needs `Accept: text/event-stream` (else 406) and any valid credential. Each event: `id: <event id>`, `event: <type>`, `data: <the event as JSON>`. Admins see every event; others the events of published posts and of their own posts, orders and exports. `Last-Event-ID` or `after` resumes just after that event (older than the retention: a `reset` event first); neither: only new events. A comment line at least every 15 s. See docs/events.md.',
-      querystring: EventsQuerySchema,
+      querystring: eventsQuerySchema(ctx.eventTypes),
       produces: [EVENT_STREAM],
       security: [{ bearer: [] }],
       response: {
@@ -67,7 +67,7 @@ async function eventRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     },
   }), async (req, reply) => {
     if (!acceptsEventStream(req.headers.accept)) throw new AppError('NOT_ACCEPTABLE', 'GET /events answers only text/event-stream: send Accept: text/event-stream.')
-    const types = typesOf(req.query.types)
+    const types = typesOf(req.query.types, ctx.eventTypes)
     const after = resumeAfter(req.headers['last-event-id'], req.query.after)
     const hub = req.server.eventStreams
     const reset = after !== null && after < await ctx.store.events.prunedThrough()

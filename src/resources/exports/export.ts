@@ -59,7 +59,10 @@ export function progressOf (job: Pick<ExportJob, 'status' | 'exported' | 'total'
   return Math.min(99, Math.floor((job.exported / job.total) * 100))
 }
 
+/** The events a job's end raises (contract §12). */
+export const EXPORT_EVENT_TYPES = ['export.succeeded', 'export.failed'] as const
+
 /** The event a callback URL receives when a job ends (contract §2). */
-export function exportEventType (status: ExportStatus): 'export.succeeded' | 'export.failed' {
+export function exportEventType (status: ExportStatus): typeof EXPORT_EVENT_TYPES[number] {
   return status === 'succeeded' ? 'export.succeeded' : 'export.failed'
 }

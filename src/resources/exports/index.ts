@@ -12,7 +12,7 @@ import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../http/s
 import { type ApiVersion, linkBase } from '../../http/versioning.ts'
 import { answerWrite } from '../../http/write.ts'
 import type { Store } from '../../store/store.ts'
-import { exportEventType, type ExportJob, type ExportRequest, isFinished } from './export.ts'
+import { EXPORT_EVENT_TYPES, exportEventType, type ExportJob, type ExportRequest, isFinished } from './export.ts'
 import { EXPORTS_JOB, ExportWorker } from './export-worker.ts'
 import './problems.ts'
 import { exportEtag, fileEtag, renderExport } from './representation.ts'
@@ -197,6 +197,7 @@ export const exportsResource: Resource = {
     },
   },
   schemas: EXPORT_SCHEMAS,
+  eventTypes: EXPORT_EVENT_TYPES,
   routes: exportRoutes,
   jobs: exportJobs,
   settings: exportSettings,

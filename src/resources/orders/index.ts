@@ -32,8 +32,11 @@ function renderOrder (o: Order, idName: string, base: string) {
   return { ...orderData(o, idName), _links: { self: { href: self }, items: { href: `${self}/items` }, ...actions } }
 }
 
+/** The events an order's change raises (contract §12). */
+const ORDER_EVENT_TYPES = ['order.created', 'order.cancelled'] as const
+
 /** The order's event (contract §12): its version-1 representation, seen by its owner (and admins). */
-function orderEvent (type: 'order.created' | 'order.cancelled', o: Order): EventInput {
+function orderEvent (type: typeof ORDER_EVENT_TYPES[number], o: Order): EventInput {
   return { type, data: renderOrder(o, 'id', ''), owner: o.owner, public: false }
 }
 
@@ -98,4 +101,4 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
   }))
 }
 
-export const ordersResource: Resource = { name: 'orders', description: 'Orders and their items', path: '/orders', schemas: S.ORDER_SCHEMAS, routes: orderRoutes, store: ordersStore, scopes: [config.requiredScope] }
+export const ordersResource: Resource = { name: 'orders', description: 'Orders and their items', path: '/orders', schemas: S.ORDER_SCHEMAS, eventTypes: ORDER_EVENT_TYPES, routes: orderRoutes, store: ordersStore, scopes: [config.requiredScope] }

@@ -1,7 +1,10 @@
-import type { EventType } from '../../domain/events.ts'
 import type { PostChanged } from './post-service.ts'
 import type { EventStore } from '../../store/store.ts'
 import { renderPost } from './representation.ts'
+
+/** The events a post's change raises (contract §12). */
+export const POST_EVENT_TYPES = ['post.created', 'post.updated', 'post.published', 'post.unpublished', 'post.deleted'] as const
+export type PostEventType = typeof POST_EVENT_TYPES[number]
 
 /**
  * Records the events of a post's change in the unit of work that made it (contract §12): `data` is
@@ -26,9 +29,9 @@ export function postEvents (events: Pick<EventStore, 'record'>): PostChanged {
  * when a published post left that status (deleting a published post unpublishes nothing: it is
  * `post.deleted`).
  */
-export function postEventTypes (before: string | null, after: string | null): EventType[] {
+export function postEventTypes (before: string | null, after: string | null): PostEventType[] {
   if (after === null) return ['post.deleted']
-  const types: EventType[] = [before === null ? 'post.created' : 'post.updated']
+  const types: PostEventType[] = [before === null ? 'post.created' : 'post.updated']
   if (after === 'published' && before !== 'published') types.push('post.published')
   if (before === 'published' && after !== 'published') types.push('post.unpublished')
   return types

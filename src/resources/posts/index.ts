@@ -25,7 +25,7 @@ import { parseTagFilter } from './tags.ts'
 import { postSortValue } from './posts-repository.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
-import { postEvents } from './events.ts'
+import { POST_EVENT_TYPES, postEvents } from './events.ts'
 import { postData, renderPost } from './representation.ts'
 import { revisionRoutes } from './revisions.ts'
 import { editorialSettings } from './settings.ts'
@@ -235,6 +235,7 @@ export const postsResource: Resource = {
   description: 'Blog posts',
   path: '/posts',
   schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema],
+  eventTypes: POST_EVENT_TYPES,
   routes: postRoutes,
   services: postServices,
   settings: editorialSettings,

@@ -69,9 +69,7 @@ function deliveryData (d: WebhookDelivery | PagedDelivery): Record<string, unkno
 async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   const { version, store } = ctx
   const idName = idNameOf(version, 'webhook')
-  const [Ref, ItemRef, WithSecretRef] = version === 1
-    ? [S.WebhookV1Schema, S.WebhookListItemV1Schema, S.WebhookWithSecretV1Schema]
-    : [S.WebhookV2Schema, S.WebhookListItemV2Schema, S.WebhookWithSecretV2Schema]
+  const [Ref, ItemRef, WithSecretRef] = S.webhookRefs(version)
   const data = (s: Subscription): Record<string, unknown> => ({
     [idName]: s.id,
     url: s.url,
@@ -103,7 +101,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
 
   app.post<{ Body: S.CreateWebhookBody }>('/webhooks', ctx.route({
     config,
-    schema: { tags, summary: 'Subscribe to events', description: 'Needs `admin`. The answer holds `secret`, the signing secret, shown only here (and after a rotation).', body: Type.Ref(S.CreateWebhookBodySchema), response: { 201: Type.Ref(WithSecretRef), ...problemResponses(...COMMON_ERRORS, 403, 409, 413, 415, 422) } },
+    schema: { tags, summary: 'Subscribe to events', description: 'Needs `admin`. The answer holds `secret`, the signing secret, shown only here (and after a rotation).', body: Type.Ref('CreateWebhookBody'), response: { 201: Type.Ref(WithSecretRef), ...problemResponses(...COMMON_ERRORS, 403, 409, 413, 415, 422) } },
   }), async (req, reply) => {
     const events = eventsOf(req.body.events)
     const url = await checkedUrl(req.body.url, ctx)
@@ -144,7 +142,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
       summary: 'Change a webhook subscription',
       description: '`application/merge-patch+json` (RFC 7396) of `url`, `events`, `description`, `enabled`. `enabled: false` gives up its pending deliveries; `enabled: true` resumes it after it was disabled.',
       params: S.WebhookIdParamsSchema,
-      body: Type.Ref(S.PatchWebhookBodySchema),
+      body: Type.Ref('PatchWebhookBody'),
       response: { 200: Type.Ref(Ref), 204: NoContentSchema, ...WRITE_ERRORS },
     },
   }), async (req, reply) => {
@@ -264,7 +262,7 @@ export const webhooksResource: Resource = {
   name: 'webhooks',
   description: 'Webhook subscriptions: signed deliveries of events (admin only)',
   path: '/webhooks',
-  schemas: S.WEBHOOK_SCHEMAS,
+  schemas: S.webhookSchemas,
   routes: webhookRoutes,
   services: webhookServices,
   store: webhooksStore,

@@ -1,6 +1,7 @@
-import { type Static, Type } from '@sinclair/typebox'
-import { ALL_EVENTS, EVENT_TYPES } from '../../domain/events.ts'
+import { type Static, type TSchema, Type } from '@sinclair/typebox'
+import { ALL_EVENTS } from '../../domain/events.ts'
 import { type CollectionSpec, pagingQueryProperties } from '../../http/paging.ts'
+import type { SchemasContext } from '../../http/resources.ts'
 import { LinkSchema, versionedSchemas } from '../../http/schemas.ts'
 
 /** A subscription's URL: at most 2 000 characters (contract §12). */
@@ -22,34 +23,35 @@ const url = Type.String({
   maxLength: WEBHOOK_URL_MAX,
   description: 'http(s) URL, at most 2 000 characters, whose host resolves to public addresses only (as export callbacks: 422 otherwise). Checked again at each delivery; redirects are not followed.',
 })
-const events = Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...EVENT_TYPES, ALL_EVENTS] }), {
+/** What a subscription may ask for: `eventTypes` (every type the registered resources raise), or `*`. */
+const eventsSchema = (eventTypes: readonly string[]) => Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...eventTypes, ALL_EVENTS] }), {
   minItems: 1,
-  maxItems: EVENT_TYPES.length,
+  maxItems: eventTypes.length,
   uniqueItems: true,
-  description: `Distinct event names (${EVENT_TYPES.join(', ')}), or \`["*"]\` for every event.`,
+  description: `Distinct event names (${eventTypes.join(', ')}), or \`["*"]\` for every event.`,
 })
 const description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()], { description: 'Free text for people, at most 500 characters.' })
 const TimestampSchema = Type.String({ format: 'date-time', maxLength: 30 })
 
-export const CreateWebhookBodySchema = Type.Object({
+const createWebhookBodySchema = (eventTypes: readonly string[]) => Type.Object({
   url,
-  events,
+  events: eventsSchema(eventTypes),
   description: Type.Optional(description),
 }, { $id: 'CreateWebhookBody', additionalProperties: false })
-export type CreateWebhookBody = Static<typeof CreateWebhookBodySchema>
+export type CreateWebhookBody = Static<ReturnType<typeof createWebhookBodySchema>>
 
 /** RFC 7396 merge patch of the members a client sets (absent: unchanged). */
-export const PatchWebhookBodySchema = Type.Object({
+const patchWebhookBodySchema = (eventTypes: readonly string[]) => Type.Object({
   url: Type.Optional(url),
-  events: Type.Optional(events),
+  events: Type.Optional(eventsSchema(eventTypes)),
   description: Type.Optional(description),
   enabled: Type.Optional(Type.Boolean({ description: '`true` resumes a disabled subscription (and clears `disabled_reason`); `false` disables it and gives up its pending deliveries.' })),
 }, { $id: 'PatchWebhookBody', additionalProperties: false })
-export type PatchWebhookBody = Static<typeof PatchWebhookBodySchema>
+export type PatchWebhookBody = Static<ReturnType<typeof patchWebhookBodySchema>>
 
-const fields = {
+const fieldsOf = (eventTypes: readonly string[]) => ({
   url: Type.String({ maxLength: WEBHOOK_URL_MAX }),
-  events: Type.Array(Type.String({ maxLength: 50 }), { maxItems: EVENT_TYPES.length }),
+  events: Type.Array(Type.String({ maxLength: 50 }), { maxItems: eventTypes.length }),
   description,
   enabled: Type.Boolean(),
   disabled_reason: Type.Union([Type.String({ maxLength: 500 }), Type.Null()], { description: 'Why it is disabled (20 failed deliveries in a row, or an administrator); null while enabled.' }),
@@ -61,15 +63,11 @@ const fields = {
     ping: Type.Ref(LinkSchema),
     rotate_secret: Type.Ref(LinkSchema),
   }, { additionalProperties: false }),
-}
-export const [WebhookV1Schema, WebhookV2Schema] = versionedSchemas('Webhook', 'webhook', fields)
-/** A list item: every member but the secret; exactly `fields` when given; always `_links.self`. */
-export const [WebhookListItemV1Schema, WebhookListItemV2Schema] = versionedSchemas('WebhookListItem', 'webhook', {
-  ...fields,
-  _links: Type.Object({ self: Type.Ref(LinkSchema) }, { additionalProperties: false }),
-}, { partial: true })
+})
 const secret = Type.String({ pattern: '^whsec_', maxLength: 100, description: 'The signing secret (Standard Webhooks, `whsec_…`), shown only in this answer.' })
-export const [WebhookWithSecretV1Schema, WebhookWithSecretV2Schema] = versionedSchemas('WebhookWithSecret', 'webhook', { ...fields, secret })
+
+/** The `$id`s of a subscription's representations in `version`: whole, as a list item, with its secret. */
+export const webhookRefs = (version: number) => [`WebhookV${version}`, `WebhookListItemV${version}`, `WebhookWithSecretV${version}`] as const
 
 export const DeliverySchema = Type.Object({
   id: Type.String({ maxLength: 100 }),
@@ -92,7 +90,21 @@ export const PingSchema = Type.Object({
 export const ListWebhooksQuerySchema = Type.Object(Type.Partial(Type.Object(pagingQueryProperties)).properties, { additionalProperties: false })
 export const WEBHOOKS: CollectionSpec<'id' | 'created_at'> = { name: 'webhooks', sortKeys: ['id', 'created_at'], defaultSort: '-created_at', includes: [] }
 export const DELIVERIES: CollectionSpec<'created_at'> = { name: 'deliveries', sortKeys: ['created_at'], defaultSort: '-created_at', includes: [] }
-export const WEBHOOK_FIELDS = { 1: ['id', ...Object.keys(fields).filter(k => k !== '_links')], 2: ['webhookId', ...Object.keys(fields).filter(k => k !== '_links')] } as const
+const FIELD_NAMES = Object.keys(fieldsOf([])).filter(k => k !== '_links')
+export const WEBHOOK_FIELDS = { 1: ['id', ...FIELD_NAMES], 2: ['webhookId', ...FIELD_NAMES] } as const
 export const DELIVERY_FIELDS = Object.keys(DeliverySchema.properties)
 
-export const WEBHOOK_SCHEMAS = [CreateWebhookBodySchema, PatchWebhookBodySchema, WebhookV1Schema, WebhookV2Schema, WebhookListItemV1Schema, WebhookListItemV2Schema, WebhookWithSecretV1Schema, WebhookWithSecretV2Schema, DeliverySchema, PingSchema]
+/** The subscriptions' schemas, offering the events the registered resources raise. */
+export function webhookSchemas ({ eventTypes }: SchemasContext): TSchema[] {
+  const fields = fieldsOf(eventTypes)
+  return [
+    createWebhookBodySchema(eventTypes),
+    patchWebhookBodySchema(eventTypes),
+    ...versionedSchemas('Webhook', 'webhook', fields),
+    // A list item: every member but the secret; exactly `fields` when given; always `_links.self`.
+    ...versionedSchemas('WebhookListItem', 'webhook', { ...fields, _links: Type.Object({ self: Type.Ref(LinkSchema) }, { additionalProperties: false }) }, { partial: true }),
+    ...versionedSchemas('WebhookWithSecret', 'webhook', { ...fields, secret }),
+    DeliverySchema,
+    PingSchema,
+  ]
+}
