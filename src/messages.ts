@@ -5,9 +5,10 @@ import type { ProblemLanguage } from './errors-i18n.ts'
  * problems speak. A message names no field (`field` does) and reads after it: `title` — "must not
  * be blank". The validator builds them from the schema's keyword and its parameters
  * (src/http/validation.ts); handlers name a key and its parameters (`message('SORT_KEY', {…})`).
- * Nothing of the validator's own wording (`must match pattern "\S"`) reaches a client.
+ * Nothing of the validator's own wording (`must match pattern "\S"`) reaches a client. A resource
+ * adds the messages of its own rules (`registerMessages`, below).
  */
-export interface MessageParams {
+interface CoreMessageParams {
   REQUIRED: Record<never, never>
   BODY_REQUIRED: Record<never, never>
   UNKNOWN_MEMBER: Record<never, never>
@@ -49,8 +50,13 @@ export interface MessageParams {
   URL_CREDENTIALS: Record<never, never>
   HOST_UNRESOLVED: { readonly host: string }
   ADDRESS_REFUSED: { readonly address: string, readonly kind: AddressKind }
-  NO_WEBHOOK_SECRET: Record<never, never>
 }
+
+/**
+ * Every message's parameters: the core's, and those a resource adds by declaration merging
+ * (`interface MessageParams { SLOT_TAKEN: Record<never, never> }`) with its templates.
+ */
+export interface MessageParams extends CoreMessageParams {}
 
 export type MessageKey = keyof MessageParams
 export type JsonType = 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array' | 'null'
@@ -64,7 +70,7 @@ export function message<K extends MessageKey> (key: K, ...params: MessageParams[
   return { key, params: params[0] ?? {} } as Message
 }
 
-type Templates = { readonly [K in MessageKey]: (p: MessageParams[K]) => string }
+type Templates<P = CoreMessageParams> = { readonly [K in keyof P]: (p: P[K]) => string }
 
 interface Words {
   readonly types: Readonly<Record<JsonType, string>>
@@ -141,7 +147,6 @@ const EN: Templates = {
   URL_CREDENTIALS: () => 'must not carry a user name or password',
   HOST_UNRESOLVED: p => `names the host "${p.host}", which does not resolve`,
   ADDRESS_REFUSED: p => `resolves to ${p.address}, ${EN_WORDS.kinds[p.kind]}; webhooks go only to public addresses`,
-  NO_WEBHOOK_SECRET: () => 'cannot be used: this service has no WEBHOOK_SECRET to sign webhooks with; leave it out and poll the export instead',
 }
 
 const DE: Templates = {
@@ -186,7 +191,6 @@ const DE: Templates = {
   URL_CREDENTIALS: () => 'darf keinen Benutzernamen und kein Passwort enthalten',
   HOST_UNRESOLVED: p => `nennt den Host „${p.host}“, der sich nicht auflösen lässt`,
   ADDRESS_REFUSED: p => `wird zu ${p.address} aufgelöst, ${DE_WORDS.kinds[p.kind]}; Webhooks gehen nur an öffentliche Adressen`,
-  NO_WEBHOOK_SECRET: () => 'ist nicht möglich: dieser Dienst hat kein WEBHOOK_SECRET zum Signieren von Webhooks; lassen Sie es weg und fragen Sie den Export ab',
 }
 
 const FR: Templates = {
@@ -231,7 +235,6 @@ const FR: Templates = {
   URL_CREDENTIALS: () => 'ne doit contenir ni nom d’utilisateur ni mot de passe',
   HOST_UNRESOLVED: p => `nomme l’hôte « ${p.host} », qui ne se résout pas`,
   ADDRESS_REFUSED: p => `se résout en ${p.address}, ${FR_WORDS.kinds[p.kind]} ; les webhooks ne vont qu’à des adresses publiques`,
-  NO_WEBHOOK_SECRET: () => 'est impossible : ce service n’a pas de WEBHOOK_SECRET pour signer les webhooks ; omettez-le et interrogez l’export',
 }
 
 const ES: Templates = {
@@ -276,10 +279,22 @@ const ES: Templates = {
   URL_CREDENTIALS: () => 'no debe llevar nombre de usuario ni contraseña',
   HOST_UNRESOLVED: p => `nombra el host «${p.host}», que no se resuelve`,
   ADDRESS_REFUSED: p => `se resuelve a ${p.address}, ${ES_WORDS.kinds[p.kind]}; los webhooks solo van a direcciones públicas`,
-  NO_WEBHOOK_SECRET: () => 'no es posible: este servicio no tiene WEBHOOK_SECRET para firmar webhooks; omítalo y consulte la exportación',
 }
 
-const TEMPLATES: Readonly<Record<ProblemLanguage, Templates>> = { en: EN, de: DE, fr: FR, es: ES }
+const TEMPLATES: Readonly<Record<ProblemLanguage, Templates<MessageParams>>> = { en: EN, de: DE, fr: FR, es: ES } as Record<ProblemLanguage, Templates<MessageParams>>
+
+/**
+ * Adds a resource's messages, each in every language problems speak; a key may be defined once.
+ *
+ * @example
+ * registerMessages({ en: { SLOT_TAKEN: () => 'is taken' }, de: { SLOT_TAKEN: () => 'ist vergeben' }, … })
+ */
+export function registerMessages<K extends MessageKey> (templates: Readonly<Record<ProblemLanguage, { readonly [k in K]: (p: MessageParams[k]) => string }>>): void {
+  for (const [lang, byKey] of Object.entries(templates)) {
+    for (const key of Object.keys(byKey)) if (key in TEMPLATES[lang as ProblemLanguage]) throw new Error(`message ${key} is defined twice`)
+    Object.assign(TEMPLATES[lang as ProblemLanguage], byKey)
+  }
+}
 
 /** The words of `m` in `lang`. */
 export function wordMessage (m: Message, lang: ProblemLanguage): string {
