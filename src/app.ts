@@ -28,7 +28,7 @@ import { storeCircuitPlugin } from './http/store-circuit.ts'
 import { lazySerializers } from './http/serialization.ts'
 import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
-import { apiVersionConstraint, rewriteUnversionedAlias, versioningPlugin } from './http/versioning.ts'
+import { apiVersionConstraint, unversionedAliases, versioningPlugin } from './http/versioning.ts'
 import { documentCrossCutting, documentRoute, fieldErrorSchema, LinkSchema, problemSchema } from './http/schemas.ts'
 import { JobRunner } from './jobs/job.ts'
 import { apiDescription, docsRoutes } from './routes/system/docs-routes.ts'
@@ -81,7 +81,7 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
     // Bounds on reading a request (headers, then the whole request); src/http/client-errors.ts answers them.
     http: serverOptions(config),
     requestTimeout: config.requestTimeoutMs,
-    rewriteUrl: rewriteUnversionedAlias,
+    rewriteUrl: unversionedAliases(resources.flatMap(r => r.unversionedPaths ?? [])),
     schemaController: { compilersFactory: { buildSerializer: lazySerializers() } },
   }).withTypeProvider<TypeBoxTypeProvider>()
 

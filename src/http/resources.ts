@@ -53,7 +53,7 @@ export interface Resource {
   readonly webhooks?: Readonly<Record<string, unknown>>
   /** Its `$id` schemas; made from what the registered resources declare when they depend on it (`SchemasContext`). */
   readonly schemas: readonly TSchema[] | ((ctx: SchemasContext) => readonly TSchema[])
-  /** The types of the events its changes raise (`post.created`, …): the change stream and subscriptions offer them. */
+  /** The types of the events its changes raise (`ticket.created`, …): the change stream and subscriptions offer them. */
   readonly eventTypes?: readonly string[]
   /** The scopes its routes require, besides `admin` (API keys may be made with them). */
   readonly scopes?: readonly string[]
@@ -69,6 +69,8 @@ export interface Resource {
   routes (app: FastifyInstance, ctx: ResourceContext): Promise<void>
   /** Routes the same in every version (a feed), registered once, unprefixed; `/vN/…` aliases are rewritten onto them. */
   unversionedRoutes? (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void>
+  /** The paths `unversionedRoutes` answer (`/feed.atom`; `*`: any rest), whose `/vN/…` aliases are rewritten. */
+  readonly unversionedPaths?: readonly string[]
   /** Further links of the API index, by relation (`feed_atom: '/feed.atom'`). */
   readonly links?: Readonly<Record<string, string>>
   /** Work the resource does outside requests, run on every instance from start to close (src/jobs). */

@@ -269,15 +269,23 @@ export const versioningPlugin = fp(async function versioning (app: FastifyInstan
   })
 }, { name: 'versioning' })
 
-// /v1/healthz, /v2/openapi.json, …: every path answers under a version prefix (contract §2);
-// these are the same for every version, so the prefix is dropped before routing.
-const UNVERSIONED_ALIAS = new RegExp(`^\\/v(?:${API_VERSIONS.join('|')})(\\/(?:healthz|readyz|openapi\\.json|feed\\.atom|feed\\.json|docs|docs\\/.*|problems\\/.*))$`)
+/** The core's paths that are the same in every version (`*`: any rest of the path). */
+const CORE_UNVERSIONED_PATHS = ['/healthz', '/readyz', '/openapi.json', '/docs', '/docs/*', '/problems/*']
 
-/** Fastify's `rewriteUrl`: maps a version-prefixed alias of an unversioned path onto that path. */
-export function rewriteUnversionedAlias (req: IncomingMessage): string {
-  const url = req.url ?? '/'
-  const q = url.indexOf('?')
-  const path = q === -1 ? url : url.slice(0, q)
-  const m = UNVERSIONED_ALIAS.exec(path)
-  return m ? m[1]! + (q === -1 ? '' : url.slice(q)) : url
+/**
+ * Fastify's `rewriteUrl`: maps a version-prefixed alias of an unversioned path onto that path.
+ * /v1/healthz, /v2/openapi.json, …: every path answers under a version prefix (contract §2); the
+ * core's and `paths` (those resources declare, `Resource.unversionedPaths`) are the same for every
+ * version, so the prefix is dropped before routing.
+ */
+export function unversionedAliases (paths: readonly string[]): (req: IncomingMessage) => string {
+  const alternatives = [...CORE_UNVERSIONED_PATHS, ...paths].map(p => p.slice(1).split('*').map(s => s.replace(/[.+?^${}()|[\]\\/]/g, '\\$&')).join('.*'))
+  const alias = new RegExp(`^\\/v(?:${API_VERSIONS.join('|')})(\\/(?:${alternatives.join('|')}))$`)
+  return req => {
+    const url = req.url ?? '/'
+    const q = url.indexOf('?')
+    const path = q === -1 ? url : url.slice(0, q)
+    const m = alias.exec(path)
+    return m ? m[1]! + (q === -1 ? '' : url.slice(q)) : url
+  }
 }

@@ -241,6 +241,7 @@ export const postsResource: Resource = {
   settings: editorialSettings,
   store: [postsStore, revisionsStore],
   unversionedRoutes: feedRoutes,
+  unversionedPaths: ['/feed.atom', '/feed.json'],
   links: { tags: '/tags', feed_atom: '/feed.atom', feed_json: '/feed.json' },
   scopes: [WRITE.requiredScope],
   exportable: {
