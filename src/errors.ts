@@ -19,7 +19,7 @@ const CORE_PROBLEMS = {
   NOT_ACCEPTABLE: { status: 406, title: 'Not acceptable', detail: 'None of the media types in the Accept header can be produced. Use application/json or application/vnd.blog.v1+json or application/vnd.blog.v2+json.' },
   CLIENT_TIMEOUT: { status: 408, title: 'Request not received in time', detail: 'The request line, headers or body did not arrive in time; the connection is closed.' },
   CONFLICT: { status: 409, title: 'Conflict', detail: 'The request conflicts with the current state of the resource.' },
-  PATCH_TEST_FAILED: { status: 409, title: 'Patch test failed', detail: 'A "test" operation of the JSON Patch did not match the current post; nothing was changed.' },
+  PATCH_TEST_FAILED: { status: 409, title: 'Patch test failed', detail: 'A "test" operation of the JSON Patch did not match the current resource; nothing was changed.' },
   IDEMPOTENCY_KEY_IN_USE: { status: 409, title: 'Idempotency key in use', detail: 'A request with this Idempotency-Key is still being processed. Retry later.' },
   VERSION_SUNSET: { status: 410, title: 'API version retired', detail: 'This version of the API has passed its sunset date. Use a newer version.' },
   PRECONDITION_FAILED: { status: 412, title: 'Precondition failed', detail: 'The resource has changed since the version named in If-Match or If-Unmodified-Since. Nothing was changed.' },
@@ -29,7 +29,7 @@ const CORE_PROBLEMS = {
   RANGE_NOT_SATISFIABLE: { status: 416, title: 'Range not satisfiable', detail: 'The requested byte range lies outside the file.' },
   EXPECTATION_FAILED: { status: 417, title: 'Expectation failed', detail: 'The Expect header names an expectation the service cannot meet; only 100-continue is supported.' },
   VALIDATION_FAILED: { status: 422, title: 'Validation failed', detail: 'The request is well-formed but some values are invalid; see errors.' },
-  INVALID_PATCH: { status: 422, title: 'Invalid patch', detail: 'The patch document cannot be applied to this post.' },
+  INVALID_PATCH: { status: 422, title: 'Invalid patch', detail: 'The patch document cannot be applied to this resource.' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'Idempotency key reused', detail: 'This Idempotency-Key was already used with a different request body.' },
   RATE_LIMITED: { status: 429, title: 'Too many requests', detail: 'The rate limit for this client is exhausted. Retry after the time in Retry-After.' },
   HEADERS_TOO_LARGE: { status: 431, title: 'Request header fields too large', detail: 'The request headers are larger than the service accepts.' },
@@ -42,7 +42,7 @@ export interface ProblemDef { readonly status: number, readonly title: string, r
 
 /**
  * Codes a resource adds from its own folder, by declaration merging (`interface ResourceProblems
- * { ORDER_NOT_FOUND: true }`); it gives their texts to `registerProblems` (errors-i18n.ts), which
+ * { TICKET_NOT_FOUND: true }`); it gives their texts to `registerProblems` (errors-i18n.ts), which
  * its module calls when it is loaded, so the catalogue is whole once the registry is.
  */
 export interface ResourceProblems {}

@@ -44,7 +44,7 @@ export function applyJsonPatch (document: Json, operations: readonly JsonPatchOp
       throw new AppError('INVALID_PATCH', `${err.message.split('\n')[0] ?? 'The patch cannot be applied'}${where}.`)
     }
     // The library reports some refusals (a path through __proto__) as plain TypeErrors.
-    throw new AppError('INVALID_PATCH', 'The patch cannot be applied to this post.')
+    throw new AppError('INVALID_PATCH', 'The patch cannot be applied to this resource.')
   }
 }
 
