@@ -14,7 +14,7 @@ export interface OwnedColumns {
   revision: Generated<number>
 }
 
-/** Rows of a table embedded in their owner row (an order's items), kept in `position` order. */
+/** Rows of a table embedded in their owner row (a parent's line items), kept in `position` order. */
 export interface ChildColumns {
   parent_id: number
   position: number
