@@ -151,7 +151,8 @@ export interface WebhookStore {
    * delivery with its event's, or null if the event is gone (it cannot be sent then).
    */
   claimDue (now: Date, leaseMs: number, limit: number): Promise<WebhookDelivery[]>
-  delivered (id: string, now: Date, statusCode?: number): Promise<void>
+  /** Marks deliveries done, each with the receiver's status. */
+  delivered (ids: readonly string[], now: Date, statusCode?: number): Promise<void>
   /** Tries again at `at` (when given), or gives up. */
   failedAttempt (id: string, error: string, at: Date | null, now: Date, statusCode?: number | null): Promise<void>
   findById (id: string): Promise<WebhookDelivery | null>

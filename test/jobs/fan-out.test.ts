@@ -41,7 +41,7 @@ for (const kind of await storeKinds()) {
       assert.deepEqual(JSON.parse(claimed!.payload!), { id: String(e2!.id), type: 'post.created', occurred_at: e2!.occurredAt, data: { n: 2 } })
 
       // Once the delivery is finished and past retention, it goes, and its event with it.
-      await f.store.webhooks.delivered(claimed!.id, new Date())
+      await f.store.webhooks.delivered([claimed!.id], new Date())
       await sleep(5)
       await pruneOnce()
       assert.equal(await f.store.webhooks.findById(claimed!.id), null)

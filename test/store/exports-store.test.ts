@@ -141,7 +141,7 @@ for (const kind of await storeKinds()) {
       assert.deepEqual(await store.webhooks.claimDue(at(100), 1000, 5), [], 'not due yet')
       const [again] = await store.webhooks.claimDue(at(600), 1000, 5)
       assert.equal(again?.attempts, 2)
-      await store.webhooks.delivered(again!.id, at(601))
+      await store.webhooks.delivered([again!.id], at(601))
       assert.deepEqual(await store.webhooks.claimDue(at(10 ** 9), 1000, 5), [])
       await store.webhooks.enqueue({ id: `msg_${kind}_2`, exportId: null, url: 'https://example.com/h', payload: '{}' }, at(0))
       const [given] = await store.webhooks.claimDue(at(1), 1000, 5)

@@ -248,10 +248,10 @@ async function webhookServices (app: FastifyInstance, { config, store }: { confi
       const previous = s.previousSecret !== null && s.previousSecretUntil !== null && Date.parse(s.previousSecretUntil) > Date.now() ? [box.open(s.previousSecret)] : []
       return { url: s.url, secrets: [box.open(s.secret), ...previous] }
     },
-    async ended (id, delivered) {
-      if (!await store.webhookSubscriptions.ended(id, delivered, new Date())) return
-      await store.webhooks.failPending(id, 'The subscription was disabled after 20 failed deliveries in a row.', new Date())
-      log.warn({ subscription_id: id }, 'webhook subscription disabled: 20 deliveries in a row failed')
+    async ended (uow, id, delivered) {
+      if (!await uow.webhookSubscriptions.ended(id, delivered, new Date())) return
+      await uow.webhooks.failPending(id, 'The subscription was disabled after 20 failed deliveries in a row.', new Date())
+      uow.onCommit(() => { log.warn({ subscription_id: id }, 'webhook subscription disabled: 20 deliveries in a row failed') })
     },
   })
   app.addHook('onReady', async () => { fanOut.start() })

@@ -129,11 +129,12 @@ export class WebhooksRepository implements WebhookStore {
     return heads.map(h => h.id).sort((a, b) => turn.get(a)! - turn.get(b)!).slice(0, limit)
   }
 
-  async delivered (id: string, now: Date, statusCode?: number): Promise<void> {
+  async delivered (ids: readonly string[], now: Date, statusCode?: number): Promise<void> {
+    if (ids.length === 0) return
     const ts = this.dialect.timestamp(now)
     await this.db.updateTable('webhook_deliveries')
       .set({ state: 'delivered', lease_until: null, last_error: null, last_status_code: statusCode ?? null, delivered_at: ts, updated_at: ts })
-      .where('id', '=', id)
+      .where('id', 'in', ids)
       .execute()
   }
 
