@@ -73,7 +73,13 @@ interface Target { readonly url: string, readonly signers: readonly WebhookSigne
 
 type SendError = NodeJS.ErrnoException & { reusedSocket?: boolean }
 
-const BATCH = 20
+/** One attempt's request and answer, and why it was cut (its deadline, or a shutdown), if it was. */
+interface Attempt { req: http.ClientRequest | null, res: http.IncomingMessage | null, reason: Error | null }
+
+/** Deliveries claimed per unit of work: a claim's queries and commit are shared by its batch. */
+const BATCH = 100
+/** Connections open to one receiver at most; a batch's further deliveries to it wait for one, in order. */
+const SOCKETS_PER_RECEIVER = 16
 /** How much of a receiver's answer is read so that its connection can be used again; past it, the connection is closed. */
 const ANSWER_CAP = 16 * 1024
 /** An idle connection to a receiver is closed after this: sooner than a server's usual keep-alive (Node's is 5 s). */
@@ -121,8 +127,8 @@ export class WebhookSender {
   private subscriptions: SubscriptionTargets | null = null
   /** Connections to receivers, kept for the next delivery; an idle one is closed after IDLE_MS. */
   private readonly agents = {
-    http: new http.Agent({ keepAlive: true, timeout: IDLE_MS }),
-    https: new https.Agent({ keepAlive: true, timeout: IDLE_MS }),
+    http: new http.Agent({ keepAlive: true, timeout: IDLE_MS, maxSockets: SOCKETS_PER_RECEIVER }),
+    https: new https.Agent({ keepAlive: true, timeout: IDLE_MS, maxSockets: SOCKETS_PER_RECEIVER }),
   }
 
   /** Attempts of the batch just sent, written with the next claim (one unit of work, one commit). */
@@ -212,11 +218,12 @@ export class WebhookSender {
   private report (o: Outcome): void {
     if (o.kind === 'dropped') return
     this.opts.attempts.inc({ outcome: o.kind })
-    const log = () => this.opts.log.child({ webhook_delivery: o.d.id, export_id: o.d.exportId, subscription_id: o.d.webhookId, event_id: o.d.eventId, attempt: o.d.attempts })
-    if (o.kind === 'delivered') {
-      log().info({ status: o.status }, 'webhook delivered')
-    } else if (o.kind === 'retry') log().warn({ error: o.error, retry_at: o.at.toISOString() }, 'webhook attempt failed; it will be retried')
-    else log().error({ error: o.error }, 'webhook given up after its last attempt')
+    // The delivery's fields in each line, not a child logger per delivery (which costs its bindings
+    // even when the level is off).
+    const fields = { webhook_delivery: o.d.id, export_id: o.d.exportId, subscription_id: o.d.webhookId, event_id: o.d.eventId, attempt: o.d.attempts }
+    if (o.kind === 'delivered') this.opts.log.info({ ...fields, status: o.status }, 'webhook delivered')
+    else if (o.kind === 'retry') this.opts.log.warn({ ...fields, error: o.error, retry_at: o.at.toISOString() }, 'webhook attempt failed; it will be retried')
+    else this.opts.log.error({ ...fields, error: o.error }, 'webhook given up after its last attempt')
   }
 
   /** Where a delivery goes and how it is signed: a callback's own URL and WEBHOOK_SECRET, or its subscription's. */
@@ -282,13 +289,18 @@ export class WebhookSender {
     }
     const agent = url.protocol === 'https:' ? this.agents.https : this.agents.http
     // The attempt's deadline, and a shutdown (which does not wait for a slow receiver: the attempt
-    // is retried, from any instance). A plain timer, not AbortSignal.any([AbortSignal.timeout()]):
+    // is retried, from any instance): each destroys the request, or the answer once it has come (a
+    // receiver that stalls its body is cut too). A plain timer, not an AbortSignal per attempt:
     // Node may garbage-collect a timeout signal held only by a composite one before it fires
-    // (nodejs/node#57736), and a receiver that never answers then held the attempt forever.
-    // It runs until the answer is read to its end (a receiver that stalls its body is cut too).
-    const deadline = new AbortController()
-    const timer = setTimeout(() => { deadline.abort(new DOMException(`no answer within ${this.opts.timeoutMs} ms`, 'TimeoutError')) }, this.opts.timeoutMs)
-    const stop = () => { deadline.abort(stopping.reason) }
+    // (nodejs/node#57736), and a signal per attempt is garbage by the thousand a second.
+    const attempt: Attempt = { req: null, res: null, reason: null }
+    const cut = (reason: Error) => {
+      attempt.reason ??= reason
+      attempt.req?.destroy(attempt.reason)
+      attempt.res?.destroy(attempt.reason)
+    }
+    const timer = setTimeout(() => { cut(new DOMException(`no answer within ${this.opts.timeoutMs} ms`, 'TimeoutError')) }, this.opts.timeoutMs)
+    const stop = () => { cut(stopping.reason instanceof Error ? stopping.reason : new DOMException('the service is stopping', 'AbortError')) }
     const done = () => {
       clearTimeout(timer)
       stopping.removeEventListener('abort', stop)
@@ -298,16 +310,17 @@ export class WebhookSender {
     let res: http.IncomingMessage
     try {
       try {
-        res = await this.send(agent, url, headers, body, deadline.signal)
+        res = await this.send(agent, url, headers, body, attempt)
       } catch (err) {
         // A kept-alive connection the receiver closed as it was reused: once more, on a new one.
-        if ((err as SendError).reusedSocket !== true || (err as SendError).code !== 'ECONNRESET' || deadline.signal.aborted) throw err
-        res = await this.send(agent, url, headers, body, deadline.signal)
+        if ((err as SendError).reusedSocket !== true || (err as SendError).code !== 'ECONNRESET' || attempt.reason !== null) throw err
+        res = await this.send(agent, url, headers, body, attempt)
       }
     } catch (err) {
       done()
-      throw err
+      throw attempt.reason ?? err
     }
+    attempt.res = res
     // Only the status matters. A short answer is read (and dropped) so that the connection can
     // carry the next delivery; past ANSWER_CAP it is closed instead (a receiver sending megabytes
     // costs nothing more).
@@ -323,18 +336,19 @@ export class WebhookSender {
   }
 
   /** Sends the request; resolves with the answer once its head has come. */
-  private async send (agent: http.Agent, url: URL, headers: http.OutgoingHttpHeaders, body: Buffer, signal: AbortSignal): Promise<http.IncomingMessage> {
+  private async send (agent: http.Agent, url: URL, headers: http.OutgoingHttpHeaders, body: Buffer, attempt: Attempt): Promise<http.IncomingMessage> {
     return await new Promise((resolve, reject) => {
       const req = (url.protocol === 'https:' ? https : http).request(url, {
         method: 'POST',
         headers,
         agent,
         lookup: guardedLookup(this.opts.allowLoopback) as never,
-        signal,
         // Node's http.request never follows a redirect: a 3xx is an answer like any other (a failure).
       }, resolve)
+      attempt.req = req
       req.on('error', err => { reject(Object.assign(err, { reusedSocket: req.reusedSocket })) })
-      req.end(body)
+      if (attempt.reason !== null) req.destroy(attempt.reason)
+      else req.end(body)
     })
   }
 }

@@ -224,10 +224,11 @@ export interface EventStore {
   claimFanOut (): Promise<number | null>
   fannedOut (through: number): Promise<void>
   /**
-   * The last event after `after` when none of the events after it is addressed to one subscription
-   * (a ping), else null; `after` itself when there is none. Reads no event's data.
+   * Of the next `limit` events after `after`: the last one's id when none is addressed to one
+   * subscription (a ping), else null; `after` itself when there is none. Reads no event's data,
+   * and no more than `limit` ids however far behind `after` is.
    */
-  untargetedThrough (after: number): Promise<number | null>
+  untargetedThrough (after: number, limit: number): Promise<number | null>
   fanOutPosition (): Promise<number>
 }
 

@@ -29,14 +29,17 @@ for (const kind of await storeKinds()) {
 
     it('tells how far the events after a position go when none is addressed to a subscription', async () => {
       const start = await f.store.events.lastId()
-      assert.equal(await f.store.events.untargetedThrough(start), start, 'nothing new: the position itself')
+      assert.equal(await f.store.events.untargetedThrough(start, 100), start, 'nothing new: the position itself')
       await f.store.transaction(async uow => { uow.events.record(event(4), event(5)) })
       const last = await f.store.events.lastId()
       assert.ok(last > start)
-      assert.equal(await f.store.events.untargetedThrough(start), last)
+      assert.equal(await f.store.events.untargetedThrough(start, 100), last)
+      const [first] = await f.store.events.list(start, 1)
+      assert.equal(await f.store.events.untargetedThrough(start, 1), first!.id, 'no further than the window')
       await f.store.transaction(async uow => { uow.events.record({ type: 'ping', data: {}, owner: null, public: false, webhookId: 1 }) })
-      assert.equal(await f.store.events.untargetedThrough(start), null, 'a ping is read and fanned out')
-      assert.equal(await f.store.events.untargetedThrough(await f.store.events.lastId()), await f.store.events.lastId())
+      assert.equal(await f.store.events.untargetedThrough(start, 100), null, 'a ping is read and fanned out')
+      assert.equal(await f.store.events.untargetedThrough(start, 2), last, 'the ping is past the window')
+      assert.equal(await f.store.events.untargetedThrough(await f.store.events.lastId(), 100), await f.store.events.lastId())
     })
 
     it('refuses to record an event outside a unit of work', () => {

@@ -16,6 +16,8 @@ export interface FanOutOptions {
 
 /** Events read per unit of work. */
 const BATCH = 200
+/** Events passed over per unit of work while no subscription exists (only their ids are read). */
+const SKIP = 10_000
 const PRUNE_INTERVAL_MS = 15 * 60_000
 const SYSTEM: Viewer = { subject: 'system', scopes: new Set(['admin']), kind: 'jwt' }
 
@@ -48,17 +50,18 @@ export class FanOut {
 
   private async tick (): Promise<boolean> {
     const now = new Date()
-    const { read, queued } = await this.opts.store.transaction(async uow => {
+    const { read, queued, more } = await this.opts.store.transaction(async uow => {
       const position = await uow.events.claimFanOut()
-      if (position === null) return { read: 0, queued: 0 }
+      if (position === null) return { read: 0, queued: 0, more: false }
       // No subscription to deliver to and no event addressed to one (a ping): the position moves
       // past the new events without reading them. The events are read before the subscriptions, as
       // below: a subscription made since starts after them.
-      const through = await uow.events.untargetedThrough(position)
+      const through = await uow.events.untargetedThrough(position, SKIP)
       const enabled = await uow.webhookSubscriptions.enabled()
       if (enabled.length === 0 && through !== null && through > position) {
         await uow.events.fannedOut(through)
-        return { read: 0, queued: 0 }
+        // Perhaps more beyond the window: look again at once.
+        return { read: 0, queued: 0, more: true }
       }
       // A delivery refers to its event (its body is read when it is sent): the data is not read here.
       const events = await uow.events.heads(position, BATCH)
@@ -77,7 +80,7 @@ export class FanOut {
         }
         await uow.events.fannedOut(events.at(-1)!.id)
         if (n > 0) uow.onCommit(this.opts.queued)
-        return { read: events.length, queued: n }
+        return { read: events.length, queued: n, more: events.length === BATCH }
       }
       if (now.getTime() - this.lastPrune >= PRUNE_INTERVAL_MS) {
         this.lastPrune = now.getTime()
@@ -89,9 +92,9 @@ export class FanOut {
         await uow.webhookSubscriptions.forgetExpiredSecrets(now)
         if (pruned + deliveries > 0) this.opts.log.info({ events: pruned, deliveries }, 'deleted events and deliveries past their retention')
       }
-      return { read: 0, queued: 0 }
+      return { read: 0, queued: 0, more: false }
     })
     if (queued > 0) this.opts.log.debug({ events: read, deliveries: queued }, 'events fanned out')
-    return read === BATCH
+    return more
   }
 }

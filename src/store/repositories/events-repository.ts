@@ -99,11 +99,11 @@ export class EventsRepository implements EventStore {
     await this.db.updateTable('meta').set({ value: String(through) }).where('key', '=', FANNED_OUT).execute()
   }
 
-  async untargetedThrough (after: number): Promise<number | null> {
-    const row = await preparedQueries(this.dialect).get('events|untargeted-through', () => this.db.selectFrom('events')
-      .select(eb => [eb.fn.max('id').as('last'), eb.fn.count('webhook_id').as('targeted')])
-      .where('id', '>', arg<number>(0)))
-      .execute(this.db, [after])
+  async untargetedThrough (after: number, limit: number): Promise<number | null> {
+    const row = await preparedQueries(this.dialect).get('events|untargeted-through', () => this.db
+      .selectFrom(eb => eb.selectFrom('events').select(['id', 'webhook_id']).where('id', '>', arg<number>(0)).orderBy('id').limit(arg<number>(1)).as('next'))
+      .select(eb => [eb.fn.max('next.id').as('last'), eb.fn.count('next.webhook_id').as('targeted')]))
+      .execute(this.db, [after, limit])
     if (Number(row[0]?.targeted ?? 0) > 0) return null
     return row[0]?.last === null || row[0]?.last === undefined ? after : Number(row[0].last)
   }
