@@ -144,6 +144,8 @@ export interface NewDelivery {
 /** The webhook outbox: written with the state it announces, sent after commit, retried until delivered or given up. */
 export interface WebhookStore {
   enqueue (delivery: NewDelivery, now: Date): Promise<void>
+  /** Queues many at once (a fan-out's), in order. */
+  enqueueAll (deliveries: readonly NewDelivery[], now: Date): Promise<void>
   /**
    * Takes up to `limit` due deliveries for `leaseMs` (attempts + 1); another sender skips them
    * meanwhile. A subscription's deliveries start in event order: one is taken only once every

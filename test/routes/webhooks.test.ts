@@ -150,6 +150,9 @@ for (const kind of await storeKinds()) {
       const log = json(await t.request({ method: 'GET', url: `/webhooks/${sub.id}/deliveries`, headers: admin }))
       assert.equal(log.length, 2)
       assert.equal(log[0].id, json(again).id, 'newest first')
+      // Delivery ids are UUIDv7: time-ordered, so the newer sorts after the older (and the outbox's key index grows at its end).
+      for (const id of [d.id, json(again).id]) assert.match(id, /^dlv_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+      assert.ok(json(again).id > d.id)
       assert.equal((await t.request({ method: 'POST', url: `/webhooks/${sub.id}/deliveries/dlv_nope/redeliver`, headers: admin })).statusCode, 404)
     })
 

@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { v7 as uuidv7 } from 'uuid'
 import { checkCallbackUrl } from '../../domain/callback-url.ts'
 import { ALL_EVENTS } from '../../domain/events.ts'
 import type { Principal, Viewer } from '../../domain/principal.ts'
@@ -220,7 +220,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
     const s = await find(uow, req.params.webhook_id)
     const d = await uow.webhooks.findById(req.params.delivery_id)
     if (d === null || d.webhookId !== s.id) throw new AppError('DELIVERY_NOT_FOUND', `Subscription ${s.id} has no delivery ${req.params.delivery_id}.`)
-    const id = `dlv_${randomUUID()}`
+    const id = `dlv_${uuidv7()}`
     await uow.webhooks.enqueue({ id, webhookId: s.id, eventId: d.eventId, eventType: d.eventType, url: s.url, payload: d.payload }, new Date())
     uow.onCommit(() => { req.server.webhookSender.wake() })
     const again = await uow.webhooks.findById(id)
