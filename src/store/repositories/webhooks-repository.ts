@@ -118,9 +118,11 @@ export class WebhooksRepository implements WebhookStore {
     // More subscriptions with a queue than a claim takes: start at a random one, so none waits long.
     const start = rows.length > limit ? Math.floor(Math.random() * rows.length) : 0
     const subscriptions = [...rows.slice(start), ...rows.slice(0, start)].slice(0, limit).map(r => Number(r.w))
+    // Each one's share of the claim: about `limit` rows read in all, however many subscriptions.
+    const share = Math.ceil(limit / subscriptions.length)
     const head = (webhookId: number) => this.db.selectFrom('webhook_deliveries').select(['id', 'webhook_id', 'event_id', 'created_at'])
       .where(PENDING).where(FIRST).where('webhook_id', '=', webhookId)
-      .orderBy('event_id').orderBy('created_at').limit(limit)
+      .orderBy('event_id').orderBy('created_at').limit(share)
     const [one, ...more] = subscriptions.map((w, i) => this.db.selectFrom(head(w).as(`q${i}`)).selectAll())
     const heads = (await more.reduce((q, next) => q.unionAll(next), one!).execute())
       .map(h => ({ id: h.id, webhook_id: Number(h.webhook_id), event_id: Number(h.event_id), created_at: iso(h.created_at) }))
