@@ -1,7 +1,19 @@
-import { type Kysely, sql } from 'kysely'
+import { type Kysely, type Selectable, sql } from 'kysely'
 import type { EventInput, EventStore, StoredEvent } from '../store.ts'
 import { arg, preparedQueries } from '../prepared.ts'
-import { type Database, type DialectParts, iso } from '../tables.ts'
+import { type Database, type DialectParts, type EventsTable, iso } from '../tables.ts'
+
+/** An event row without its data. */
+function headOf (r: Pick<Selectable<EventsTable>, 'id' | 'type' | 'occurred_at' | 'owner' | 'public' | 'webhook_id'>): Omit<StoredEvent, 'data'> {
+  return {
+    id: Number(r.id),
+    type: r.type,
+    occurredAt: iso(r.occurred_at),
+    owner: r.owner,
+    public: Number(r.public) === 1,
+    webhookId: r.webhook_id === null ? null : Number(r.webhook_id),
+  }
+}
 
 const FANNED_OUT = 'events_fanned_out'
 const PRUNED_THROUGH = 'events_pruned_through'
@@ -44,28 +56,13 @@ export class EventsRepository implements EventStore {
 
   async list (after: number, limit: number): Promise<StoredEvent[]> {
     const rows = await this.db.selectFrom('events').selectAll().where('id', '>', after).orderBy('id').limit(limit).execute()
-    return rows.map(r => ({
-      id: Number(r.id),
-      type: r.type,
-      occurredAt: iso(r.occurred_at),
-      owner: r.owner,
-      public: Number(r.public) === 1,
-      webhookId: r.webhook_id === null ? null : Number(r.webhook_id),
-      data: r.data,
-    }))
+    return rows.map(r => ({ ...headOf(r), data: r.data }))
   }
 
   async heads (after: number, limit: number): Promise<Array<Omit<StoredEvent, 'data'>>> {
     const rows = await this.db.selectFrom('events').select(['id', 'type', 'occurred_at', 'owner', 'public', 'webhook_id'])
       .where('id', '>', after).orderBy('id').limit(limit).execute()
-    return rows.map(r => ({
-      id: Number(r.id),
-      type: r.type,
-      occurredAt: iso(r.occurred_at),
-      owner: r.owner,
-      public: Number(r.public) === 1,
-      webhookId: r.webhook_id === null ? null : Number(r.webhook_id),
-    }))
+    return rows.map(headOf)
   }
 
   async lastId (): Promise<number> {

@@ -1,4 +1,4 @@
-import { type Kysely, type RawBuilder, type Selectable, sql } from 'kysely'
+import { type Kysely, type Selectable, sql } from 'kysely'
 import { eventJson } from '../../domain/events.ts'
 import { readPage } from '../read-page.ts'
 import type { ListPage, ListQuery, NewDelivery, WebhookDelivery, WebhookStore } from '../store.ts'
@@ -24,6 +24,16 @@ function deliveryOf (r: Selectable<WebhookDeliveriesTable>): WebhookDelivery {
     deliveredAt: r.delivered_at === null ? null : iso(r.delivered_at),
   }
 }
+
+/**
+ * The two queues of pending deliveries, each the predicate of its partial index (migration
+ * core/0003), word for word and as literals so that both planners match it: first attempts of
+ * subscription deliveries, which start in event order per subscription; and deliveries free to go
+ * in any order once due (export callbacks, and retries: a first attempt started them). Together
+ * they are every pending delivery.
+ */
+const FIRST_ATTEMPTS = sql<boolean>`state = 'pending' AND attempts = 0 AND webhook_id IS NOT NULL`
+const FREE = sql<boolean>`state = 'pending' AND (webhook_id IS NULL OR attempts > 0)`
 
 /** The webhook_deliveries table: an outbox of webhooks, each with its attempts and next due time. */
 export class WebhooksRepository implements WebhookStore {
@@ -61,19 +71,15 @@ export class WebhooksRepository implements WebhookStore {
 
   async claimDue (now: Date, leaseMs: number, limit: number): Promise<WebhookDelivery[]> {
     const ts = this.dialect.timestamp(now)
-    // The predicates of the two queues' partial indexes (migration core/0003), as literals.
-    const PENDING = sql<boolean>`state = 'pending'`
-    const FIRST = sql<boolean>`attempts = 0`
-    // Free to go in any order once due: export callbacks, and retries (a first attempt started them).
     let free = this.db.selectFrom('webhook_deliveries').select('id')
-      .where(PENDING).where(sql<boolean>`(webhook_id IS NULL OR attempts > 0)`)
+      .where(FREE)
       .where('next_attempt_at', '<=', ts)
       .where(w => w.or([w('lease_until', 'is', null), w('lease_until', '<', ts)]))
       .orderBy('next_attempt_at')
       .limit(limit)
     if (this.dialect.skipLocked) free = free.forUpdate().skipLocked()
     const ids = (await free.execute()).map(r => r.id)
-    if (ids.length < limit) ids.push(...await this.firstAttempts(limit - ids.length, PENDING, FIRST))
+    if (ids.length < limit) ids.push(...await this.firstAttempts(limit - ids.length))
     if (ids.length === 0) return []
     // Checked again as the rows are taken: on PostgreSQL another instance's claim of the same rows
     // may have committed meanwhile (its lease is then set, and the row is left to it). First
@@ -104,13 +110,12 @@ export class WebhooksRepository implements WebhookStore {
    * order), the subscriptions taking turns. Every read is a seek in the first-attempt index: the
    * subscriptions with a queue by a loose index scan, then each one's head.
    */
-  private async firstAttempts (limit: number, PENDING: RawBuilder<boolean>, FIRST: RawBuilder<boolean>): Promise<string[]> {
-    const queued = sql<boolean>`${PENDING} AND ${FIRST} AND webhook_id IS NOT NULL`
+  private async firstAttempts (limit: number): Promise<string[]> {
     const { rows } = await sql<{ w: number }>`
       WITH RECURSIVE queues(w) AS (
-        SELECT min(webhook_id) FROM webhook_deliveries WHERE ${queued}
+        SELECT min(webhook_id) FROM webhook_deliveries WHERE ${FIRST_ATTEMPTS}
         UNION ALL
-        SELECT (SELECT min(webhook_id) FROM webhook_deliveries WHERE ${queued} AND webhook_id > queues.w)
+        SELECT (SELECT min(webhook_id) FROM webhook_deliveries WHERE ${FIRST_ATTEMPTS} AND webhook_id > queues.w)
         FROM queues WHERE queues.w IS NOT NULL
       )
       SELECT w FROM queues WHERE w IS NOT NULL`.execute(this.db)
@@ -121,7 +126,7 @@ export class WebhooksRepository implements WebhookStore {
     // Each one's share of the claim: about `limit` rows read in all, however many subscriptions.
     const share = Math.ceil(limit / subscriptions.length)
     const head = (webhookId: number) => this.db.selectFrom('webhook_deliveries').select(['id', 'webhook_id', 'event_id', 'created_at'])
-      .where(PENDING).where(FIRST).where('webhook_id', '=', webhookId)
+      .where(FIRST_ATTEMPTS).where('webhook_id', '=', webhookId)
       .orderBy('event_id').orderBy('created_at').limit(share)
     const [one, ...more] = subscriptions.map((w, i) => this.db.selectFrom(head(w).as(`q${i}`)).selectAll())
     const heads = (await more.reduce((q, next) => q.unionAll(next), one!).execute())
@@ -182,11 +187,11 @@ export class WebhooksRepository implements WebhookStore {
 
   async backlog (): Promise<{ pending: number, oldestCreatedAt: string | null }> {
     // Every pending delivery is in one of the two queues: each read from its own index.
-    const queue = (where: RawBuilder<boolean>) => this.db.selectFrom('webhook_deliveries')
+    const queue = (where: typeof FREE) => this.db.selectFrom('webhook_deliveries')
       .select(eb => [eb.fn.countAll<number>().as('n'), eb.fn.min('created_at').as('oldest')])
       .where(where)
       .executeTakeFirstOrThrow()
-    const rows = [await queue(sql`state = 'pending' AND attempts = 0 AND webhook_id IS NOT NULL`), await queue(sql`state = 'pending' AND (webhook_id IS NULL OR attempts > 0)`)]
+    const rows = [await queue(FIRST_ATTEMPTS), await queue(FREE)]
     const oldest = rows.map(r => r.oldest).filter(o => o !== null).map(iso).sort()[0] ?? null
     return { pending: rows.reduce((n, r) => n + Number(r.n), 0), oldestCreatedAt: oldest }
   }
