@@ -16,6 +16,12 @@
  *
  *   npm run bench                                   # 10 s per run, 2 rounds (about 20 minutes)
  *   BENCH_SECONDS=3 BENCH_ROUNDS=1 BENCH_BIG_POSTS=0 BENCH_PG=0 npm run bench   # a quick look
+ *   BENCH_BASELINE=../before npm run bench          # and an earlier build, in the same run
+ *
+ * BENCH_BASELINE names another checkout of this project, built (`npm run build`) with its
+ * dependencies installed: it runs as a fifth server beside the others at 10 000 posts, on its own
+ * copy of the same posts made by its own migrations, and the scenarios' table compares the two
+ * builds of the service in the same run ("before and after").
  *
  * Needs wrk (Debian: `apt-get install -y wrk`) and, to pin, taskset (util-linux) and 2 cores.
  */
@@ -43,12 +49,27 @@ const PG_ADMIN = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432
 const PG_POOL_MAX = process.env.PG_POOL_MAX ?? '10'
 const SECRET = 'bench-throughput-secret-bench-throughput!!'
 const SCRIPT = path.join(ROOT, 'bench/wrk/scenario.lua')
+const BASELINE = process.env.BENCH_BASELINE === undefined || process.env.BENCH_BASELINE === '' ? undefined : path.resolve(process.env.BENCH_BASELINE)
 // ~2 KB of content per post, the same in the seed, the wrk script's writes and every server.
 const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(36)
 
-type ServerKind = 'ceiling' | 'fastify' | 'floor' | 'service'
-const LABEL: Record<ServerKind, string> = { ceiling: 'bare node:http (ceiling)', fastify: 'bare Fastify', floor: 'floor: bare Fastify + the contract\'s headers and log line', service: 'this service' }
-const KINDS = ['ceiling', 'fastify', 'floor', 'service'] as const
+type ServerKind = 'ceiling' | 'fastify' | 'floor' | 'service' | 'baseline'
+const LABEL: Record<ServerKind, string> = {
+  ceiling: 'bare node:http (ceiling)',
+  fastify: 'bare Fastify',
+  floor: 'floor: bare Fastify + the contract\'s headers and log line',
+  service: 'this service',
+  baseline: `this service at ${BASELINE === undefined ? '' : baselineRevision(BASELINE)} (BENCH_BASELINE)`,
+}
+const KINDS: readonly ServerKind[] = ['ceiling', 'fastify', 'floor', 'service', ...(BASELINE === undefined ? [] : ['baseline'] as const)]
+
+/** The baseline checkout's commit, as `git` names it (with "+changes" when its tree differs). */
+function baselineRevision (dir: string): string {
+  const git = (...args: string[]) => spawnSync('git', ['-C', dir, ...args], { encoding: 'utf8' })
+  const rev = git('rev-parse', '--short', 'HEAD').stdout.trim()
+  if (rev === '') return path.basename(dir)
+  return git('status', '--porcelain', '--untracked-files=no').stdout.trim() === '' ? rev : `${rev}+changes`
+}
 
 /** `log`: the service's log file (its stdout), kept for `logSummary`. */
 interface Server { kind: ServerKind, child: ChildProcess, port: number, startupMs: number, log?: string }
@@ -81,9 +102,12 @@ function requireWrk (): void {
   process.exit(2)
 }
 
-/** Posts as the service stores them: all published, by `bench`, a second apart, ~2 KB each. */
-function seedSqlite (file: string, count: number): void {
-  execFileSync(process.execPath, [path.join(ROOT, 'dist/blog.js'), 'migrate'], { env: { ...process.env, DATABASE_URL: `sqlite:${file}` } })
+/**
+ * Posts as the service stores them: all published, by `bench`, a second apart, ~2 KB each. The
+ * schema is made by the `migrate` of the build in `root` (this checkout's, or the baseline's).
+ */
+function seedSqlite (file: string, count: number, root = ROOT): void {
+  execFileSync(process.execPath, [path.join(root, 'dist/blog.js'), 'migrate'], { env: { ...process.env, DATABASE_URL: `sqlite:${file}` } })
   const db = new Database(file)
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = OFF')
@@ -100,7 +124,9 @@ function seedSqlite (file: string, count: number): void {
                  strftime('%Y-%m-%dT%H:%M:%fZ', 1577836800 + i, 'unixepoch') AS at FROM seq)`).run(count, FILLER)
   if (trigger !== null) db.exec(trigger)
   db.exec('INSERT INTO post_slugs (slug, post_id) SELECT slug, id FROM posts')
-  db.exec(`INSERT INTO post_tags (post_id, tag_key, name, created_at) SELECT id, 'tag-' || (id % ${TAGS}), 'tag-' || (id % ${TAGS}), created_at FROM posts`)
+  // A baseline's schema may predate post_tags.created_at (posts/0003-tag-order).
+  const tagOrder = (db.prepare("SELECT count(*) AS n FROM pragma_table_info('post_tags') WHERE name = 'created_at'").get() as { n: number }).n > 0
+  db.exec(`INSERT INTO post_tags (post_id, tag_key, name${tagOrder ? ', created_at' : ''}) SELECT id, 'tag-' || (id % ${TAGS}), 'tag-' || (id % ${TAGS})${tagOrder ? ', created_at' : ''} FROM posts`)
   db.exec('ANALYZE')
   db.pragma('wal_checkpoint(TRUNCATE)')
   db.close()
@@ -140,9 +166,10 @@ async function startServer (kind: ServerKind, env: Record<string, string>): Prom
   const port = nextPort++
   let cmd: string
   let args: string[]
-  if (kind === 'service') {
+  const cwd = kind === 'baseline' ? BASELINE! : ROOT
+  if (kind === 'service' || kind === 'baseline') {
     // Exactly what `npm start` runs, without npm's own process in between.
-    const start = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
+    const start = (JSON.parse(fs.readFileSync(path.join(cwd, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
     ;[cmd, args] = pin(0, 'sh', ['-c', `exec ${start}`])
   } else {
     [cmd, args] = pin(0, process.execPath, ['--import', 'tsx', path.join(ROOT, `bench/${kind === 'ceiling' ? 'reference-server' : 'bare-fastify-server'}.ts`)])
@@ -150,10 +177,10 @@ async function startServer (kind: ServerKind, env: Record<string, string>): Prom
   // The service logs at its default level, info (one line per request), to a file, as it would
   // to a log collector; the file is read for warnings and errors when the server stops. The floor
   // writes its lines to a file too, so both pay the same for them.
-  const log = kind === 'service' || kind === 'floor' ? path.join(os.tmpdir(), `blog-bench-${kind}-${process.pid}-${port}.log`) : undefined
+  const log = kind === 'service' || kind === 'baseline' || kind === 'floor' ? path.join(os.tmpdir(), `blog-bench-${kind}-${process.pid}-${port}.log`) : undefined
   const stdout = log === undefined ? 'ignore' : fs.openSync(log, 'w')
   const started = performance.now()
-  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port), ...(kind === 'floor' ? { BENCH_FLOOR: '1' } : {}) }, stdio: ['ignore', stdout, 'inherit'] })
+  const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env, PORT: String(port), ...(kind === 'floor' ? { BENCH_FLOOR: '1' } : {}) }, stdio: ['ignore', stdout, 'inherit'] })
   if (typeof stdout === 'number') fs.closeSync(stdout)
   for (let i = 0; i < 3000; i++) {
     try {
@@ -261,7 +288,8 @@ function positionAt (count: number, depth: number): [string, number] {
 }
 
 function scenarios (count: number, token: string, deep: Map<ServerKind, string>): Scenario[] {
-  const list = (s: Server) => s.kind === 'service' ? '/posts?limit=20' : '/posts'
+  const isService = (s: Server) => s.kind === 'service' || s.kind === 'baseline'
+  const list = (s: Server) => isService(s) ? '/posts?limit=20' : '/posts'
   return [
     { name: 'read one', args: () => ['read', String(count)] },
     { name: 'list 20', args: s => ['path', list(s)] },
@@ -270,8 +298,8 @@ function scenarios (count: number, token: string, deep: Map<ServerKind, string>)
     { name: 'cursor list, 90% deep', args: s => ['path', deep.get(s.kind)!] },
     // The other servers have neither tags nor published_at: they serve their plain list, the
     // service's own plain list ('list 20') is what these are held against.
-    { name: 'list 20 by tag', args: s => ['path', s.kind === 'service' ? '/posts?limit=20&tag=tag-3' : list(s)] },
-    { name: 'list 20 by published_at', args: s => ['path', s.kind === 'service' ? '/posts?limit=20&sort=-published_at' : list(s)] },
+    { name: 'list 20 by tag', args: s => ['path', isService(s) ? '/posts?limit=20&tag=tag-3' : list(s)] },
+    { name: 'list 20 by published_at', args: s => ['path', isService(s) ? '/posts?limit=20&sort=-published_at' : list(s)] },
   ]
 }
 
@@ -325,7 +353,8 @@ async function main (): Promise<void> {
     const common = { AUTH_JWT_SECRET: SECRET, RATE_LIMIT_MAX: '1000000000', BOOTSTRAP_ADMIN_KEY: 'false' }
     for (const kind of KINDS) {
       const file = path.join(dir, `${kind}.db`)
-      fs.copyFileSync(template, file)
+      if (kind === 'baseline') seedSqlite(file, POSTS, BASELINE)
+      else fs.copyFileSync(template, file)
       servers.push(await startServer(kind, { ...common, BENCH_DB: file, DATABASE_URL: `sqlite:${file}`, DATA_DIR: dir }))
     }
     const service = servers.find(s => s.kind === 'service')!
@@ -336,11 +365,14 @@ async function main (): Promise<void> {
       ['floor', `/posts?after=${position.join(',')}`],
       ['service', `/posts?limit=20&cursor=${await deepCursor(service.port, sqliteSecret(path.join(dir, 'service.db')), position)}`],
     ])
+    const baseline = servers.find(s => s.kind === 'baseline')
+    if (baseline !== undefined) deep.set('baseline', `/posts?limit=20&cursor=${await deepCursor(baseline.port, sqliteSecret(path.join(dir, 'baseline.db')), position)}`)
     const list = scenarios(POSTS, token, deep)
     const results = drive(servers, list)
     const rss = new Map(servers.map(s => [s.kind, rssPeakMiB(s.child.pid!)]))
     for (const s of servers) await stop(s)
     const serviceLog = await logSummary(service)
+    const baselineLog = baseline === undefined ? '' : await logSummary(baseline)
     for (const s of servers) if (s.kind === 'floor' && s.log !== undefined) fs.rmSync(s.log, { force: true })
     servers.length = 0
 
@@ -354,6 +386,18 @@ async function main (): Promise<void> {
     say(`Peak RSS (VmHWM, start-up and load) — ceiling ${rss.get('ceiling')!.toFixed(0)} MiB, bare Fastify ${rss.get('fastify')!.toFixed(0)} MiB, floor ${rss.get('floor')!.toFixed(0)} MiB, ` +
       `this service ${rss.get('service')!.toFixed(0)} MiB. Start-up to ready (spawn → first 200 from /healthz) — this service ${service.startupMs.toFixed(0)} ms.`)
     say(`\nThe service's log, warnings and errors (all scenarios): ${serviceLog}.`)
+    if (baseline !== undefined) {
+      say(`\n### Before and after: this service against ${LABEL.baseline}\n`)
+      say(`Peak RSS ${rss.get('baseline')!.toFixed(0)} MiB, start-up ${baseline.startupMs.toFixed(0)} ms; its log, warnings and errors: ${baselineLog}.\n`)
+      say('| scenario | before req/s | after req/s | after ÷ before (req/s) | before CPU µs/req | after CPU µs/req | after ÷ before (by CPU/req) | × floor before → after |\n|---|---:|---:|---:|---:|---:|---:|---|')
+      for (const sc of list) {
+        const before = results.get(`${sc.name}|baseline`)!
+        const after = results.get(`${sc.name}|service`)!
+        const floor = rps(results.get(`${sc.name}|floor`)!)
+        say(`| ${sc.name} | ${rps(before).toFixed(0)} | ${rps(after).toFixed(0)} | ${(rps(after) / rps(before)).toFixed(2)} | ${cpuPerRequest(before).toFixed(0)} | ` +
+          `${cpuPerRequest(after).toFixed(0)} | ${(cpuPerRequest(before) / cpuPerRequest(after)).toFixed(2)} | ${(rps(before) / floor).toFixed(2)} → ${(rps(after) / floor).toFixed(2)} |`)
+      }
+    }
 
     const svc = (name: string) => results.get(`${name}|service`)!
     const of = (name: string, kind: ServerKind) => rps(results.get(`${name}|${kind}`)!)
