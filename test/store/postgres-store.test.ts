@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { isStoreUnavailable } from '../../src/store/errors.ts'
 import { openStore, STORE_MODULES } from '../../src/context.ts'
-import { openPostgresStore } from '../../src/store/postgres/postgres-store.ts'
+import { openPostgresStore, timestamptzText } from '../../src/store/postgres/postgres-store.ts'
 import { freePort, freshDatabase, PG_ADMIN_URL, postgresAvailable } from '../helper.ts'
 
 describe('isStoreUnavailable', () => {
@@ -20,6 +20,28 @@ describe('isStoreUnavailable', () => {
     }
     assert.equal(isStoreUnavailable(null), false)
     assert.equal(isStoreUnavailable('ECONNREFUSED'), false)
+  })
+})
+
+describe('timestamptzText (PostgreSQL timestamps as the service writes them)', () => {
+  const viaDate = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ, 'text')
+  it('gives the ISO text of a UTC session\'s value, cut to milliseconds as pg\'s Date was', () => {
+    for (const [text, iso] of [
+      ['2020-01-01 00:00:01+00', '2020-01-01T00:00:01.000Z'],
+      ['2020-01-01 00:00:01.5+00', '2020-01-01T00:00:01.500Z'],
+      ['2026-11-25 02:31:40.263+00', '2026-11-25T02:31:40.263Z'],
+      ['1999-12-31 23:59:59.999999+00', '1999-12-31T23:59:59.999Z'],
+      ['2024-02-29 12:00:00.04+00', '2024-02-29T12:00:00.040Z'],
+    ]) {
+      assert.equal(timestamptzText(text!), iso, text)
+      assert.equal((viaDate(text!) as Date).toISOString(), iso, `pg's own parser agrees on ${text}`)
+    }
+  })
+  it('leaves other zones, infinity and years past 9999 to pg\'s Date', () => {
+    for (const text of ['2020-01-01 01:00:01+01', '2020-01-01 00:00:01.25-05:30', 'infinity', '12020-01-01 00:00:00+00']) {
+      assert.equal(typeof timestamptzText(text), typeof viaDate(text), text)
+      assert.deepEqual(timestamptzText(text), viaDate(text), text)
+    }
   })
 })
 
