@@ -74,10 +74,13 @@ export async function answerWrite (req: FastifyRequest, reply: FastifyReply, wor
 
 /**
  * Runs a request's deletion as one unit of work and answers it: 204 with no body, `private,
- * no-store`; abandoned, committed and logged like every other write (unitOptions).
+ * no-store`; abandoned, committed and logged like every other write (unitOptions). `settled`,
+ * when given, is work after the commit that the answer waits for (what the deletion must have
+ * finished before the client hears it is done).
  */
-export async function answerDelete (req: FastifyRequest, reply: FastifyReply, work: (uow: UnitOfWork) => Promise<void>): Promise<FastifyReply> {
+export async function answerDelete (req: FastifyRequest, reply: FastifyReply, work: (uow: UnitOfWork) => Promise<void>, settled?: () => Promise<void>): Promise<FastifyReply> {
   await req.server.store.transaction(work, unitOptions(req))
+  await settled?.()
   return reply.code(204).header('cache-control', PRIVATE_CACHE).send()
 }
 

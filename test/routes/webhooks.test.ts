@@ -226,6 +226,24 @@ for (const kind of await storeKinds()) {
       assert.equal((await t.request({ method: 'GET', url: `/webhooks/${sub.id}`, headers: admin })).statusCode, 404)
     })
 
+    it('answers the deletion of a subscription once its attempts in flight have ended: none starts after the 204', async () => {
+      const sub = json(await subscribe(`${rx.base}/slow`, ['order.created']))
+      const mine = (from = 0) => rx.got.slice(from).filter(r => r.path === '/slow' && (() => { try { verified(r, sub.secret); return true } catch { return false } })())
+      // More than the sender's 16 connections to one receiver: a batch's attempts past the 16th
+      // wait for a connection, so some of a batch have started and some have not when it is deleted.
+      for (let i = 0; i < 24; i++) await order()
+      await until(() => mine().length >= 12, 'a batch of attempts')
+      const before = mine().length
+      const del = await t.request({ method: 'DELETE', url: `/webhooks/${sub.id}`, headers: admin })
+      assert.equal(del.statusCode, 204)
+      const answered = rx.got.length
+      // The premise: attempts were still to start when the deletion was asked for.
+      assert.ok(before < 24, `${before} attempts had started`)
+      await sleep(1000)
+      assert.deepEqual(mine(answered).map(r => r.headers['webhook-id']), [])
+      assert.equal((await t.request({ method: 'GET', url: `/webhooks/${sub.id}/deliveries`, headers: admin })).statusCode, 404)
+    })
+
     it('reports the outbox in /metrics', async () => {
       const text = await t.scrape()
       for (const name of ['webhook_delivery_attempts_total{outcome="delivered"}', 'webhook_deliveries_pending', 'webhook_oldest_pending_delivery_age_seconds', 'event_streams_open']) {

@@ -14,7 +14,7 @@ export interface Received {
 /**
  * A webhook receiver on 127.0.0.1 that records every request. Paths choose the answer:
  * `/ok` 204; `/fail` 500; `/redirect` 302 to `/ok`; `/big` 200 with a 10 MB body (`bigClosedEarly`
- * counts answers the sender cut off before their end); `/hang` never answers.
+ * counts answers the sender cut off before their end); `/slow` 204 after 300 ms; `/hang` never answers.
  */
 export async function receiver (): Promise<{ base: string, got: Received[], bigClosedEarly: () => number, close: () => Promise<void> }> {
   const got: Received[] = []
@@ -46,7 +46,8 @@ export async function receiver (): Promise<{ base: string, got: Received[], bigC
         return
       }
       res.statusCode = path === '/fail' ? 500 : 204
-      res.end()
+      if (path === '/slow') setTimeout(() => res.end(), 300)
+      else res.end()
     })
   })
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { v7 as uuidv7 } from 'uuid'
@@ -66,6 +67,23 @@ function deliveryData (d: WebhookDelivery | PagedDelivery): Record<string, unkno
 }
 
 /** Contract §12, webhook subscriptions (`admin`). */
+/** How often a deletion looks again whether a sender still holds one of the subscription's deliveries. */
+const HELD_POLL_MS = 25
+
+/**
+ * Waits until no sender, on any instance, holds a delivery of subscription `id`: an attempt
+ * claimed before the deletion committed has then been answered or cut, and recorded, so none is
+ * sent after the 204. Then deletes what the attempts left. Bounded by the lease (the attempt's
+ * timeout and a few seconds): a sender that died lets it lapse.
+ */
+async function attemptsEnded (store: Store, id: number, signal: AbortSignal): Promise<void> {
+  while (await store.webhooks.heldByWebhook(id, new Date()) > 0) {
+    if (signal.aborted) return
+    await sleep(HELD_POLL_MS)
+  }
+  await store.webhooks.deleteByWebhook(id)
+}
+
 async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   const { version, store } = ctx
   const idName = idNameOf(version, 'webhook')
@@ -163,11 +181,15 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
   app.delete<{ Params: S.WebhookIdParams }>('/webhooks/:webhook_id', ctx.route({
     config,
     schema: { tags, summary: 'Delete a webhook subscription', description: 'Its pending deliveries are dropped: none is sent after the 204.', params: S.WebhookIdParamsSchema, response: { 204: NoContentSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 412, 422) } },
-  }), async (req, reply) => await answerDelete(req, reply, async uow => {
-    await current(req, uow, req.params.webhook_id)
-    await uow.webhooks.deleteByWebhook(req.params.webhook_id)
-    await uow.webhookSubscriptions.delete(req.params.webhook_id)
-  }))
+  }), async (req, reply) => {
+    const id = req.params.webhook_id
+    return await answerDelete(req, reply, async uow => {
+      await current(req, uow, id)
+      // The deliveries no sender holds go now; a held one may be in flight on any instance.
+      await uow.webhooks.deleteByWebhook(id, new Date())
+      await uow.webhookSubscriptions.delete(id)
+    }, async () => { await attemptsEnded(store, id, req.abandoned) })
+  })
 
   app.post<{ Params: S.WebhookIdParams }>('/webhooks/:webhook_id/rotate-secret', ctx.route({
     config: { ...config, optionalBody: true },

@@ -174,8 +174,20 @@ export class WebhooksRepository implements WebhookStore {
     return { ...page, items: page.items.map(deliveryOf) }
   }
 
-  async deleteByWebhook (webhookId: number): Promise<void> {
-    await this.db.deleteFrom('webhook_deliveries').where('webhook_id', '=', webhookId).execute()
+  async deleteByWebhook (webhookId: number, now?: Date): Promise<void> {
+    let q = this.db.deleteFrom('webhook_deliveries').where('webhook_id', '=', webhookId)
+    if (now !== undefined) {
+      const ts = this.dialect.timestamp(now)
+      q = q.where(w => w.or([w('state', '<>', 'pending'), w('lease_until', 'is', null), w('lease_until', '<=', ts)]))
+    }
+    await q.execute()
+  }
+
+  async heldByWebhook (webhookId: number, now: Date): Promise<number> {
+    const row = await this.db.selectFrom('webhook_deliveries').select(eb => eb.fn.countAll<number>().as('n'))
+      .where('webhook_id', '=', webhookId).where('state', '=', 'pending').where('lease_until', '>', this.dialect.timestamp(now))
+      .executeTakeFirstOrThrow()
+    return Number(row.n)
   }
 
   async failPending (webhookId: number, reason: string, now: Date): Promise<void> {
