@@ -9,6 +9,11 @@
  *
  *   npm run build && BENCH_SECONDS=3 tsx bench/events.ts        # a quick look
  *   npm run bench:events                                         # the full run (10 s per run)
+ *   BENCH_WORKER=1 npm run bench:events                          # the background work in a worker
+ *
+ * With BENCH_WORKER=1 the service on core 0 serves the requests with BACKGROUND_WORK=false, and a
+ * second instance on the same database, taking no requests, runs the background work (the
+ * fan-out, the sender) on core 1 beside wrk and the receivers (docs/deployment.md, Background work).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
@@ -33,6 +38,8 @@ const SCRIPT = path.join(ROOT, 'bench/wrk/scenario.lua')
 const DRAIN_WITHIN_MS = Number(process.env.BENCH_DRAIN_WITHIN_MS ?? 120_000)
 /** How long opening a phase's streams may take. */
 const OPEN_WITHIN_MS = Number(process.env.BENCH_OPEN_WITHIN_MS ?? 60_000)
+/** The background work in an instance of its own on core 1 (BENCH_WORKER=1), the API's with BACKGROUND_WORK=false. */
+const WORKER = process.env.BENCH_WORKER === '1'
 
 interface Run { rps: number, p99: number, errors: number }
 
@@ -59,11 +66,11 @@ async function wrk (port: number, args: string[]): Promise<Run> {
   return { rps: r.requests / (r.duration_us / 1e6), p99: r.p99_us / 1000, errors: r.connect + r.read + r.write + r.status + r.timeout }
 }
 
-async function start (env: Record<string, string>): Promise<{ child: ChildProcess, port: number, metrics: number }> {
+async function start (env: Record<string, string>, core = 0): Promise<{ child: ChildProcess, port: number, metrics: number }> {
   const port = 3990 + Math.floor(Math.random() * 500)
   const metrics = port + 1000
   const node = [process.execPath, '--max-semi-space-size=8', '--heap-growing-percent=50', path.join(ROOT, 'dist/blog.js'), 'serve']
-  const child = spawn(PINNED ? 'taskset' : node[0]!, PINNED ? ['-c', '0', ...node] : node.slice(1), {
+  const child = spawn(PINNED ? 'taskset' : node[0]!, PINNED ? ['-c', String(core), ...node] : node.slice(1), {
     env: { ...process.env, ...env, PORT: String(port), METRICS_PORT: String(metrics), AUTH_JWT_SECRET: SECRET, BOOTSTRAP_ADMIN_KEY: 'false', RATE_LIMIT_MAX: '0', LOG_LEVEL: 'warn', WEBHOOK_SECRET, WEBHOOK_ALLOW_LOOPBACK: '1' },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
@@ -90,7 +97,8 @@ async function receivers (): Promise<{ url: (i: number) => string, count: () => 
 }
 
 async function measure (label: string, dbEnv: Record<string, string>, say: (s: string) => void): Promise<void> {
-  const { child, port, metrics } = await start(dbEnv)
+  const { child, port, metrics } = await start(WORKER ? { ...dbEnv, BACKGROUND_WORK: 'false' } : dbEnv)
+  const worker = WORKER ? await start(dbEnv, 1) : null
   const openStreams = async () => Number(/^event_streams_open (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text())?.[1] ?? 0)
   const base = `http://127.0.0.1:${port}`
   const writer = await token('posts:write')
@@ -192,8 +200,11 @@ async function measure (label: string, dbEnv: Record<string, string>, say: (s: s
   } finally {
     for (const s of streams) s.destroy()
     rx.close()
-    child.kill('SIGTERM')
-    await new Promise(resolve => child.once('exit', resolve))
+    for (const c of [child, worker?.child]) {
+      if (c === undefined) continue
+      c.kill('SIGTERM')
+      await new Promise(resolve => c.once('exit', resolve))
+    }
   }
 }
 
@@ -201,7 +212,8 @@ async function main (): Promise<void> {
   if (!fs.existsSync(path.join(ROOT, 'dist/blog.js'))) throw new Error('dist/ is missing: run npm run build first')
   const out: string[] = []
   const say = (s: string) => { out.push(s); process.stderr.write(`${s}\n`) }
-  say(`# bench/events.ts — ${new Date().toISOString()}, ${os.cpus().length} cores, wrk -t1 -c64, ${SECONDS} s per run, ${STREAMS} streams`)
+  say(`# bench/events.ts — ${new Date().toISOString()}, ${os.cpus().length} cores, wrk -t1 -c64, ${SECONDS} s per run, ${STREAMS} streams` +
+    (WORKER ? '; the background work in a worker on core 1 (BENCH_WORKER=1), the service with BACKGROUND_WORK=false' : ''))
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-bench-events-'))
   try {
     await measure('SQLite', { DATABASE_URL: `sqlite:${path.join(dir, 'blog.db')}`, DATA_DIR: dir }, say)

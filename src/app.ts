@@ -132,8 +132,9 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   await app.register(requestLogPlugin)
   await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
 
-  await app.register(deliveriesPlugin, { config, store, metrics: context.metrics, pollMs: outboxPollMs(context) })
-  const jobs = new JobRunner(app.log)
+  // Every instance's background work, run here unless BACKGROUND_WORK is off (then by another instance).
+  const jobs = new JobRunner(app.log, config.backgroundWork)
+  await app.register(deliveriesPlugin, { config, store, metrics: context.metrics, pollMs: outboxPollMs(context), background: jobs })
   await registerResources(app, {
     resources,
     alongside: [indexRoutes(resources)],
@@ -163,6 +164,9 @@ function addJobs (app: FastifyInstance, jobs: JobRunner, { config, store, resour
   for (const resource of resources) {
     for (const job of resource.jobs?.({ config, store, log: app.log, metrics, jobs, webhooks: app.webhookSender, resources }) ?? []) jobs.add(job)
   }
-  app.addHook('onReady', async () => { jobs.start() })
+  app.addHook('onReady', async () => {
+    if (!jobs.enabled) app.log.info('background work is off on this instance (BACKGROUND_WORK=false): another instance of the deployment must run it')
+    await jobs.start()
+  })
   app.addHook('onClose', async () => { await jobs.stop() })
 }

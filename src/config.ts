@@ -104,6 +104,12 @@ export interface Config extends ResourceSettings {
   readonly trustProxy: boolean
   /** Each API version's dates, by version (which versions there are is src/http/versioning.ts's to say). */
   readonly versions: Readonly<Record<number, VersionDates>>
+  /**
+   * Whether this instance runs the background work (webhook deliveries and the fan-out to them,
+   * scheduled publishing, exports): off, it serves requests only, and another instance of the
+   * deployment must run it (BACKGROUND_WORK).
+   */
+  readonly backgroundWork: boolean
   /** Set only by tests and benchmarks: skip creating the first admin key. */
   readonly bootstrapAdminKey: boolean
 }
@@ -381,6 +387,7 @@ export function readConfig (env: Env, sections: readonly SettingsSection[], vers
     corsOrigins,
     trustProxy: bool(env, 'TRUST_PROXY', false),
     versions: Object.freeze(Object.fromEntries(versions.map(n => [n, versionDates(env, n)]))),
+    backgroundWork: bool(env, 'BACKGROUND_WORK', true),
     bootstrapAdminKey: bool(env, 'BOOTSTRAP_ADMIN_KEY', true),
   }
   // Then each resource's section, checked the same way, under its name.

@@ -5,7 +5,7 @@ import type { Registry } from 'prom-client'
 import type { Config, SettingsSection } from '../config.ts'
 import { eventTypesOf } from '../domain/events.ts'
 import type { Viewer } from '../domain/principal.ts'
-import type { Job, JobWaker } from '../jobs/job.ts'
+import type { Background, Job, JobWaker } from '../jobs/job.ts'
 import type { StoreModule } from '../store/module.ts'
 import type { ListPage, ListQuery, Repositories, Store } from '../store/store.ts'
 import { declareRepresentation } from './conditional.ts'
@@ -100,6 +100,8 @@ export interface ServicesContext {
   readonly store: Store
   /** The app's Prometheus registry. */
   readonly metrics: Registry
+  /** Where a resource hands its background work (a sender, a scheduler): run on the instances that run it (BACKGROUND_WORK). */
+  readonly background: Background
 }
 
 /** What a resource's jobs are made with. */
@@ -130,7 +132,7 @@ export interface ResourcesOptions {
   readonly config: Config
   readonly store: Store
   readonly cursors: CursorCodec
-  readonly jobs: JobWaker
+  readonly jobs: JobWaker & Background
   readonly metrics: Registry
   readonly bodies: Ajv
   /** Versioned routes that are not a resource (the API index), registered alongside. */
@@ -144,7 +146,7 @@ export async function registerResources (app: FastifyInstance, opts: ResourcesOp
   const eventTypes = eventTypesOf(opts.resources)
   for (const resource of opts.resources) {
     declareRepresentation(resource.name, schemasOf(resource, opts.resources))
-    await resource.services?.(app, { config: opts.config, store: opts.store, metrics: opts.metrics })
+    await resource.services?.(app, { config: opts.config, store: opts.store, metrics: opts.metrics, background: opts.jobs })
   }
   for (const resource of opts.resources) await resource.unversionedRoutes?.(app, { config: opts.config, store: opts.store })
   for (const version of API_VERSIONS) {

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { Config } from '../config.ts'
 import type { Store } from '../store/store.ts'
+import type { Background } from './job.ts'
 import { WebhookSender } from './webhook-sender.ts'
 
 declare module 'fastify' {
@@ -20,7 +21,7 @@ declare module 'fastify' {
  * with its metrics: attempts by outcome, and the backlog (pending deliveries, the oldest one's age)
  * read from the store when scraped, so every instance reports the deployment's queue.
  */
-export const deliveriesPlugin = fp(async function deliveries (app: FastifyInstance, { config, store, metrics, pollMs }: { config: Config, store: Store, metrics: Registry, pollMs: number }) {
+export const deliveriesPlugin = fp(async function deliveries (app: FastifyInstance, { config, store, metrics, pollMs, background }: { config: Config, store: Store, metrics: Registry, pollMs: number, background: Background }) {
   const attempts = new Counter({
     name: 'webhook_delivery_attempts_total',
     help: 'Webhook delivery attempts by outcome: delivered (succeeded), retry (failed, tried again later), failed (given up); their sum is the attempts made',
@@ -60,6 +61,5 @@ export const deliveriesPlugin = fp(async function deliveries (app: FastifyInstan
     attempts,
   })
   app.decorate('webhookSender', sender)
-  app.addHook('onReady', async () => { sender.start() })
-  app.addHook('onClose', async () => { await sender.stop() })
+  background.run(sender)
 }, { name: 'deliveries' })

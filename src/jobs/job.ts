@@ -39,11 +39,30 @@ export interface JobWaker {
   wake (name: string): void
 }
 
-/** This instance's jobs: started once the app is ready, stopped (each step finished) when it closes. */
-export class JobRunner implements JobWaker {
-  private readonly loops = new Map<string, PollLoop>()
+/** Background work that is not a Job's polled steps (a sender, a listener): started and stopped with the jobs. */
+export interface BackgroundWork {
+  start (): void | Promise<void>
+  stop (): Promise<void>
+}
 
-  constructor (private readonly log: FastifyBaseLogger) {}
+/** Where background work is handed to be run (or not: see JobRunner). */
+export interface Background {
+  run (work: BackgroundWork): void
+}
+
+/**
+ * This instance's background work: started once the app is ready, stopped (each step finished)
+ * when it closes; on an instance that does not run it (`enabled` false: BACKGROUND_WORK=false),
+ * never started, and a wake does nothing: another instance does the work, found in the store.
+ */
+export class JobRunner implements JobWaker, Background {
+  private readonly loops = new Map<string, PollLoop>()
+  private readonly others: BackgroundWork[] = []
+  private started = false
+
+  constructor (private readonly log: FastifyBaseLogger, readonly enabled = true) {}
+
+  run (work: BackgroundWork): void { this.others.push(work) }
 
   add (job: Job): void {
     if (this.loops.has(job.name)) throw new Error(`two jobs are named ${job.name}`)
@@ -56,11 +75,17 @@ export class JobRunner implements JobWaker {
     loop.wake()
   }
 
-  start (): void {
+  async start (): Promise<void> {
+    if (!this.enabled || this.started) return
+    this.started = true
     for (const loop of this.loops.values()) loop.start()
+    for (const work of this.others) await work.start()
   }
 
   async stop (): Promise<void> {
+    if (!this.started) return
+    this.started = false
     await Promise.all([...this.loops.values()].map(async loop => { await loop.stop() }))
+    await Promise.all(this.others.map(async work => { await work.stop() }))
   }
 }

@@ -216,7 +216,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
 }
 
 /** The scheduled switch, run by every instance (contract §11). */
-async function postServices (app: FastifyInstance, { config, store, metrics }: ServicesContext): Promise<void> {
+async function postServices (app: FastifyInstance, { config, store, metrics, background }: ServicesContext): Promise<void> {
   const published = new Counter({ name: 'scheduled_posts_published_total', help: 'Scheduled posts this instance published at their publish_at', registers: [metrics] })
   const scheduler = new PublishScheduler({
     store,
@@ -226,8 +226,7 @@ async function postServices (app: FastifyInstance, { config, store, metrics }: S
     published,
     changed: uow => postEvents(uow.events),
   })
-  app.addHook('onReady', async () => { await scheduler.start() })
-  app.addHook('onClose', async () => { await scheduler.stop() })
+  background.run(scheduler)
 }
 
 export const postsResource: Resource = {

@@ -9,7 +9,7 @@ import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { listHandler } from '../../http/collection.ts'
 import { preconditionOf, sendResource } from '../../http/conditional.ts'
 import { MERGE_PATCH } from '../../http/content-type.ts'
-import type { Resource, ResourceContext } from '../../http/resources.ts'
+import type { Resource, ResourceContext, ServicesContext } from '../../http/resources.ts'
 import { idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, EmptyBodySchema, NoContentSchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
@@ -258,7 +258,7 @@ declare module 'fastify' {
 }
 
 /** The fan-out of events to deliveries, and the sender's view of subscriptions (targets, failures in a row). */
-async function webhookServices (app: FastifyInstance, { config, store }: { config: ResourceContext['config'], store: Store }): Promise<void> {
+async function webhookServices (app: FastifyInstance, { config, store, background }: ServicesContext): Promise<void> {
   const log = app.log.child({ component: 'webhooks' })
   const box = config.webhookSecret === null ? null : new SecretBox(config.webhookSecret)
   const fanOut = new FanOut({ store, log, pollMs: config.eventsPollMs, retentionH: config.eventsRetentionH, queued: () => { app.webhookSender.wake() } })
@@ -276,8 +276,7 @@ async function webhookServices (app: FastifyInstance, { config, store }: { confi
       uow.onCommit(() => { log.warn({ subscription_id: id }, 'webhook subscription disabled: 20 deliveries in a row failed') })
     },
   })
-  app.addHook('onReady', async () => { fanOut.start() })
-  app.addHook('onClose', async () => { await fanOut.stop() })
+  background.run(fanOut)
 }
 
 export const webhooksResource: Resource = {
