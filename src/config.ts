@@ -105,9 +105,9 @@ export interface Config extends ResourceSettings {
   /** Each API version's dates, by version (which versions there are is src/http/versioning.ts's to say). */
   readonly versions: Readonly<Record<number, VersionDates>>
   /**
-   * Whether this instance runs the background work (webhook deliveries and the fan-out to them,
-   * scheduled publishing, exports): off, it serves requests only, and another instance of the
-   * deployment must run it (BACKGROUND_WORK).
+   * Whether this instance runs the background work (webhook deliveries and the fan-out of events
+   * to them, and every resource's jobs): off, it serves requests only, and another instance of
+   * the deployment must run it (BACKGROUND_WORK).
    */
   readonly backgroundWork: boolean
   /** Set only by tests and benchmarks: skip creating the first admin key. */

@@ -227,21 +227,30 @@ for (const kind of await storeKinds()) {
     })
 
     it('answers the deletion of a subscription once its attempts in flight have ended: none starts after the 204', async () => {
-      const sub = json(await subscribe(`${rx.base}/slow`, ['order.created']))
-      const mine = (from = 0) => rx.got.slice(from).filter(r => r.path === '/slow' && (() => { try { verified(r, sub.secret); return true } catch { return false } })())
-      // More than the sender's 16 connections to one receiver: a batch's attempts past the 16th
-      // wait for a connection, so some of a batch have started and some have not when it is deleted.
-      for (let i = 0; i < 24; i++) await order()
-      await until(() => mine().length >= 12, 'a batch of attempts')
-      const before = mine().length
-      const del = await t.request({ method: 'DELETE', url: `/webhooks/${sub.id}`, headers: admin })
-      assert.equal(del.statusCode, 204)
-      const answered = rx.got.length
-      // The premise: attempts were still to start when the deletion was asked for.
-      assert.ok(before < 24, `${before} attempts had started`)
-      await sleep(1000)
-      assert.deepEqual(mine(answered).map(r => r.headers['webhook-id']), [])
-      assert.equal((await t.request({ method: 'GET', url: `/webhooks/${sub.id}/deliveries`, headers: admin })).statusCode, 404)
+      const gated = await receiver()
+      try {
+        const sub = json(await subscribe(`${gated.base}/held`, ['order.created']))
+        const mine = (from = 0) => gated.got.slice(from).filter(r => (() => { try { verified(r, sub.secret); return true } catch { return false } })())
+        // One delivery, held by the receiver: the sender waits on it, so the next 24 queue up and
+        // are claimed together, more than its 16 connections to one receiver: the last 8 of that
+        // batch wait for a connection.
+        await order()
+        await until(() => mine().length === 1, 'the first attempt')
+        for (let i = 0; i < 24; i++) await order()
+        await until(async () => (await t.store.webhooks.backlog()).pending >= 25, 'the deliveries queued')
+        gated.release()
+        await until(() => mine().length >= 17, 'the batch\'s first 16 attempts')
+        // The premise: attempts of the batch are still to start (they wait for one of the 16, answered after 300 ms).
+        assert.ok(mine().length < 25, `${mine().length} attempts had started`)
+        const del = await t.request({ method: 'DELETE', url: `/webhooks/${sub.id}`, headers: admin })
+        assert.equal(del.statusCode, 204)
+        const answered = gated.got.length
+        await sleep(1000)
+        assert.deepEqual(mine(answered).map(r => r.headers['webhook-id']), [])
+        assert.equal((await t.request({ method: 'GET', url: `/webhooks/${sub.id}/deliveries`, headers: admin })).statusCode, 404)
+      } finally {
+        await gated.close()
+      }
     })
 
     it('reports the outbox in /metrics', async () => {

@@ -14,11 +14,13 @@ export interface Received {
 /**
  * A webhook receiver on 127.0.0.1 that records every request. Paths choose the answer:
  * `/ok` 204; `/fail` 500; `/redirect` 302 to `/ok`; `/big` 200 with a 10 MB body (`bigClosedEarly`
- * counts answers the sender cut off before their end); `/slow` 204 after 300 ms; `/hang` never answers.
+ * counts answers the sender cut off before their end); `/slow` 204 after 300 ms; `/held` 204 once
+ * `release()` is called (after 300 ms once it was), `/hang` never answers.
  */
-export async function receiver (): Promise<{ base: string, got: Received[], bigClosedEarly: () => number, close: () => Promise<void> }> {
+export async function receiver (): Promise<{ base: string, got: Received[], bigClosedEarly: () => number, release: () => void, close: () => Promise<void> }> {
   const got: Received[] = []
   let closedEarly = 0
+  let held: (() => void)[] | null = []
   const server: Server = createServer((req, res) => {
     const parts: Buffer[] = []
     req.on('data', (c: Buffer) => parts.push(c))
@@ -46,7 +48,8 @@ export async function receiver (): Promise<{ base: string, got: Received[], bigC
         return
       }
       res.statusCode = path === '/fail' ? 500 : 204
-      if (path === '/slow') setTimeout(() => res.end(), 300)
+      if (path === '/held' && held !== null) held.push(() => res.end())
+      else if (path === '/slow' || path === '/held') setTimeout(() => res.end(), 300)
       else res.end()
     })
   })
@@ -56,6 +59,10 @@ export async function receiver (): Promise<{ base: string, got: Received[], bigC
     base: `http://127.0.0.1:${port}`,
     got,
     bigClosedEarly: () => closedEarly,
+    release: () => {
+      for (const answer of held ?? []) answer()
+      held = null
+    },
     close: async () => {
       server.closeAllConnections()
       await new Promise(resolve => server.close(resolve))

@@ -74,7 +74,7 @@ const defaultTimestamptz = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ,
  * A timestamptz as the text the service answers with (`2020-01-01T00:00:01.123Z`, what `iso()`
  * passes through), taken from PostgreSQL's own text: pg's default parser makes a Date of each
  * (a regular expression and a Date per value), which the store then turned back into this text,
- * 63 times for a page of 21 posts. The fraction is cut to milliseconds, as the Date did. A
+ * three times for each row of a list page. The fraction is cut to milliseconds, as the Date did. A
  * session in another time zone (an offset other than +00), or a date the pattern does not cover,
  * gets pg's Date.
  */
