@@ -307,14 +307,20 @@ function scenarios (count: number, token: string, deep: Map<ServerKind, string>)
   return all.filter(sc => ONLY === null || ONLY.has(sc.name))
 }
 
-/** Warms each server up on each scenario, then runs the scenarios interleaved over the rounds. */
+/**
+ * Warms each server up on each scenario, then runs the scenarios interleaved over the rounds, the
+ * servers in turn in one order in odd rounds and in the reverse order in even ones: a server run
+ * right after another one measured up to ~5% differently from the same server run first (seen
+ * with two builds of the service swapped between the two places, 2026-11-25), and an even number
+ * of rounds gives each server each place.
+ */
 function drive (servers: Server[], list: Scenario[]): Map<string, Run> {
   const warm = Math.min(2, SECONDS)
   for (const sc of list) for (const s of servers) wrk(s, sc.args(s), warm)
   const runs = new Map<string, Run[]>()
   for (let round = 1; round <= ROUNDS; round++) {
     for (const sc of list) {
-      for (const s of servers) {
+      for (const s of round % 2 === 1 ? servers : [...servers].reverse()) {
         const r = wrk(s, sc.args(s), SECONDS)
         process.stderr.write(`  round ${round} ${sc.name} ${s.kind}: ${rps(r).toFixed(0)} req/s, p99 ${r.p99.toFixed(1)} ms, ${errorsOf(r)} errors, cpu ${(100 * r.cpu).toFixed(0)}%\n`)
         const key = `${sc.name}|${s.kind}`
