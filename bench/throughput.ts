@@ -550,12 +550,14 @@ async function pinPostgres (url: string): Promise<{ note: string, restore: () =>
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   const backend = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid
-  await client.end()
   let postmaster: number
   try {
+    // Read while the connection is open: its backend process ends with it.
     postmaster = Number(fs.readFileSync(`/proc/${backend}/stat`, 'utf8').split(') ')[1]!.split(' ')[1])
   } catch {
     return none('not on this machine')
+  } finally {
+    await client.end()
   }
   const family = () => [postmaster, ...execFileSync('ps', ['-o', 'pid=', '--ppid', String(postmaster)], { encoding: 'utf8' }).split('\n').map(Number).filter(n => n > 0)]
   const mask = /affinity mask: (\w+)/.exec(execFileSync('taskset', ['-p', String(postmaster)], { encoding: 'utf8' }))?.[1]
