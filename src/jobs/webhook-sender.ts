@@ -198,20 +198,27 @@ export class WebhookSender {
     const now = new Date()
     const done = new Map<number, string[]>()
     for (const o of outcomes) {
-      if (o.kind === 'delivered') done.set(o.status, [...done.get(o.status) ?? [], o.d.id])
-      else await uow.webhooks.failedAttempt(o.d.id, o.error, o.kind === 'retry' ? o.at : null, now, o.status)
+      if (o.kind === 'delivered') {
+        const ids = done.get(o.status)
+        if (ids === undefined) done.set(o.status, [o.d.id])
+        else ids.push(o.d.id)
+      } else await uow.webhooks.failedAttempt(o.d.id, o.error, o.kind === 'retry' ? o.at : null, now, o.status)
     }
     for (const [status, ids] of done) await uow.webhooks.delivered(ids, now, status)
     if (this.subscriptions === null) return
-    // A subscription's deliveries that ended, in event order: a run of successes is told once.
+    // A subscription's deliveries that ended, in event order: a run of successes is told once, by
+    // its last (whether the next one of the subscription was delivered is known walking backwards).
     const ended = outcomes.filter(o => o.d.webhookId !== null && (o.kind === 'delivered' || o.kind === 'failed'))
       .sort((a, b) => (a.d.eventId ?? 0) - (b.d.eventId ?? 0))
-    for (const [i, o] of ended.entries()) {
-      const delivered = o.kind === 'delivered'
-      const next = ended.slice(i + 1).find(x => x.d.webhookId === o.d.webhookId)
-      if (delivered && next?.kind === 'delivered') continue
-      await this.subscriptions.ended(uow, o.d.webhookId!, delivered)
+    const nextDelivered = new Map<number, boolean>()
+    const told: { webhookId: number, delivered: boolean }[] = []
+    for (let i = ended.length - 1; i >= 0; i--) {
+      const webhookId = ended[i]!.d.webhookId!
+      const delivered = ended[i]!.kind === 'delivered'
+      if (!(delivered && nextDelivered.get(webhookId) === true)) told.push({ webhookId, delivered })
+      nextDelivered.set(webhookId, delivered)
     }
+    for (const t of told.reverse()) await this.subscriptions.ended(uow, t.webhookId, t.delivered)
   }
 
   /** Metrics and the log line of an outcome, once written. */

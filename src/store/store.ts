@@ -161,11 +161,11 @@ export interface WebhookStore {
   /** A subscription's deliveries, newest first. */
   listByWebhook (webhookId: number, query: ListQuery<'created_at', Record<string, never>>): Promise<ListPage<WebhookDelivery>>
   /**
-   * Deletes a subscription's deliveries (it is being deleted); given `now`, all but those a sender
-   * holds (claimed, their lease ahead of `now`: an attempt may be in flight).
+   * Deletes a subscription's deliveries (it is being deleted), all but those a sender holds at `now`
+   * (claimed, the lease not run out: an attempt may be in flight).
    */
-  deleteByWebhook (webhookId: number, now?: Date): Promise<void>
-  /** How many of a subscription's deliveries a sender holds at `now` (claimed, the lease ahead): attempts that may be in flight. */
+  deleteByWebhook (webhookId: number, now: Date): Promise<void>
+  /** How many of a subscription's pending deliveries a sender holds at `now` (those a claim may not take): attempts that may be in flight. */
   heldByWebhook (webhookId: number, now: Date): Promise<number>
   /** Gives up a subscription's pending deliveries with `reason` (it was disabled). */
   failPending (webhookId: number, reason: string, now: Date): Promise<void>

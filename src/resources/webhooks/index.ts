@@ -81,7 +81,7 @@ async function attemptsEnded (store: Store, id: number, signal: AbortSignal): Pr
     if (signal.aborted) return
     await sleep(HELD_POLL_MS)
   }
-  await store.webhooks.deleteByWebhook(id)
+  await store.webhooks.deleteByWebhook(id, new Date())
 }
 
 async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {

@@ -1,8 +1,8 @@
-import { type Kysely, type Selectable, sql } from 'kysely'
+import { type ExpressionBuilder, type Kysely, type Selectable, sql } from 'kysely'
 import { eventJson } from '../../domain/events.ts'
 import { readPage } from '../read-page.ts'
 import type { ListPage, ListQuery, NewDelivery, WebhookDelivery, WebhookStore } from '../store.ts'
-import { type Database, type DialectParts, iso, type WebhookDeliveriesTable } from '../tables.ts'
+import { type Database, type DialectParts, iso, type Timestamp, type WebhookDeliveriesTable } from '../tables.ts'
 
 function deliveryOf (r: Selectable<WebhookDeliveriesTable>): WebhookDelivery {
   const num = (v: number | null) => v === null ? null : Number(v)
@@ -34,6 +34,13 @@ function deliveryOf (r: Selectable<WebhookDeliveriesTable>): WebhookDelivery {
  */
 const FIRST_ATTEMPTS = sql<boolean>`state = 'pending' AND attempts = 0 AND webhook_id IS NOT NULL`
 const FREE = sql<boolean>`state = 'pending' AND (webhook_id IS NULL OR attempts > 0)`
+
+/**
+ * No sender holds the delivery at `ts`: never claimed, or its lease ran out. What a claim may take;
+ * a pending delivery that is not so is held, its attempt perhaps in flight.
+ */
+const unleased = (ts: Timestamp) => (w: ExpressionBuilder<Database, 'webhook_deliveries'>) =>
+  w.or([w('lease_until', 'is', null), w('lease_until', '<', ts)])
 
 /** The webhook_deliveries table: an outbox of webhooks, each with its attempts and next due time. */
 export class WebhooksRepository implements WebhookStore {
@@ -74,7 +81,7 @@ export class WebhooksRepository implements WebhookStore {
     let free = this.db.selectFrom('webhook_deliveries').select('id')
       .where(FREE)
       .where('next_attempt_at', '<=', ts)
-      .where(w => w.or([w('lease_until', 'is', null), w('lease_until', '<', ts)]))
+      .where(unleased(ts))
       .orderBy('next_attempt_at')
       .limit(limit)
     if (this.dialect.skipLocked) free = free.forUpdate().skipLocked()
@@ -88,7 +95,7 @@ export class WebhooksRepository implements WebhookStore {
       .set(eb => ({ lease_until: this.dialect.timestamp(new Date(now.getTime() + leaseMs)), attempts: eb('attempts', '+', 1), updated_at: ts }))
       .where('id', 'in', ids)
       .where('state', '=', 'pending')
-      .where(w => w.or([w('lease_until', 'is', null), w('lease_until', '<', ts)]))
+      .where(unleased(ts))
       .returningAll()
       .execute()
     // Started in the order of their events.
@@ -174,18 +181,17 @@ export class WebhooksRepository implements WebhookStore {
     return { ...page, items: page.items.map(deliveryOf) }
   }
 
-  async deleteByWebhook (webhookId: number, now?: Date): Promise<void> {
-    let q = this.db.deleteFrom('webhook_deliveries').where('webhook_id', '=', webhookId)
-    if (now !== undefined) {
-      const ts = this.dialect.timestamp(now)
-      q = q.where(w => w.or([w('state', '<>', 'pending'), w('lease_until', 'is', null), w('lease_until', '<=', ts)]))
-    }
-    await q.execute()
+  async deleteByWebhook (webhookId: number, now: Date): Promise<void> {
+    const ts = this.dialect.timestamp(now)
+    await this.db.deleteFrom('webhook_deliveries').where('webhook_id', '=', webhookId)
+      .where(w => w.or([w('state', '<>', 'pending'), unleased(ts)(w)]))
+      .execute()
   }
 
   async heldByWebhook (webhookId: number, now: Date): Promise<number> {
+    const ts = this.dialect.timestamp(now)
     const row = await this.db.selectFrom('webhook_deliveries').select(eb => eb.fn.countAll<number>().as('n'))
-      .where('webhook_id', '=', webhookId).where('state', '=', 'pending').where('lease_until', '>', this.dialect.timestamp(now))
+      .where('webhook_id', '=', webhookId).where('state', '=', 'pending').where(w => w.not(unleased(ts)(w)))
       .executeTakeFirstOrThrow()
     return Number(row.n)
   }
