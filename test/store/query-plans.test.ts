@@ -22,6 +22,29 @@ async function probeStore (kind: string, url: string): Promise<{ store: KyselySt
   return { store, seen }
 }
 
+type Probe = Awaited<ReturnType<typeof probeStore>>
+
+/**
+ * A suite's stores: a fresh one that `seed` fills, and a probe on the same database that records
+ * what it sends; made before the suite's tests and closed after them.
+ */
+function suiteStores (kind: Parameters<typeof freshStore>[0], seed: (store: KyselyStore) => Promise<void>): { store: KyselyStore, probe: Probe } {
+  let f: FreshStore
+  const stores = {} as { store: KyselyStore, probe: Probe }
+  before(async () => {
+    f = await freshStore(kind)
+    assert.ok(f.store instanceof KyselyStore)
+    stores.store = f.store
+    await seed(f.store)
+    stores.probe = await probeStore(kind, f.url)
+  })
+  after(async () => {
+    await stores.probe.store.close()
+    await f.close()
+  })
+  return stores
+}
+
 /** The SQL and parameters `list()` (and `listSummaries()`, the list route's default) send for this query. */
 async function listQueries (probe: { store: KyselyStore, seen: CompiledQuery[] }, query: ListQuery<PostSortKey, PostFilter>): Promise<CompiledQuery[]> {
   const queries: CompiledQuery[] = []
@@ -104,26 +127,13 @@ async function explain (store: KyselyStore, q: CompiledQuery, byId: boolean): Pr
 
 for (const kind of await storeKinds()) {
   describe(`query plans of the anonymous list [${kind}]`, () => {
-    let f: FreshStore
-    let store: KyselyStore
-    let probe: { store: KyselyStore, seen: CompiledQuery[] }
-    before(async () => {
-      f = await freshStore(kind)
-      assert.ok(f.store instanceof KyselyStore)
-      store = f.store
-      await seed(store)
-      probe = await probeStore(kind, f.url)
-    })
-    after(async () => {
-      await probe.store.close()
-      await f.close()
-    })
+    const s = suiteStores(kind, seed)
 
     for (const key of ['id', 'title', 'created_at', 'updated_at'] as const) {
       for (const direction of ['asc', 'desc'] as SortDirection[]) {
         it(`reads a keyset page by ${key} ${direction} from an index, without sorting`, async () => {
           const sort = key === 'id' ? [{ key, direction }] : [{ key, direction }, { key: 'id' as const, direction }]
-          const first = await store.posts.list({ filter: {}, sort, limit: 20 }, null)
+          const first = await s.store.posts.list({ filter: {}, sort, limit: 20 }, null)
           assert.equal(first.items.length, 20)
           const last = first.items.at(-1)!
           const position = sort.map(t => ({ id: last.id, title: last.title, created_at: last.createdAt, updated_at: last.updatedAt })[t.key])
@@ -132,8 +142,8 @@ for (const kind of await storeKinds()) {
             ['next page', { filter: {}, sort, limit: 20, after: position }],
             ['previous page', { filter: {}, sort, limit: 20, before: position }],
           ] as const) {
-            for (const q of await listQueries(probe, query)) {
-              const plan = await explain(store, q, key === 'id')
+            for (const q of await listQueries(s.probe, query)) {
+              const plan = await explain(s.store, q, key === 'id')
               if (process.env.TEST_PLANS) process.stderr.write(`# ${kind} ${key} ${direction} ${name}: ${plan.lines.join(' / ')}\n`)
               assert.ok(plan.usesIndex, `${name}: no index in the plan:\n${plan.lines.join('\n')}`)
               assert.ok(!plan.sorts, `${name}: the plan sorts or scans the table:\n${plan.lines.join('\n')}`)
@@ -148,7 +158,7 @@ for (const kind of await storeKinds()) {
       for (const direction of ['asc', 'desc'] as SortDirection[]) {
         it(`reads a keyset page by ${key} ${direction} from an index, without sorting`, async () => {
           const sort = [{ key, direction }, { key: 'id' as const, direction }]
-          const first = await store.posts.list({ filter: {}, sort, limit: 20 }, null)
+          const first = await s.store.posts.list({ filter: {}, sort, limit: 20 }, null)
           const last = first.items.at(-1)!
           const position = sort.map(t => postSortValue(last, t.key, t.direction))
           for (const [name, query] of [
@@ -156,8 +166,8 @@ for (const kind of await storeKinds()) {
             ['next page', { filter: {}, sort, limit: 20, after: position }],
             ['tag filter, next page', { filter: { tag: ['tag-3'] }, sort, limit: 20, after: position }],
           ] as const) {
-            for (const q of await listQueries(probe, query)) {
-              const plan = await explain(store, q, false)
+            for (const q of await listQueries(s.probe, query)) {
+              const plan = await explain(s.store, q, false)
               if (process.env.TEST_PLANS) process.stderr.write(`# ${kind} ${key} ${direction} ${name}: ${plan.lines.join(' / ')}\n`)
               assert.ok(plan.usesIndex, `${name}: no index in the plan:\n${plan.lines.join('\n')}`)
               assert.ok(!plan.sorts, `${name}: the plan sorts or scans the table:\n${plan.lines.join('\n')}`)
@@ -170,8 +180,8 @@ for (const kind of await storeKinds()) {
     it('lists one tag in created_at order from its post_tags rows, in index order, both ways and from the middle', async () => {
       for (const direction of ['desc', 'asc'] as const) {
         for (const after of [undefined, ['2023-11-21T02:53:20.000Z', 10000] as [string, number]]) {
-          for (const q of await listQueries(probe, { filter: { tag: ['tag-3'] }, sort: [{ key: 'created_at', direction }, { key: 'id', direction }], limit: 20, ...(after ? { after } : {}) })) {
-            const plan = await explain(store, q, false)
+          for (const q of await listQueries(s.probe, { filter: { tag: ['tag-3'] }, sort: [{ key: 'created_at', direction }, { key: 'id', direction }], limit: 20, ...(after ? { after } : {}) })) {
+            const plan = await explain(s.store, q, false)
             if (process.env.TEST_PLANS) process.stderr.write(`# ${kind} one tag ${direction}: ${plan.lines.join(' / ')}\n`)
             assert.ok(plan.lines.some(l => /post_tags_key_created_at_idx/.test(l)), `the tag's rows are read from their index:\n${plan.lines.join('\n')}`)
             assert.ok(!plan.sorts, plan.lines.join('\n'))
@@ -181,8 +191,8 @@ for (const kind of await storeKinds()) {
     })
 
     it('filters by tag through the post_tags index, in the order of the sort index', async () => {
-      for (const q of await listQueries(probe, { filter: { tag: ['tag-3', 'tag-4'] }, sort: [{ key: 'created_at', direction: 'desc' }, { key: 'id', direction: 'desc' }], limit: 20 })) {
-        const plan = await explain(store, q, false)
+      for (const q of await listQueries(s.probe, { filter: { tag: ['tag-3', 'tag-4'] }, sort: [{ key: 'created_at', direction: 'desc' }, { key: 'id', direction: 'desc' }], limit: 20 })) {
+        const plan = await explain(s.store, q, false)
         if (process.env.TEST_PLANS) process.stderr.write(`# ${kind} tag: ${plan.lines.join(' / ')}\n`)
         assert.ok(plan.usesIndex, plan.lines.join('\n'))
         assert.ok(!plan.sorts, plan.lines.join('\n'))
@@ -194,13 +204,7 @@ for (const kind of await storeKinds()) {
 
 for (const kind of await storeKinds()) {
   describe(`query plans of the webhook sender's claim [${kind}]`, () => {
-    let f: FreshStore
-    let store: KyselyStore
-    let probe: { store: KyselyStore, seen: CompiledQuery[] }
-    before(async () => {
-      f = await freshStore(kind)
-      assert.ok(f.store instanceof KyselyStore)
-      store = f.store
+    const s = suiteStores(kind, async store => {
       // A long queue of first attempts for three subscriptions, a long history of delivered ones,
       // and a few retries waiting for later: none of it may be read by a claim that takes 20.
       const rows = (n: number) => kind === 'sqlite'
@@ -215,21 +219,16 @@ for (const kind of await storeKinds()) {
       await sql`INSERT INTO webhook_deliveries (id, webhook_id, event_id, url, payload, state, attempts, next_attempt_at, created_at, updated_at)
         SELECT 'r' || i, 1 + i % 3, i, 'https://example.com/h', '{}', 'pending', 2, ${later}, ${ts}, ${ts} FROM (${rows(ROWS / 10)}) AS r`.execute(store.db)
       await sql`${sql.raw(kind === 'sqlite' ? 'ANALYZE' : 'ANALYZE webhook_deliveries')}`.execute(store.db)
-      probe = await probeStore(kind, f.url)
-    })
-    after(async () => {
-      await probe.store.close()
-      await f.close()
     })
 
     it('reads each queue from its partial index, never scanning or sorting the table', async () => {
-      probe.seen.length = 0
-      const claimed = await probe.store.transaction(async uow => await uow.webhooks.claimDue(new Date(Date.UTC(2030, 0, 2)), 60_000, 20))
+      s.probe.seen.length = 0
+      const claimed = await s.probe.store.transaction(async uow => await uow.webhooks.claimDue(new Date(Date.UTC(2030, 0, 2)), 60_000, 20))
       assert.equal(claimed.length, 20)
-      const reads = probe.seen.filter(q => /^\s*(select|with)/i.test(q.sql))
+      const reads = s.probe.seen.filter(q => /^\s*(select|with)/i.test(q.sql))
       assert.ok(reads.length >= 3, `the free queue, the subscriptions with a queue, their heads: ${reads.map(q => q.sql).join('\n')}`)
       for (const q of reads) {
-        const lines = await planLines(store, q)
+        const lines = await planLines(s.store, q)
         if (process.env.TEST_PLANS) process.stderr.write(`# ${kind} claim: ${q.sql.replace(/\s+/g, ' ').slice(0, 80)}: ${lines.join(' / ')}\n`)
         assert.ok(lines.some(l => /webhook_deliveries_(first|free)_idx/.test(l)), `a queue's index:\n${lines.join('\n')}`)
         assert.ok(!lines.some(l => /^SCAN webhook_deliveries$|TEMP B-TREE|^Seq Scan|^Sort|webhook_deliveries_due_idx/.test(l)), `no scan or sort of the table:\n${lines.join('\n')}`)
