@@ -8,7 +8,7 @@ import neostandard from 'neostandard'
 const LAYERS = [
   ['./src/config.ts', './src/errors.ts', './src/errors-i18n.ts', './src/loop-stalls.ts'],
   ['./src/domain'],
-  ['./src/store'],
+  ['./src/store', './src/storage'],
   ['./src/jobs'],
   ['./src/http'],
   ['./src/resources', './src/routes'],
