@@ -17,7 +17,7 @@ import type { ListQuery, Store, UnitOfWork, WebhookDelivery } from '../../store/
 import { FanOut } from './fan-out.ts'
 import './problems.ts'
 import * as S from './schemas.ts'
-import { newSecret, SecretBox } from './secrets.ts'
+import { newSecret, type SecretBox, sealingOf } from './secrets.ts'
 import { type Subscription, webhooksStore } from './store.ts'
 
 const config = { requiredScope: 'admin' } as const
@@ -40,12 +40,11 @@ async function checkedUrl (url: string, ctx: ResourceContext): Promise<string> {
   return url
 }
 
-/** Secrets are sealed under a key from WEBHOOK_SECRET: without it the service can keep none. */
+/** Secrets are sealed under a key the service holds: without one (PostgreSQL, no WEBHOOK_SECRET) it can keep none. */
 function secretBox (ctx: ResourceContext): SecretBox {
-  if (ctx.config.webhookSecret === null) {
-    throw validationFailed([fieldError('url', 'INVALID_VALUE', 'This service has no WEBHOOK_SECRET, so it cannot keep signing secrets; set it to subscribe to webhooks.')])
-  }
-  return new SecretBox(ctx.config.webhookSecret)
+  const { box } = sealingOf(ctx.config)
+  if (box === null) throw new AppError('WEBHOOK_SECRET_NOT_SET')
+  return box
 }
 
 /** A delivery as a page of a list sees it: paging keys on `id`, its ETag on `revision` and `updatedAt`. */
@@ -119,7 +118,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
 
   app.post<{ Body: S.CreateWebhookBody }>('/webhooks', ctx.route({
     config,
-    schema: { tags, summary: 'Subscribe to events', description: 'Needs `admin`. The answer holds `secret`, the signing secret, shown only here (and after a rotation).', body: Type.Ref('CreateWebhookBody'), response: { 201: Type.Ref(WithSecretRef), ...problemResponses(...COMMON_ERRORS, 403, 409, 413, 415, 422) } },
+    schema: { tags, summary: 'Subscribe to events', description: 'Needs `admin`. The answer holds `secret`, the signing secret, shown only here (and after a rotation). On PostgreSQL with no `WEBHOOK_SECRET` set: 409 `WEBHOOK_SECRET_NOT_SET`.', body: Type.Ref('CreateWebhookBody'), response: { 201: Type.Ref(WithSecretRef), ...problemResponses(...COMMON_ERRORS, 403, 409, 413, 415, 422) } },
   }), async (req, reply) => {
     const events = eventsOf(req.body.events)
     const url = await checkedUrl(req.body.url, ctx)
@@ -260,7 +259,12 @@ declare module 'fastify' {
 /** The fan-out of events to deliveries, and the sender's view of subscriptions (targets, failures in a row). */
 async function webhookServices (app: FastifyInstance, { config, store, background }: ServicesContext): Promise<void> {
   const log = app.log.child({ component: 'webhooks' })
-  const box = config.webhookSecret === null ? null : new SecretBox(config.webhookSecret)
+  const { box, source } = sealingOf(config)
+  // Once per start; the key itself is never logged.
+  if (source.kind === 'made' && source.now) log.info({ file: source.file }, 'made the key that seals webhook subscriptions\' secrets; back it up, apart from the database')
+  if (source.kind === 'missing') {
+    log.warn('WEBHOOK_SECRET is not set: on PostgreSQL every instance must share the key that seals webhook subscriptions\' secrets, so POST /webhooks answers 409 WEBHOOK_SECRET_NOT_SET until it is set')
+  }
   const fanOut = new FanOut({ store, log, pollMs: config.eventsPollMs, retentionH: config.eventsRetentionH, queued: () => { app.webhookSender.wake() } })
   app.decorate('webhookFanOut', { wake: () => { fanOut.wake() } })
   app.webhookSender.serveSubscriptions({
