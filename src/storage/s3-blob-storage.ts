@@ -155,7 +155,8 @@ function clientConfig (o: S3Options, http: NonNullable<S3ClientConfig['requestHa
 /**
  * Blobs in an S3-compatible object store (AWS S3, MinIO, R2, …), under `prefix` in `bucket`.
  * A put is one PutObject, or a multipart upload that is aborted when it fails, so an object is
- * visible only once whole. Any failure to reach the store, or credentials it refuses, throws
+ * visible only once whole. (An abort that cannot reach the store leaves invisible parts behind: give
+ * the bucket a lifecycle rule that aborts incomplete multipart uploads after a day.) Any failure to reach the store, or credentials it refuses, throws
  * BlobStorageUnavailableError within the bounds of S3_TIMEOUTS.
  *
  * @example

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
+import http from 'node:http'
 import net from 'node:net'
 import { Readable } from 'node:stream'
 import { buffer } from 'node:stream/consumers'
@@ -234,6 +235,37 @@ describe('S3 blob storage', () => {
     } finally {
       await a.close()
       await b.close()
+    }
+  })
+
+  it('aborts the multipart upload that a failing body began, and never completes it', async () => {
+    // A recording proxy in front of the server: which S3 calls the adapter made.
+    const calls: string[] = []
+    const target = new URL(s3.endpoint)
+    const proxy = http.createServer((req, res) => {
+      calls.push(`${req.method} ${req.url}`)
+      const upstream = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, answer => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers)
+        answer.pipe(res)
+      })
+      upstream.on('error', () => { res.destroy() })
+      req.pipe(upstream)
+    })
+    await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve))
+    const blobs = openS3BlobStorage({ ...s3.options('abort/'), endpoint: `http://127.0.0.1:${(proxy.address() as net.AddressInfo).port}` })
+    try {
+      const boom = new Error('gone after 9 MiB')
+      await assert.rejects(blobs.put('half', failingAfter(9, MiB, boom), meta()), err => err === boom)
+      const multipart = (verb: string, query: RegExp) => calls.filter(c => c.startsWith(`${verb} /${s3.bucket}/abort/half?`) && query.test(c))
+      assert.equal(multipart('POST', /[?&]uploads(=|&|$)/).length, 1, `began: ${calls.join(', ')}`)
+      assert.ok(multipart('PUT', /[?&]partNumber=1&/).length >= 1, 'sent its first part')
+      assert.equal(multipart('DELETE', /[?&]uploadId=/).length, 1, 'aborted it')
+      assert.equal(multipart('POST', /[?&]uploadId=/).length, 0, 'never completed it')
+      assert.equal(await blobs.stat('half'), null)
+    } finally {
+      await blobs.close()
+      proxy.closeAllConnections()
+      await new Promise(resolve => proxy.close(resolve))
     }
   })
 
