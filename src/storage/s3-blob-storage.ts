@@ -32,6 +32,11 @@ export const S3_TIMEOUTS = Object.freeze({
   WRITE_TIMEOUT_MS: 60_000,
   /** A read: the answer's headers must come within this. */
   FIRST_BYTE_TIMEOUT_MS: 3_000,
+  /**
+   * A read's body that stalls this long fails. Long, because a reader's backpressure (a slow client
+   * of the service) pauses the socket just the same.
+   */
+  READ_IDLE_TIMEOUT_MS: 30_000,
   /** Attempts per call: one retry for a dropped connection or a 5xx, and no more, to keep the bound. */
   MAX_ATTEMPTS: 2,
 })
@@ -156,7 +161,9 @@ function clientConfig (o: S3Options, http: NonNullable<S3ClientConfig['requestHa
  * Blobs in an S3-compatible object store (AWS S3, MinIO, R2, …), under `prefix` in `bucket`.
  * A put is one PutObject, or a multipart upload that is aborted when it fails, so an object is
  * visible only once whole. (An abort that cannot reach the store leaves invisible parts behind: give
- * the bucket a lifecycle rule that aborts incomplete multipart uploads after a day.) Any failure to reach the store, or credentials it refuses, throws
+ * the bucket a lifecycle rule that aborts incomplete multipart uploads after a day.) The credentials
+ * need s3:ListBucket besides s3:GetObject, s3:PutObject and s3:DeleteObject: without it S3 answers a
+ * missing key 403, not 404, and a missing blob would look like a store out of reach. Any failure to reach the store, or credentials it refuses, throws
  * BlobStorageUnavailableError within the bounds of S3_TIMEOUTS.
  *
  * @example
@@ -166,11 +173,12 @@ function clientConfig (o: S3Options, http: NonNullable<S3ClientConfig['requestHa
 export function openS3BlobStorage (options: S3Options): BlobStorage {
   const { bucket } = options
   const prefix = options.prefix ?? ''
-  // Two clients, because a read's body may pause for as long as the reader applies backpressure:
-  // reads bound the wait for the answer's headers only, writes bound every silence.
+  // Two clients, because a read's body pauses whenever its reader applies backpressure: reads bound
+  // the wait for the answer's headers tightly and a silent body loosely, writes bound every silence.
   const reads = new S3Client(clientConfig(options, {
     connectionTimeout: S3_TIMEOUTS.CONNECT_TIMEOUT_MS,
     requestTimeout: S3_TIMEOUTS.FIRST_BYTE_TIMEOUT_MS,
+    socketTimeout: S3_TIMEOUTS.READ_IDLE_TIMEOUT_MS,
     throwOnRequestTimeout: true,
   }))
   const writes = new S3Client(clientConfig(options, {

@@ -316,7 +316,7 @@ describe('S3 blob storage', () => {
     }
   })
 
-  it('lets a slow reader pause a body longer than the timeouts without losing it', async () => {
+  it('lets a slow reader pause a body longer than the write and first-byte timeouts without losing it', async () => {
     const blobs = openS3BlobStorage(s3.options('slow-reader/'))
     try {
       const bytes = randomBytes(4 * MiB)
