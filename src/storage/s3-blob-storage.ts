@@ -136,7 +136,8 @@ function isMissing (err: unknown): boolean {
 function unavailable (action: string, err: unknown): BlobStorageUnavailableError {
   if (err instanceof BlobStorageUnavailableError) return err
   const e = err as SdkError
-  const why = e.$metadata?.httpStatusCode !== undefined ? `${e.name ?? 'error'} (HTTP ${e.$metadata.httpStatusCode})` : (e.code ?? e.name ?? String(err))
+  const status = e.$metadata?.httpStatusCode
+  const why = status !== undefined ? `${e.name ?? 'error'} (HTTP ${status})` : (e.code ?? e.name ?? String(err))
   return new BlobStorageUnavailableError(`the S3 store could not ${action}: ${why}`, { cause: err })
 }
 
@@ -163,8 +164,9 @@ function clientConfig (o: S3Options, http: NonNullable<S3ClientConfig['requestHa
  * visible only once whole. (An abort that cannot reach the store leaves invisible parts behind: give
  * the bucket a lifecycle rule that aborts incomplete multipart uploads after a day.) The credentials
  * need s3:ListBucket besides s3:GetObject, s3:PutObject and s3:DeleteObject: without it S3 answers a
- * missing key 403, not 404, and a missing blob would look like a store out of reach. Any failure to reach the store, or credentials it refuses, throws
- * BlobStorageUnavailableError within the bounds of S3_TIMEOUTS.
+ * missing key 403, not 404, and a missing blob would look like a store out of reach. Any failure to
+ * reach the store, or credentials it refuses, throws BlobStorageUnavailableError within the bounds
+ * of S3_TIMEOUTS.
  *
  * @example
  * const blobs = openS3BlobStorage({ kind: 's3', bucket: 'media', region: 'auto',
@@ -220,8 +222,11 @@ export function openS3BlobStorage (options: S3Options): BlobStorage {
     },
 
     async get (key: string, range?: ByteRange): Promise<Readable | null> {
-      if (range !== undefined && !(Number.isSafeInteger(range.start) && Number.isSafeInteger(range.end) && range.start >= 0 && range.end >= range.start)) {
-        throw new RangeError(`bytes ${range.start}–${range.end} is not a range`)
+      if (range !== undefined) {
+        const { start, end } = range
+        if (!(Number.isSafeInteger(start) && Number.isSafeInteger(end) && start >= 0 && end >= start)) {
+          throw new RangeError(`bytes ${start}–${end} is not a range`)
+        }
       }
       try {
         const answer = await reads.send(new GetObjectCommand({
@@ -233,7 +238,9 @@ export function openS3BlobStorage (options: S3Options): BlobStorage {
         return range === undefined ? body : exactly(body, range, answer.ContentRange)
       } catch (err) {
         if (isMissing(err)) return null
-        if ((err as SdkError).name === 'InvalidRange') throw new RangeError(`bytes ${range?.start}–${range?.end} lie outside the blob`)
+        if ((err as SdkError).name === 'InvalidRange') {
+          throw new RangeError(`bytes ${range?.start}–${range?.end} lie outside the blob`)
+        }
         throw unavailable('read the blob', err)
       }
     },

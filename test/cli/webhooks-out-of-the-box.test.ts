@@ -34,7 +34,8 @@ describe('npm start with the defaults: webhooks out of the box', () => {
     const first = await startInstance('first start', env, START)
     let sub: { id: number, secret: string }
     try {
-      const res = await fetch(`${first.base}/webhooks`, { method: 'POST', headers: admin, body: JSON.stringify({ url: `${rx.base}/ok`, events: ['*'] }) })
+      const body = JSON.stringify({ url: `${rx.base}/ok`, events: ['*'] })
+      const res = await fetch(`${first.base}/webhooks`, { method: 'POST', headers: admin, body })
       assert.equal(res.status, 201, await res.clone().text())
       sub = await res.json() as { id: number, secret: string }
       assert.match(sub.secret, /^whsec_/)

@@ -13,7 +13,8 @@ import { freshDatabase, json, postgresAvailable, testConfig } from '../helper.ts
 import { validateResponse } from '../openapi-validator.ts'
 import { type Received, receiver, until } from '../support/receiver.ts'
 
-const ENV = { WEBHOOK_ALLOW_LOOPBACK: '1', EVENTS_POLL_MS: '20', EXPORT_POLL_MS: '20', WEBHOOK_RETRY_BASE_MS: '10', LOG_LEVEL: 'info' }
+const ENV = { WEBHOOK_ALLOW_LOOPBACK: '1', EVENTS_POLL_MS: '20', WEBHOOK_RETRY_BASE_MS: '10', LOG_LEVEL: 'info' }
+const SUBSCRIPTION = { url: 'http://127.0.0.1:9/x', events: ['*'] }
 const OPERATOR_SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`
 
 interface Instance {
@@ -69,7 +70,8 @@ describe('the key that seals webhook secrets, made by the service [sqlite]', () 
   before(async () => { rx = await receiver() })
   after(async () => { await rx.close() })
 
-  const subscribe = async (i: Instance) => await i.request({ method: 'POST', url: '/webhooks', headers: i.admin, payload: { url: `${rx.base}/ok`, events: ['*'] } })
+  const subscribe = async (i: Instance) =>
+    await i.request({ method: 'POST', url: '/webhooks', headers: i.admin, payload: { url: `${rx.base}/ok`, events: ['*'] } })
   /** Pings subscription `id` on `i` and waits for the delivery; whether it carried `secret`'s signature. */
   const pinged = async (i: Instance, id: number, secret: string): Promise<boolean> => {
     const from = rx.got.length
@@ -80,7 +82,8 @@ describe('the key that seals webhook secrets, made by the service [sqlite]', () 
     return signedWith(mine()[0]!, secret)
   }
 
-  it('on a fresh data folder, makes the key at start (mode 0600), and POST /webhooks answers 201 with a secret; after a restart its deliveries are still signed with it', async () => {
+  it('on a fresh data folder, makes the key at start (mode 0600), and POST /webhooks answers 201 with a secret; ' +
+    'after a restart its deliveries are still signed with it', async () => {
     const db = await freshDatabase('sqlite')
     const folder = { url: '', dataDir: db.dataDir }
     const file = path.join(db.dataDir, SEALING_KEY_FILE)
@@ -156,7 +159,8 @@ describe('the key that seals webhook secrets, made by the service [sqlite]', () 
     const db = await freshDatabase('sqlite')
     try {
       fs.writeFileSync(path.join(db.dataDir, SEALING_KEY_FILE), 'not a key\n', { mode: 0o600 })
-      await assert.rejects(start(db), (err: unknown) => err instanceof ConfigError && err.setting === 'DATA_DIR' && err.message.includes(SEALING_KEY_FILE))
+      await assert.rejects(start(db), (err: unknown) =>
+        err instanceof ConfigError && err.setting === 'DATA_DIR' && err.message.includes(SEALING_KEY_FILE))
     } finally {
       await db.drop()
     }
@@ -166,28 +170,33 @@ describe('the key that seals webhook secrets, made by the service [sqlite]', () 
 describe('the key that seals webhook secrets, on PostgreSQL without WEBHOOK_SECRET', async () => {
   const skip = !await postgresAvailable()
 
-  it('answers POST /webhooks and rotate-secret with 409 WEBHOOK_SECRET_NOT_SET, says so once at start, and makes no key', { skip }, async () => {
+  const title = 'answers POST /webhooks and rotate-secret with 409 WEBHOOK_SECRET_NOT_SET, says so once at start, and makes no key'
+  it(title, { skip }, async () => {
     const db = await freshDatabase('postgres')
     try {
       // A subscription made while the setting was there, to rotate once it is gone.
       const set = await start(db, { WEBHOOK_SECRET: OPERATOR_SECRET })
-      const sub = json(await set.request({ method: 'POST', url: '/webhooks', headers: set.admin, payload: { url: 'http://127.0.0.1:9/x', events: ['*'] } }))
+      const sub = json(await set.request({ method: 'POST', url: '/webhooks', headers: set.admin, payload: SUBSCRIPTION }))
       assert.ok(set.log.every(l => !l.includes('WEBHOOK_SECRET is not set')))
       await set.close()
 
       const unset = await start(db)
       try {
         assert.equal(unset.log.filter(l => l.includes('WEBHOOK_SECRET is not set')).length, 1, 'the start-up log says so once')
-        for (const [url, what] of [['/webhooks', 'subscribe'], [`/webhooks/${sub.id}/rotate-secret`, 'rotate']] as const) {
-          const res = await unset.request({ method: 'POST', url, headers: unset.admin, ...(what === 'subscribe' ? { payload: { url: 'http://127.0.0.1:9/x', events: ['*'] } } : {}) })
-          assert.equal(res.statusCode, 409, `${what}: ${res.body}`)
+        const requests = [
+          { method: 'POST', url: '/webhooks', headers: unset.admin, payload: SUBSCRIPTION },
+          { method: 'POST', url: `/webhooks/${sub.id}/rotate-secret`, headers: unset.admin },
+        ] as const
+        for (const req of requests) {
+          const res = await unset.request(req)
+          assert.equal(res.statusCode, 409, `${req.url}: ${res.body}`)
           const problem = json(res)
           assert.equal(problem.code, 'WEBHOOK_SECRET_NOT_SET')
           assert.equal(problem.type, '/problems/webhook-secret-not-set')
           assert.match(problem.detail, /WEBHOOK_SECRET/)
           assert.equal(problem.errors, undefined, 'a problem of its own, not a field error')
         }
-        const german = await unset.request({ method: 'POST', url: '/webhooks', headers: { ...unset.admin, 'accept-language': 'de' }, payload: { url: 'http://127.0.0.1:9/x', events: ['*'] } })
+        const german = await unset.request({ ...requests[0], headers: { ...unset.admin, 'accept-language': 'de' } })
         assert.equal(json(german).title, 'WEBHOOK_SECRET nicht gesetzt')
         assert.equal(unset.log.filter(l => l.includes('WEBHOOK_SECRET is not set')).length, 1, 'and not again per request')
         assert.ok(!fs.existsSync(path.join(db.dataDir, SEALING_KEY_FILE)), 'instances would each make their own: none is made')

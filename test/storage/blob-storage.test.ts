@@ -30,7 +30,7 @@ const MANY_KEYS = 1_050
 const MiB = 1024 * 1024
 
 const text = (s: string) => Buffer.from(s, 'utf8')
-const meta = (length?: number) => ({ contentType: 'application/octet-stream', ...(length !== undefined ? { length } : {}) })
+const meta = (length?: number) => ({ contentType: 'application/octet-stream', ...(length === undefined ? {} : { length }) })
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex')
 
 async function read (blobs: BlobStorage, key: string, range?: { start: number, end: number }): Promise<Buffer | null> {
@@ -58,7 +58,9 @@ async function timed<T> (fn: () => Promise<T>): Promise<{ ms: number, result: Pr
   return { ms: performance.now() - t0, result: result! }
 }
 
-function assertUnavailable (what: string, r: { ms: number, result: PromiseSettledResult<unknown> }, withinMs: number): void {
+type Timed = Awaited<ReturnType<typeof timed>>
+
+function assertUnavailable (what: string, r: Timed, withinMs: number): void {
   assert.equal(r.result.status, 'rejected', `${what} did not fail`)
   const reason = (r.result as PromiseRejectedResult).reason as Error
   assert.ok(reason instanceof BlobStorageUnavailableError, `${what} failed with ${reason.name}: ${reason.message}`)
@@ -168,7 +170,8 @@ export function blobStorageSuite (name: string, fixture: () => Promise<BlobStora
 
     it('streams a large body in and out (20 MiB, unknown length, in 64 KiB chunks)', async () => {
       const bytes = randomBytes(20 * MiB)
-      const chunks = Array.from({ length: bytes.length / (64 * 1024) }, (_, i) => bytes.subarray(i * 64 * 1024, (i + 1) * 64 * 1024))
+      const chunk = 64 * 1024
+      const chunks = Array.from({ length: bytes.length / chunk }, (_, i) => bytes.subarray(i * chunk, (i + 1) * chunk))
       await blobs.put('large', Readable.from(chunks), meta())
       assert.deepEqual(await blobs.stat('large'), { bytes: bytes.length })
       assert.equal(sha256((await read(blobs, 'large'))!), sha256(bytes))
@@ -177,20 +180,24 @@ export function blobStorageSuite (name: string, fixture: () => Promise<BlobStora
       assert.deepEqual(await read(blobs, 'large', { start, end: start + 19 }), bytes.subarray(start, start + 20))
     })
 
-    it(`fails every call with BlobStorageUnavailableError within ${UNREACHABLE_WITHIN_MS} ms when the store is out of reach`, async (t) => {
+    const unreachable = `fails every call with BlobStorageUnavailableError within ${UNREACHABLE_WITHIN_MS} ms when the store is out of reach`
+    it(unreachable, async (t) => {
       if (f.unreachable === undefined) {
         t.skip(`${name} has no store to lose`)
         return
       }
       const gone = await f.unreachable()
       try {
-        assertUnavailable('put', await timed(async () => { await gone.put('k', text('x'), meta(1)) }), UNREACHABLE_WITHIN_MS)
-        assertUnavailable('put of a stream', await timed(async () => { await gone.put('k', Readable.from([text('x')]), meta()) }), UNREACHABLE_WITHIN_MS)
-        assertUnavailable('get', await timed(async () => await gone.get('k')), UNREACHABLE_WITHIN_MS)
-        assertUnavailable('ranged get', await timed(async () => await gone.get('k', { start: 0, end: 0 })), UNREACHABLE_WITHIN_MS)
-        assertUnavailable('stat', await timed(async () => await gone.stat('k')), UNREACHABLE_WITHIN_MS)
-        assertUnavailable('delete', await timed(async () => { await gone.delete('k') }), UNREACHABLE_WITHIN_MS)
-        assertUnavailable('keys', await timed(async () => await allKeys(gone)), UNREACHABLE_WITHIN_MS)
+        const calls: [string, () => Promise<unknown>][] = [
+          ['put', async () => { await gone.put('k', text('x'), meta(1)) }],
+          ['put of a stream', async () => { await gone.put('k', Readable.from([text('x')]), meta()) }],
+          ['get', async () => await gone.get('k')],
+          ['ranged get', async () => await gone.get('k', { start: 0, end: 0 })],
+          ['stat', async () => await gone.stat('k')],
+          ['delete', async () => { await gone.delete('k') }],
+          ['keys', async () => await allKeys(gone)],
+        ]
+        for (const [what, call] of calls) assertUnavailable(what, await timed(call), UNREACHABLE_WITHIN_MS)
       } finally {
         await gone.close()
       }
@@ -244,7 +251,8 @@ describe('S3 blob storage', () => {
     const target = new URL(s3.endpoint)
     const proxy = http.createServer((req, res) => {
       calls.push(`${req.method} ${req.url}`)
-      const upstream = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, answer => {
+      const to = { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }
+      const upstream = http.request(to, answer => {
         res.writeHead(answer.statusCode ?? 502, answer.headers)
         answer.pipe(res)
       })
@@ -252,11 +260,13 @@ describe('S3 blob storage', () => {
       req.pipe(upstream)
     })
     await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve))
-    const blobs = openS3BlobStorage({ ...s3.options('abort/'), endpoint: `http://127.0.0.1:${(proxy.address() as net.AddressInfo).port}` })
+    const { port } = proxy.address() as net.AddressInfo
+    const blobs = openS3BlobStorage({ ...s3.options('abort/'), endpoint: `http://127.0.0.1:${port}` })
     try {
       const boom = new Error('gone after 9 MiB')
       await assert.rejects(blobs.put('half', failingAfter(9, MiB, boom), meta()), err => err === boom)
-      const multipart = (verb: string, query: RegExp) => calls.filter(c => c.startsWith(`${verb} /${s3.bucket}/abort/half?`) && query.test(c))
+      const multipart = (verb: string, query: RegExp) =>
+        calls.filter(c => c.startsWith(`${verb} /${s3.bucket}/abort/half?`) && query.test(c))
       assert.equal(multipart('POST', /[?&]uploads(=|&|$)/).length, 1, `began: ${calls.join(', ')}`)
       assert.ok(multipart('PUT', /[?&]partNumber=1&/).length >= 1, 'sent its first part')
       assert.equal(multipart('DELETE', /[?&]uploadId=/).length, 1, 'aborted it')
@@ -301,7 +311,8 @@ describe('S3 blob storage', () => {
     const { port } = silent.address() as net.AddressInfo
     const hung = openS3BlobStorage({ ...s3.options(), endpoint: `http://127.0.0.1:${port}` })
     // Each of the attempts waits out its timeout; the rest is room for a busy machine.
-    const bound = S3_TIMEOUTS.MAX_ATTEMPTS * Math.max(S3_TIMEOUTS.IDLE_TIMEOUT_MS, S3_TIMEOUTS.FIRST_BYTE_TIMEOUT_MS) + 2_000
+    const { MAX_ATTEMPTS, IDLE_TIMEOUT_MS, FIRST_BYTE_TIMEOUT_MS } = S3_TIMEOUTS
+    const bound = MAX_ATTEMPTS * Math.max(IDLE_TIMEOUT_MS, FIRST_BYTE_TIMEOUT_MS) + 2_000
     try {
       const [put, get] = await Promise.all([
         timed(async () => { await hung.put('k', text('x'), meta(1)) }),

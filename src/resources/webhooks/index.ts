@@ -261,9 +261,12 @@ async function webhookServices (app: FastifyInstance, { config, store, backgroun
   const log = app.log.child({ component: 'webhooks' })
   const { box, source } = sealingOf(config)
   // Once per start; the key itself is never logged.
-  if (source.kind === 'made' && source.now) log.info({ file: source.file }, 'made the key that seals webhook subscriptions\' secrets; back it up, apart from the database')
+  if (source.kind === 'made' && source.now) {
+    log.info({ file: source.file }, 'made the key that seals webhook subscriptions\' secrets; back it up, apart from the database')
+  }
   if (source.kind === 'missing') {
-    log.warn('WEBHOOK_SECRET is not set: on PostgreSQL every instance must share the key that seals webhook subscriptions\' secrets, so POST /webhooks answers 409 WEBHOOK_SECRET_NOT_SET until it is set')
+    log.warn('WEBHOOK_SECRET is not set: on PostgreSQL every instance must share the key that seals webhook subscriptions\' ' +
+      'secrets, so POST /webhooks answers 409 WEBHOOK_SECRET_NOT_SET until it is set')
   }
   const fanOut = new FanOut({ store, log, pollMs: config.eventsPollMs, retentionH: config.eventsRetentionH, queued: () => { app.webhookSender.wake() } })
   app.decorate('webhookFanOut', { wake: () => { fanOut.wake() } })

@@ -68,7 +68,8 @@ function readKey (file: string): string {
   const key = fs.readFileSync(file, 'utf8').trim()
   const m = KEY_FORM.exec(key)
   if (!m || Buffer.from(m[1]!, 'base64').length < 16) {
-    throw new ConfigError('DATA_DIR', `${file} does not hold a sealing key (whsec_ and at least 16 bytes in base64); restore it from a backup, or set WEBHOOK_SECRET`)
+    const form = 'whsec_ and at least 16 bytes in base64'
+    throw new ConfigError('DATA_DIR', `${file} does not hold a sealing key (${form}); restore it from a backup, or set WEBHOOK_SECRET`)
   }
   return key
 }
