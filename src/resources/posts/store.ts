@@ -9,6 +9,7 @@ import type { Revision, RevisionSummary } from './revision.ts'
 import { RevisionsRepository } from './revisions-repository.ts'
 import * as m0002 from './0002-editorial.ts'
 import * as m0003 from './0003-tag-order.ts'
+import * as m0004 from './0004-review.ts'
 import { PostsRepository } from './posts-repository.ts'
 
 export interface PostsTable {
@@ -29,6 +30,9 @@ export interface PostsTable {
   excerpt_derived: Generated<number>
   content_html: Generated<string>
   published_at: Timestamp | null
+  meta_title: string | null
+  meta_description: string | null
+  canonical_url: string | null
 }
 
 /** Every slug a post holds: its current one and those it was renamed from (contract §10). */
@@ -62,6 +66,9 @@ export interface PostRevisionsTable {
   /** Who made the change: a principal's subject, or `system` for the scheduled switch. */
   editor: string
   created_at: Timestamp
+  meta_title: string | null
+  meta_description: string | null
+  canonical_url: string | null
 }
 
 export interface PostFilter {
@@ -152,7 +159,12 @@ declare module '../../store/store.ts' { interface Repositories { readonly posts:
  */
 export const postsStore: StoreModule = {
   name: 'posts',
-  migrations: { 'posts/0001-content': m0001.migration, 'posts/0002-editorial': m0002.migration, 'posts/0003-tag-order': m0003.migration },
+  migrations: {
+    'posts/0001-content': m0001.migration,
+    'posts/0002-editorial': m0002.migration,
+    'posts/0003-tag-order': m0003.migration,
+    'posts/0004-review': m0004.migration,
+  },
   repository: (db, dialect): PostStore => new PostsRepository(db, dialect),
 }
 
