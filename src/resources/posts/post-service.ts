@@ -225,7 +225,7 @@ export class PostService {
   }
 
   /** The post, if `viewer` may change it: invisible → 404, visible but not theirs → 403. */
-  private async writable (id: number, viewer: Principal): Promise<Post> {
+  async writable (id: number, viewer: Principal): Promise<Post> {
     const post = await this.get(id, viewer)
     if (!mayChange(viewer, post.author)) {
       throw new AppError('FORBIDDEN', 'Only the author of a post or an admin may change it.')

@@ -11,6 +11,7 @@ import * as m0002 from './0002-editorial.ts'
 import * as m0003 from './0003-tag-order.ts'
 import * as m0004 from './0004-review.ts'
 import { PostsRepository } from './posts-repository.ts'
+import { PreviewLinksRepository, type PreviewLinksTable, type PreviewLinkStore } from './preview-links-repository.ts'
 
 export interface PostsTable {
   id: Generated<number>
@@ -150,8 +151,8 @@ export interface RevisionStore {
   list (postId: number, query: ListQuery<'number', Record<string, never>>): Promise<ListPage<RevisionSummary>>
 }
 
-declare module '../../store/tables.ts' { interface Database { posts: PostsTable, post_slugs: PostSlugsTable, post_tags: PostTagsTable, post_revisions: PostRevisionsTable } }
-declare module '../../store/store.ts' { interface Repositories { readonly posts: PostStore, readonly revisions: RevisionStore } }
+declare module '../../store/tables.ts' { interface Database { posts: PostsTable, post_slugs: PostSlugsTable, post_tags: PostTagsTable, post_revisions: PostRevisionsTable, post_preview_links: PreviewLinksTable } }
+declare module '../../store/store.ts' { interface Repositories { readonly posts: PostStore, readonly revisions: RevisionStore, readonly previewLinks: PreviewLinkStore } }
 
 /**
  * Posts' first tables were made by the core's first migration (`0001-initial`, per database,
@@ -173,4 +174,11 @@ export const revisionsStore: StoreModule = {
   name: 'revisions',
   migrations: {},
   repository: (db, dialect): RevisionStore => new RevisionsRepository(db, dialect),
+}
+
+/** Posts' preview links (`uow.previewLinks`); their table is made by posts' migrations. */
+export const previewLinksStore: StoreModule = {
+  name: 'previewLinks',
+  migrations: {},
+  repository: (db, dialect): PreviewLinkStore => new PreviewLinksRepository(db, dialect),
 }
