@@ -74,6 +74,7 @@ const JsonFeedSchema = Type.Object({
   items: Type.Array(Type.Object({
     id: Text(URL_MAX, 'uri'),
     url: Text(URL_MAX, 'uri'),
+    external_url: Type.Optional(Text(URL_MAX, 'uri')),
     title: Text(TITLE_MAX),
     content_html: Text(20 * CONTENT_MAX),
     summary: Text(EXCERPT_MAX),
@@ -88,7 +89,7 @@ const JsonFeedSchema = Type.Object({
 export const FEED_SIZE = 20
 
 function entryOf (p: Post): FeedEntry {
-  return { id: p.id, slug: p.slug, title: p.title, author: p.author, tags: p.tags, excerpt: p.excerpt, contentHtml: p.contentHtml, publishedAt: p.publishedAt!, updatedAt: p.updatedAt }
+  return { id: p.id, slug: p.slug, title: p.title, author: p.author, tags: p.tags, excerpt: p.excerpt, contentHtml: p.contentHtml, publishedAt: p.publishedAt!, updatedAt: p.updatedAt, canonicalUrl: p.canonicalUrl }
 }
 
 /**

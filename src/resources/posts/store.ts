@@ -9,7 +9,9 @@ import type { Revision, RevisionSummary } from './revision.ts'
 import { RevisionsRepository } from './revisions-repository.ts'
 import * as m0002 from './0002-editorial.ts'
 import * as m0003 from './0003-tag-order.ts'
+import * as m0004 from './0004-review.ts'
 import { PostsRepository } from './posts-repository.ts'
+import { PreviewLinksRepository, type PreviewLinksTable, type PreviewLinkStore } from './preview-links-repository.ts'
 
 export interface PostsTable {
   id: Generated<number>
@@ -29,6 +31,9 @@ export interface PostsTable {
   excerpt_derived: Generated<number>
   content_html: Generated<string>
   published_at: Timestamp | null
+  meta_title: string | null
+  meta_description: string | null
+  canonical_url: string | null
 }
 
 /** Every slug a post holds: its current one and those it was renamed from (contract §10). */
@@ -62,6 +67,9 @@ export interface PostRevisionsTable {
   /** Who made the change: a principal's subject, or `system` for the scheduled switch. */
   editor: string
   created_at: Timestamp
+  meta_title: string | null
+  meta_description: string | null
+  canonical_url: string | null
 }
 
 export interface PostFilter {
@@ -143,8 +151,8 @@ export interface RevisionStore {
   list (postId: number, query: ListQuery<'number', Record<string, never>>): Promise<ListPage<RevisionSummary>>
 }
 
-declare module '../../store/tables.ts' { interface Database { posts: PostsTable, post_slugs: PostSlugsTable, post_tags: PostTagsTable, post_revisions: PostRevisionsTable } }
-declare module '../../store/store.ts' { interface Repositories { readonly posts: PostStore, readonly revisions: RevisionStore } }
+declare module '../../store/tables.ts' { interface Database { posts: PostsTable, post_slugs: PostSlugsTable, post_tags: PostTagsTable, post_revisions: PostRevisionsTable, post_preview_links: PreviewLinksTable } }
+declare module '../../store/store.ts' { interface Repositories { readonly posts: PostStore, readonly revisions: RevisionStore, readonly previewLinks: PreviewLinkStore } }
 
 /**
  * Posts' first tables were made by the core's first migration (`0001-initial`, per database,
@@ -152,7 +160,12 @@ declare module '../../store/store.ts' { interface Repositories { readonly posts:
  */
 export const postsStore: StoreModule = {
   name: 'posts',
-  migrations: { 'posts/0001-content': m0001.migration, 'posts/0002-editorial': m0002.migration, 'posts/0003-tag-order': m0003.migration },
+  migrations: {
+    'posts/0001-content': m0001.migration,
+    'posts/0002-editorial': m0002.migration,
+    'posts/0003-tag-order': m0003.migration,
+    'posts/0004-review': m0004.migration,
+  },
   repository: (db, dialect): PostStore => new PostsRepository(db, dialect),
 }
 
@@ -161,4 +174,11 @@ export const revisionsStore: StoreModule = {
   name: 'revisions',
   migrations: {},
   repository: (db, dialect): RevisionStore => new RevisionsRepository(db, dialect),
+}
+
+/** Posts' preview links (`uow.previewLinks`); their table is made by posts' migrations. */
+export const previewLinksStore: StoreModule = {
+  name: 'previewLinks',
+  migrations: {},
+  repository: (db, dialect): PreviewLinkStore => new PreviewLinksRepository(db, dialect),
 }
