@@ -32,6 +32,7 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import fs from 'node:fs'
+import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import readline from 'node:readline'
@@ -196,10 +197,18 @@ function cpuSeconds (pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100
 }
 
-let nextPort = 3911
+/** A port nothing listens on now: fixed ones collided with other benchmarks on a shared machine. */
+async function freePort (): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port
+      s.close(() => { resolve(port) })
+    }).on('error', reject)
+  })
+}
 
 async function startServer (kind: ServerKind, env: Record<string, string>): Promise<Server> {
-  const port = nextPort++
+  const port = await freePort()
   let cmd: string
   let args: string[]
   const cwd = kind === 'baseline' ? BASELINE! : ROOT
