@@ -2,9 +2,9 @@
 --   read <n>                 GET /posts/<random id in 1..n>
 --   path <path>              GET <path> (a list page)
 --   mixed <n> <token>        90% GET /posts/<random id>, 10% PUT of a whole post
---   create <token>           POST /posts
+--   create <token> [title]   POST /posts (with that title, else a random one of a million)
 -- done() prints one JSON line that bench/throughput.ts reads.
-local mode, n, token, path
+local mode, n, token, path, title
 local content = string.rep("Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", 36)
 
 function init (args)
@@ -12,13 +12,13 @@ function init (args)
   if mode == "read" then n = tonumber(args[2])
   elseif mode == "path" then path = args[2]
   elseif mode == "mixed" then n = tonumber(args[2]); token = args[3]
-  elseif mode == "create" then token = args[2]
+  elseif mode == "create" then token = args[2]; title = args[3]
   end
   math.randomseed(os.time() + math.floor(os.clock() * 1000000))
 end
 
 local function body (i)
-  return '{"title":"Bench post ' .. i .. '","content":"' .. content .. '"}'
+  return '{"title":"' .. (title or ("Bench post " .. i)) .. '","content":"' .. content .. '"}'
 end
 
 function request ()

@@ -5,7 +5,7 @@ import { isAdmin, type Viewer } from '../../domain/principal.ts'
 import { NULL_PUBLISHED_ASC, NULL_PUBLISHED_DESC } from './0001-content.ts'
 import { renderContent } from './markdown.ts'
 import { publishedAtAfter } from './published-at.ts'
-import { deriveSlug, firstFreeSlug } from './slug.ts'
+import { candidateNumber, deriveSlug, firstFreeSlug, slugCandidate } from './slug.ts'
 import { tagKey } from './tags.ts'
 import { arg, type PreparedQueries, preparedQueries } from '../../store/prepared.ts'
 import { pageOf, pageQuery, pageValues } from '../../store/read-page.ts'
@@ -356,7 +356,11 @@ export class PostsRepository implements PostStore {
    * Claims a slug for post `id`: an insert into post_slugs whose primary key settles any race (on
    * PostgreSQL a concurrent claim of the same slug waits for the other transaction, then conflicts).
    * A given slug the post already holds (its current one, or an alias) is its own; another post's
-   * is taken (null). A derived one takes the first free of `base`, `base-2`, `base-3` …
+   * is taken (null). A derived one takes the first free of `base`, `base-2`, `base-3` …: the plain
+   * one is tried first; when it is taken, the least number a deletion freed (post_slug_gaps), else
+   * the base's counter (post_slug_counters), says which number to try, so a title many posts share
+   * costs the same as a new one. A base without a counter yet reads the slugs taken once and starts
+   * one.
    */
   private async claimSlug (id: number, slug: { given: string } | { derived: string }): Promise<string | null> {
     if ('given' in slug) {
@@ -367,15 +371,66 @@ export class PostsRepository implements PostStore {
     const base = slug.derived
     // Most titles are new: the plain slug is tried first, without reading what is taken.
     if (await this.tryClaim(id, base)) return base
-    let from = 2
     for (;;) {
-      // The slugs already taken that could collide: the base and every `base-…`.
+      // A gap is taken out as it is tried: found taken (a slug given since), it is gone all the same.
+      const [gap] = await this.prepared.get('slug-gap-take', () => this.db.deleteFrom('post_slug_gaps')
+        .where('base', '=', arg<string>(0))
+        .where('n', '=', eb => eb.selectFrom('post_slug_gaps').select(e => e.fn.min<number>('n').as('n')).where('base', '=', arg<string>(0)))
+        .returning('n'))
+        .execute(this.db, [base])
+      if (gap !== undefined) {
+        const candidate = slugCandidate(base, Number(gap.n))
+        if (await this.tryClaim(id, candidate)) return candidate
+        continue
+      }
+      // The counter moves past the number it hands out, so concurrent creates try different ones;
+      // a number found taken (a slug given, or claimed since) only moves it on.
+      const [counted] = await this.prepared.get('slug-counter-next', () => this.db.updateTable('post_slug_counters')
+        .set(eb => ({ next_n: eb('next_n', '+', 1) }))
+        .where('base', '=', arg<string>(0))
+        .returning('next_n'))
+        .execute(this.db, [base])
+      if (counted !== undefined) {
+        const candidate = slugCandidate(base, Number(counted.next_n) - 1)
+        if (await this.tryClaim(id, candidate)) return candidate
+        continue
+      }
+      // No counter yet: the first free number from the slugs taken (the base and every `base-…`).
       const rows = await this.db.selectFrom('post_slugs').select('slug')
         .where(eb => eb.or([eb('slug', '=', base), eb.and([eb('slug', '>', `${base}-`), eb('slug', '<', `${base}.`)])]))
         .execute()
-      const { slug: candidate, n } = firstFreeSlug(base, new Set(rows.map(r => r.slug)), from)
+      const { slug: candidate, n } = firstFreeSlug(base, new Set(rows.map(r => r.slug)), 2)
+      // A concurrent create that started the counter first keeps its own (the loop then uses it).
+      await this.db.insertInto('post_slug_counters').values({ base, next_n: n + 1 })
+        .onConflict(oc => oc.column('base').doNothing()).execute()
       if (await this.tryClaim(id, candidate)) return candidate
-      from = n + 1
+    }
+  }
+
+  /** Post `id`'s slugs, current and old. */
+  private async slugsOf (id: number): Promise<string[]> {
+    const rows = await this.prepared.get('slugs-of-post', () => this.db.selectFrom('post_slugs').select('slug')
+      .where('post_id', '=', arg<number>(0)))
+      .execute(this.db, [id])
+    return rows.map(r => r.slug)
+  }
+
+  /**
+   * Numbered slugs a deletion freed become gaps of their bases' counters (below the counter only:
+   * above it every number is tried anyway), so a derived slug still takes the first free number.
+   */
+  private async freeSlugs (slugs: readonly string[]): Promise<void> {
+    for (const slug of slugs) {
+      const numbered = candidateNumber(slug)
+      if (numbered === null) continue
+      const { prefix, n, cut } = numbered
+      await this.db.insertInto('post_slug_gaps')
+        .columns(['base', 'n'])
+        .expression(eb => eb.selectFrom('post_slug_counters').select(e => ['base', e.val(n).as('n')]).where('next_n', '>', n)
+          // A base cut to fit beside its number: every base that starts with what is left of it.
+          .where(e => cut ? e.and([e('base', '>=', prefix), e('base', '<', `${prefix}~`)]) : e('base', '=', prefix)))
+        .onConflict(oc => oc.doNothing())
+        .execute()
     }
   }
 
@@ -443,8 +498,12 @@ export class PostsRepository implements PostStore {
 
   async delete (id: number, expectedRevision: number): Promise<WriteResult<true>> {
     // post_slugs and post_tags go with the row (ON DELETE CASCADE): the slug and its aliases are free again.
+    const slugs = await this.slugsOf(id)
     const r = await this.db.deleteFrom('posts').where('id', '=', id).where('revision', '=', expectedRevision).executeTakeFirst()
-    if (Number(r.numDeletedRows) === 1) return { outcome: 'done', value: true }
+    if (Number(r.numDeletedRows) === 1) {
+      await this.freeSlugs(slugs)
+      return { outcome: 'done', value: true }
+    }
     return await this.missingOrStale(id)
   }
 

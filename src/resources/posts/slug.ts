@@ -47,3 +47,17 @@ export function firstFreeSlug (base: string, taken: ReadonlySet<string>, from = 
     if (!taken.has(slug)) return { slug, n }
   }
 }
+
+/**
+ * What a numbered candidate (`slugCandidate(base, n)`, n ≥ 2) is made of: its number and the base
+ * as cut for it. `cut` is true when that base may have been cut to fit (the candidate is at most two
+ * characters short of 100: the cut and a trailing hyphen dropped), so any base starting with
+ * `prefix` may have made it; otherwise only `prefix` itself did. Null for a slug no candidate has.
+ */
+export function candidateNumber (slug: string): { prefix: string, n: number, cut: boolean } | null {
+  const m = /^(.+)-([1-9][0-9]*)$/.exec(slug)
+  if (m === null) return null
+  const n = Number(m[2])
+  if (n < 2 || !Number.isSafeInteger(n)) return null
+  return { prefix: m[1]!, n, cut: slug.length >= SLUG_MAX - 1 }
+}

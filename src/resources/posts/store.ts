@@ -10,6 +10,7 @@ import { RevisionsRepository } from './revisions-repository.ts'
 import * as m0002 from './0002-editorial.ts'
 import * as m0003 from './0003-tag-order.ts'
 import * as m0004 from './0004-review.ts'
+import * as m0006 from './0006-slug-counters.ts'
 import { PostsRepository } from './posts-repository.ts'
 import { PreviewLinksRepository, type PreviewLinksTable, type PreviewLinkStore } from './preview-links-repository.ts'
 
@@ -40,6 +41,21 @@ export interface PostsTable {
 export interface PostSlugsTable {
   slug: string
   post_id: number
+}
+
+/**
+ * Per derived slug found taken (posts/0006-slug-counters): its candidates numbered 2 to next_n − 1
+ * are taken but for the numbers in post_slug_gaps (freed by deletions), so a create tries the least
+ * gap, else `base-<next_n>`.
+ */
+export interface PostSlugCountersTable {
+  base: string
+  next_n: number
+}
+
+export interface PostSlugGapsTable {
+  base: string
+  n: number
 }
 
 /** A post's tags, one row each by case-folded key, so `?tag=` is an index lookup. */
@@ -151,8 +167,20 @@ export interface RevisionStore {
   list (postId: number, query: ListQuery<'number', Record<string, never>>): Promise<ListPage<RevisionSummary>>
 }
 
-declare module '../../store/tables.ts' { interface Database { posts: PostsTable, post_slugs: PostSlugsTable, post_tags: PostTagsTable, post_revisions: PostRevisionsTable, post_preview_links: PreviewLinksTable } }
-declare module '../../store/store.ts' { interface Repositories { readonly posts: PostStore, readonly revisions: RevisionStore, readonly previewLinks: PreviewLinkStore } }
+declare module '../../store/tables.ts' {
+  interface Database {
+    posts: PostsTable
+    post_slugs: PostSlugsTable
+    post_slug_counters: PostSlugCountersTable
+    post_slug_gaps: PostSlugGapsTable
+    post_tags: PostTagsTable
+    post_revisions: PostRevisionsTable
+    post_preview_links: PreviewLinksTable
+  }
+}
+declare module '../../store/store.ts' {
+  interface Repositories { readonly posts: PostStore, readonly revisions: RevisionStore, readonly previewLinks: PreviewLinkStore }
+}
 
 /**
  * Posts' first tables were made by the core's first migration (`0001-initial`, per database,
@@ -165,6 +193,7 @@ export const postsStore: StoreModule = {
     'posts/0002-editorial': m0002.migration,
     'posts/0003-tag-order': m0003.migration,
     'posts/0004-review': m0004.migration,
+    'posts/0006-slug-counters': m0006.migration,
   },
   repository: (db, dialect): PostStore => new PostsRepository(db, dialect),
 }

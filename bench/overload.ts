@@ -1,0 +1,154 @@
+/**
+ * Overload benchmark (`npm run bench:overload`): the service as `npm start` runs it, pinned to core
+ * 0, on 10 000 posts of ~2 KB; the load from core 1. First its capacity, closed-loop (wrk, 64
+ * kept-alive connections), on one request; then an open loop at 2× and 5× that capacity (a request
+ * every 1/rate s whether or not the earlier ones were answered, on a free kept-alive connection or
+ * a new one, as k6's constant arrival rate sends). Prints per load: what was answered 200 per
+ * second (goodput) against the capacity, the answered p99, how many were shed with 503 and how
+ * many got no answer within 10 s; and whether the targets are met: goodput ≥ 0.8× the capacity,
+ * answered p99 ≤ 1 s, nothing unanswered, and nothing shed in the closed loop.
+ *
+ *   npm run build && npm run bench:overload
+ *   OVERLOAD_PATH='/posts/5' OVERLOAD_SECONDS=10 npm run bench:overload
+ *   BENCH_BASELINE=../before npm run bench:overload     # an earlier build, in the same run
+ */
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import Database from 'better-sqlite3'
+import { openLoop, quantile } from '../test/raw-http.ts'
+
+const ROOT = path.resolve(import.meta.dirname, '..')
+const PATH = process.env.OVERLOAD_PATH ?? '/posts?limit=100&fields=id,title,content'
+const SECONDS = Number(process.env.OVERLOAD_SECONDS ?? 8)
+const MULTIPLES = (process.env.OVERLOAD_MULTIPLES ?? '2,5').split(',').map(Number)
+const BASELINE = process.env.BENCH_BASELINE === undefined || process.env.BENCH_BASELINE === '' ? undefined : path.resolve(process.env.BENCH_BASELINE)
+const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(36)
+const pinned = spawnSync('sh', ['-c', 'command -v taskset']).status === 0 && os.cpus().length > 1
+
+function pin (core: number, cmd: string, args: string[]): [string, string[]] {
+  return pinned ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args]
+}
+
+async function freePort (): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port
+      s.close(() => { resolve(port) })
+    }).on('error', reject)
+  })
+}
+
+function seed (root: string, file: string): void {
+  execFileSync(process.execPath, [path.join(root, 'dist/blog.js'), 'migrate'], { env: { ...process.env, DATABASE_URL: `sqlite:${file}` } })
+  const db = new Database(file)
+  db.pragma('journal_mode = WAL')
+  db.prepare(`
+    WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < 10000)
+    INSERT INTO posts (title, content, status, author, created_at, updated_at, revision, slug, published_at, tags, content_html, excerpt)
+    SELECT 'Post ' || i, 'Post number ' || i || '. ' || ?, 'published', 'bench', at, at, 1, 'post-' || i, at, '[]', '<p>' || ? || '</p>', substr(?, 1, 200)
+    FROM (SELECT i, strftime('%Y-%m-%dT%H:%M:%fZ', 1577836800 + i, 'unixepoch') AS at FROM seq)`).run(FILLER, FILLER, FILLER)
+  db.exec('INSERT INTO post_slugs (slug, post_id) SELECT slug, id FROM posts')
+  db.exec('ANALYZE')
+  db.pragma('wal_checkpoint(TRUNCATE)')
+  db.close()
+}
+
+interface Server { child: ChildProcess, port: number, log: string }
+
+async function start (root: string, dir: string, name: string): Promise<Server> {
+  const file = path.join(dir, `${name}.db`)
+  seed(root, file)
+  const port = await freePort()
+  const log = path.join(dir, `${name}.log`)
+  const out = fs.openSync(log, 'w')
+  const script = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
+  const [cmd, args] = pin(0, 'sh', ['-c', `exec ${script}`])
+  const child = spawn(cmd, args, {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite:${file}`, DATA_DIR: dir, RATE_LIMIT_MAX: '1000000000', BOOTSTRAP_ADMIN_KEY: 'false' },
+    stdio: ['ignore', out, 'inherit'],
+  })
+  fs.closeSync(out)
+  for (let i = 0; i < 2000; i++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return { child, port, log }
+    } catch {}
+    await sleep(5)
+  }
+  throw new Error(`${name} did not start`)
+}
+
+/** Closed loop with wrk (64 connections, kept alive): the capacity, and how many answers were not 200. */
+function capacity (port: number, seconds: number): { rate: number, errors: number } {
+  const script = path.join(dir0, 'count.lua')
+  const [cmd, args] = pin(1, 'wrk', ['-t1', '-c64', `-d${seconds}s`, '--timeout', '10s', '-s', script, `http://127.0.0.1:${port}${PATH}`])
+  const out = execFileSync(cmd, args, { encoding: 'utf8' })
+  const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0)
+  const errors = Number(/"errors":(\d+)/.exec(out)?.[1] ?? 0)
+  return { rate, errors }
+}
+
+/** The service's shed answers in its log (warnings about overload), counted. */
+function shedInLog (log: string): number {
+  return fs.readFileSync(log, 'utf8').split('\n').filter(l => l.includes('SERVICE_UNAVAILABLE') || l.includes('"shed"')).length
+}
+
+// The open-loop client (a child of this process) and wrk share core 1, apart from the service.
+if (pinned) spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' })
+
+const dir0 = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-overload-'))
+fs.writeFileSync(path.join(dir0, 'count.lua'), `
+function done (summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('{"errors":%d}\\n', e.connect + e.read + e.write + e.status + e.timeout))
+end
+`)
+
+async function measure (root: string, name: string, say: (s: string) => void): Promise<boolean> {
+  const s = await start(root, dir0, name)
+  let met = true
+  try {
+    capacity(s.port, 2)
+    const cap = capacity(s.port, SECONDS)
+    say(`\n### ${name}\n\nCapacity (closed loop, wrk -c64, ${SECONDS} s): ${cap.rate.toFixed(0)} req/s, ${cap.errors} answers not 200.\n`)
+    met &&= cap.errors === 0
+    say('| offered | × capacity | sent | 200 | goodput req/s | × capacity | 503 | other | unanswered (10 s) | answered p50 ms | answered p99 ms |')
+    say('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    for (const m of MULTIPLES) {
+      await sleep(1000)
+      const rate = Math.round(m * cap.rate)
+      const r = await openLoop(s.port, rate, SECONDS * 1000, PATH)
+      const ok = r.times['200'] ?? []
+      const answered = Object.entries(r.times).flatMap(([, t]) => t)
+      const other = Object.entries(r.statuses).filter(([k]) => k !== '200' && k !== '503').reduce((a, [, n]) => a + n, 0)
+      const goodput = ok.length / SECONDS
+      const p99 = quantile(answered, 0.99)
+      met &&= goodput >= 0.8 * cap.rate && r.timedOut === 0 && p99 <= 1000 && other === 0
+      say(`| ${rate} | ${m} | ${r.sent} | ${ok.length} | ${goodput.toFixed(0)} | ${(goodput / cap.rate).toFixed(2)} | ${r.statuses['503'] ?? 0} | ${other} | ${r.timedOut} | ` +
+        `${quantile(answered, 0.5).toFixed(0)} | ${p99.toFixed(0)} |`)
+    }
+  } finally {
+    s.child.kill('SIGTERM')
+    await new Promise(resolve => s.child.once('exit', resolve))
+  }
+  say(`\nShed answers in its log: ${shedInLog(s.log)}.`)
+  return met
+}
+
+try {
+  const out: string[] = []
+  const say = (s: string) => { out.push(s); process.stderr.write(`${s}\n`) }
+  say(`# npm run bench:overload — ${new Date().toISOString()}`)
+  say(`${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}; the service ${pinned ? 'pinned to core 0, the load to core 1' : 'NOT pinned'}; ` +
+    `GET ${PATH}; ${SECONDS} s per load; load average at start ${os.loadavg().map(l => l.toFixed(1)).join(' ')}`)
+  const met = await measure(ROOT, 'this service', say)
+  if (BASELINE !== undefined) await measure(BASELINE, `this service at ${path.basename(BASELINE)} (BENCH_BASELINE)`, say)
+  say(`\nTargets (this service): goodput ≥ 0.8× capacity at ${MULTIPLES.join('× and ')}×, answered p99 ≤ 1 s, 0 unanswered, 0 errors in the closed loop: ${met ? 'met' : '**not met**'}.`)
+  process.stdout.write(`${out.join('\n')}\n`)
+} finally {
+  fs.rmSync(dir0, { recursive: true, force: true })
+}
