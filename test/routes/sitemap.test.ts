@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { Readable } from 'node:stream'
+import { gunzipSync } from 'node:zlib'
 import { after, before, describe, it } from 'node:test'
 import { parseSitemap, parseSitemapIndex } from 'sitemap'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
@@ -50,6 +51,13 @@ for (const kind of await storeKinds()) {
       assert.equal((await t.request({ method: 'GET', url: '/v2/sitemap.xml' })).body, res.body)
       // Credentials change nothing.
       assert.equal((await sitemap(alice)).body, res.body)
+      const head = await t.request({ method: 'HEAD', url: '/sitemap.xml' })
+      assert.equal(head.statusCode, 200)
+      assert.equal(head.body, '')
+      assert.equal(head.headers.etag, res.headers.etag)
+      const gzipped = await t.request({ method: 'GET', url: '/sitemap.xml', headers: { 'accept-encoding': 'gzip' } })
+      assert.equal(gzipped.headers['content-encoding'], 'gzip')
+      assert.equal(gunzipSync(gzipped.rawPayload).toString(), res.body)
     })
 
     it('answers 304 to its ETag, and changes the ETag with a publication, an edit, an unpublishing and a deletion', async () => {
