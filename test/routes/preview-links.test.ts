@@ -68,6 +68,18 @@ for (const kind of await storeKinds()) {
       assert.notEqual(json(await link(post.id)).token, body.token)
     })
 
+    it('honours Idempotency-Key: a retry answers the same link and makes no second one', async () => {
+      const post = await create()
+      const headers = { ...alice, 'idempotency-key': `link-${post.id}` }
+      const first = await t.request({ method: 'POST', url: `/posts/${post.id}/preview-links`, headers, payload: { expires_in: 3600 } })
+      const again = await t.request({ method: 'POST', url: `/posts/${post.id}/preview-links`, headers, payload: { expires_in: 3600 } })
+      assert.equal(again.statusCode, 201)
+      assert.equal(again.headers['idempotent-replayed'], 'true')
+      assert.equal(again.body, first.body)
+      assert.equal(json(await t.request({ method: 'GET', url: `/posts/${post.id}/preview-links`, headers: alice })).length, 1)
+      assert.equal((await t.request({ method: 'POST', url: `/posts/${post.id}/preview-links`, headers, payload: { expires_in: 60 } })).statusCode, 422)
+    })
+
     it('takes expires_in 60 and 2 592 000, refuses 59 and 2 592 001, and a revision the post does not have', async () => {
       const post = await create()
       for (const ok of [60, 2_592_000]) {
@@ -97,6 +109,9 @@ for (const kind of await storeKinds()) {
       const made = await link(draft.id, {}, admin)
       assert.equal(made.statusCode, 201)
       assert.equal((await t.request({ method: 'DELETE', url: `/posts/${draft.id}/preview-links/${json(made).id}`, headers: bob })).statusCode, 404)
+      const stale = await t.request({ method: 'DELETE', url: `/posts/${draft.id}/preview-links/${json(made).id}`, headers: { ...admin, 'if-match': '"stale"' } })
+      assert.equal(stale.statusCode, 412)
+      assert.equal((await preview(json(made).url)).statusCode, 200, 'a refused revocation changes nothing')
       assert.equal((await t.request({ method: 'DELETE', url: `/posts/${draft.id}/preview-links/${json(made).id}`, headers: admin })).statusCode, 204)
       assert.equal((await link(999_999)).statusCode, 404)
     })

@@ -20,7 +20,7 @@ import type { ListQuery, UnitOfWork } from '../../store/store.ts'
 import type { PostFilter } from './store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { cacheControlFor } from '../../http/caching.ts'
-import { feedRoutes, TagListItemSchema, TagSchema, tagRoutes } from './content-routes.ts'
+import { feedRoutes, sitemapRoutes, TagListItemSchema, TagSchema, tagRoutes } from './content-routes.ts'
 import { parseTagFilter } from './tags.ts'
 import { postSortValue } from './posts-repository.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
@@ -241,9 +241,12 @@ export const postsResource: Resource = {
   services: postServices,
   settings: editorialSettings,
   store: [postsStore, revisionsStore, previewLinksStore],
-  unversionedRoutes: feedRoutes,
-  unversionedPaths: ['/feed.atom', '/feed.json'],
-  links: { tags: '/tags', feed_atom: '/feed.atom', feed_json: '/feed.json' },
+  unversionedRoutes: async (app, ctx) => {
+    await feedRoutes(app, ctx)
+    await sitemapRoutes(app, ctx)
+  },
+  unversionedPaths: ['/feed.atom', '/feed.json', '/sitemap.xml', '/sitemap-posts-*'],
+  links: { tags: '/tags', feed_atom: '/feed.atom', feed_json: '/feed.json', sitemap: '/sitemap.xml' },
   scopes: [WRITE.requiredScope],
   exportable: {
     list: async (store, query, viewer) => await store.posts.list(query as ListQuery<PostSortKey, PostFilter>, viewer),

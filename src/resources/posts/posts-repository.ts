@@ -10,7 +10,7 @@ import { tagKey } from './tags.ts'
 import { arg, type PreparedQueries, preparedQueries } from '../../store/prepared.ts'
 import { pageOf, pageQuery, pageValues } from '../../store/read-page.ts'
 import type { ListPage, ListQuery, WriteResult } from '../../store/store.ts'
-import type { DuePost, PostFilter, PostStore, SlugLookup, TagCount, TagsQuery } from './store.ts'
+import type { DuePost, PostFilter, PostStore, PublishedPost, PublishedStats, SlugLookup, TagCount, TagsQuery } from './store.ts'
 import { type Database, type DialectParts, iso, type Timestamp } from '../../store/tables.ts'
 
 type SummaryRow = {
@@ -542,6 +542,29 @@ export class PostsRepository implements PostStore {
       .where('status', '=', 'scheduled').where('publish_at', 'is not', null)
       .orderBy('publish_at').limit(1).executeTakeFirst()
     return row?.publish_at == null ? null : new Date(iso(row.publish_at))
+  }
+
+  async published (afterId: number, limit: number): Promise<PublishedPost[]> {
+    // A range of posts_status_id_idx: each page costs the same at any depth.
+    const rows = await this.prepared.get('published', () => this.db.selectFrom('posts').select(['id', 'slug', 'updated_at'])
+      .where('status', '=', 'published').where('id', '>', arg<number>(0))
+      .orderBy('id').limit(arg<number>(1)))
+      .execute(this.db, [afterId, limit])
+    return rows.map(r => ({ id: Number(r.id), slug: r.slug ?? '', updatedAt: iso(r.updated_at) }))
+  }
+
+  async publishedStats (): Promise<PublishedStats> {
+    // One pass over posts_status_id_idx (and a look at posts_status_updated_at_idx for the newest).
+    const row = await this.db.selectFrom('posts')
+      .select(eb => [eb.fn.countAll<number | string>().as('n'), eb.fn.max('updated_at').as('newest'), eb.fn.sum<number | string | null>('id').as('ids')])
+      .where('status', '=', 'published').executeTakeFirstOrThrow()
+    return { count: Number(row.n), newest: row.newest === null ? null : iso(row.newest as Timestamp), idSum: String(row.ids ?? 0) }
+  }
+
+  async publishedIdAt (offset: number): Promise<number | null> {
+    const row = await this.db.selectFrom('posts').select('id').where('status', '=', 'published')
+      .orderBy('id').limit(1).offset(offset).executeTakeFirst()
+    return row === undefined ? null : Number(row.id)
   }
 
   private async missingOrStale (id: number): Promise<{ outcome: 'missing' } | { outcome: 'stale' }> {

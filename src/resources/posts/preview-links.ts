@@ -3,7 +3,7 @@ import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
-import { sendResource } from '../../http/conditional.ts'
+import { preconditionOf, sendRepresentation, sendResource, weakEtag } from '../../http/conditional.ts'
 import type { ResourceContext } from '../../http/resources.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
 import { linkBase } from '../../http/versioning.ts'
@@ -160,13 +160,13 @@ export async function previewLinkRoutes (app: FastifyInstance, ctx: ResourceCont
       summary: 'List a post\'s preview links',
       description: 'The links that still work (not expired, not deleted), newest first, without their tokens. The post\'s author or an admin.',
       params: PostIdParamsSchema,
-      response: { 200: Type.Array(Type.Ref(PreviewLinkListItemSchema)), ...problemResponses(...COMMON_ERRORS, 403, 404, 422) },
+      response: { 200: Type.Array(Type.Ref(PreviewLinkListItemSchema)), 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 422) },
     },
   }), async (req, reply) => {
     const id = req.params.post_id
     await reader.writable(id, req.principal as Principal)
-    const links = await ctx.store.previewLinks.listLive(id, clock())
-    return reply.header('cache-control', 'private, no-store').send(links.map(listItem))
+    const items = (await ctx.store.previewLinks.listLive(id, clock())).map(listItem)
+    return sendRepresentation(req, reply, items, { etag: weakEtag(JSON.stringify(items)), audience: 'private' })
   })
 
   app.delete<{ Params: LinkParams }>('/posts/:post_id/preview-links/:link_id', ctx.route({
@@ -174,13 +174,15 @@ export async function previewLinkRoutes (app: FastifyInstance, ctx: ResourceCont
     schema: {
       tags,
       summary: 'Revoke a preview link',
-      description: 'Its token stops working at once, on every instance. A link of another post, or one already gone: 404 PREVIEW_NOT_FOUND. The post\'s author or an admin.',
+      description: 'Its token stops working at once, on every instance. A link of another post, or one already gone: 404 PREVIEW_NOT_FOUND. `If-Match` / `If-Unmodified-Since` are checked against the post (412 when stale). The post\'s author or an admin.',
       params: LinkParamsSchema,
-      response: { 204: NoContentSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 422) },
+      response: { 204: NoContentSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 412, 422) },
     },
   }), async (req, reply) => {
     const { post_id: id, link_id: linkId } = req.params
-    await reader.writable(id, req.principal as Principal)
+    const post = await reader.writable(id, req.principal as Principal)
+    const precondition = preconditionOf(req, 'posts')
+    if (precondition !== undefined && !precondition(post)) throw new AppError('PRECONDITION_FAILED')
     return await answerDelete(req, reply, async uow => {
       if (!await uow.previewLinks.delete(id, linkId)) throw previewNotFound()
     })
@@ -200,7 +202,8 @@ export async function previewLinkRoutes (app: FastifyInstance, ctx: ResourceCont
         200: Type.Ref(v.post),
         304: NotModifiedSchema,
         308: Type.Null({ description: 'The post is published: `Location` names its public URL.' }),
-        ...problemResponses(...COMMON_ERRORS, 404),
+        // 422: an unknown query parameter, as everywhere.
+        ...problemResponses(...COMMON_ERRORS, 404, 422),
       },
     },
   }), async (req, reply: FastifyReply) => {

@@ -148,6 +148,29 @@ export interface PostStore {
   due (now: Date, limit: number): Promise<DuePost[]>
   /** The earliest `publish_at` of any scheduled post, or null when none is scheduled. */
   nextDue (): Promise<Date | null>
+  /** Up to `limit` published posts with ids above `afterId`, in id order: a sitemap's keyset page. */
+  published (afterId: number, limit: number): Promise<PublishedPost[]>
+  /**
+   * How many posts are published, the newest `updated_at` among them (null when none is) and the
+   * sum of their ids: together they change with any change of which posts are published or of one.
+   */
+  publishedStats (): Promise<PublishedStats>
+  /** The id of the published post `offset` places from the first in id order (0: the first), or null. */
+  publishedIdAt (offset: number): Promise<number | null>
+}
+
+export interface PublishedStats {
+  readonly count: number
+  readonly newest: string | null
+  /** Decimal: a sum of ids may pass 2^53. */
+  readonly idSum: string
+}
+
+/** What a sitemap lists of a published post. */
+export interface PublishedPost {
+  readonly id: number
+  readonly slug: string
+  readonly updatedAt: string
 }
 
 /** A scheduled post whose time has come, as the switch needs it. */
