@@ -15,6 +15,8 @@ import type { CollectionSpec } from '../../http/paging.ts'
 import type { Resource, ResourceContext, ServicesContext } from '../../http/resources.ts'
 import './problems.ts'
 import { postsStore, revisionsStore } from './store.ts'
+import { aliasesStore } from './aliases.ts'
+import { postsImportable } from './importable.ts'
 import { toFieldErrors } from '../../http/validation.ts'
 import type { ListQuery, UnitOfWork } from '../../store/store.ts'
 import type { PostFilter } from './store.ts'
@@ -238,7 +240,7 @@ export const postsResource: Resource = {
   routes: postRoutes,
   services: postServices,
   settings: editorialSettings,
-  store: [postsStore, revisionsStore],
+  store: [postsStore, revisionsStore, aliasesStore],
   unversionedRoutes: feedRoutes,
   unversionedPaths: ['/feed.atom', '/feed.json'],
   links: { tags: '/tags', feed_atom: '/feed.atom', feed_json: '/feed.json' },
@@ -247,4 +249,5 @@ export const postsResource: Resource = {
     list: async (store, query, viewer) => await store.posts.list(query as ListQuery<PostSortKey, PostFilter>, viewer),
     render: (post, version, base) => renderPost(post as Post, version, base),
   },
+  importable: postsImportable,
 }
