@@ -127,6 +127,26 @@ export interface JobContext {
 export interface Exportable {
   list (store: Repositories, query: ListQuery<'id', { status?: string }>, viewer: Viewer): Promise<ListPage<{ id: number }>>
   render (row: { id: number }, version: ApiVersion, linkBase: string): unknown
+  /** The row as an entry of a blog, for file formats made for blogs (WordPress's WXR). */
+  entry? (row: { id: number }): ExportableEntry
+}
+
+/** A row as a blog's export file holds it: what another blog engine reads back. */
+export interface ExportableEntry {
+  readonly id: number
+  readonly title: string
+  /** Markdown, and the HTML it renders to. */
+  readonly content: string
+  readonly contentHtml: string
+  readonly status: 'draft' | 'published' | 'scheduled' | 'archived'
+  readonly slug: string
+  readonly tags: readonly string[]
+  readonly excerpt: string
+  readonly author: string
+  readonly createdAt: string
+  readonly updatedAt: string
+  readonly publishedAt: string | null
+  readonly publishAt: string | null
 }
 
 /**

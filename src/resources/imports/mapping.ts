@@ -163,7 +163,8 @@ export function mapPost (post: SourcePost, ctx: MappingContext): Mapped {
       content,
       status,
       publishAt,
-      publishedAt: status === 'published' && date !== null ? date.toISOString() : null,
+      // An archived post (this service's own WXR) keeps the time it was first published.
+      publishedAt: (status === 'published' || status === 'archived') && date !== null ? date.toISOString() : null,
       author: clean(post.author ?? '').trim() || ctx.owner,
       tags: tags.slice(0, TAGS_MAX),
       excerpt,

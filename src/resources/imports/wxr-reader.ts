@@ -46,13 +46,17 @@ function postOf (item: ItemState): SourcePost {
   const ownStatus = metas('_blog_status')[0]
   const dateText = [f.get('wp:post_date_gmt'), f.get('wp:post_date'), f.get('pubDate')].find(d => d !== undefined && d.trim() !== '' && !d.startsWith('0000-00-00')) ?? null
   const gmt = wpDate(f.get('wp:post_date_gmt'))
-  const date = gmt ?? wpDate(f.get('wp:post_date')) ?? (dateText !== null && f.get('pubDate') === dateText ? validDate(Date.parse(dateText)) : null)
+  const own = metas('_blog_date')[0]
+  // This service's own file says the date exactly, or that there is none.
+  const date = markdown !== null
+    ? (own === undefined ? null : validDate(Date.parse(own)))
+    : gmt ?? wpDate(f.get('wp:post_date')) ?? (dateText !== null && f.get('pubDate') === dateText ? validDate(Date.parse(dateText)) : null)
   return {
     title: f.get('title') ?? '',
     html: markdown === null ? (f.get('content:encoded') ?? '') : null,
     markdown,
     status: ownStatus ?? f.get('wp:status') ?? 'publish',
-    dateText,
+    dateText: markdown !== null ? own ?? null : dateText,
     date,
     author: f.get('dc:creator')?.trim() || null,
     tags: item.categories.filter(c => c.domain === 'category' || c.domain === 'post_tag').map(c => c.name),

@@ -1,7 +1,7 @@
 import type { Config } from '../../config.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError } from '../../errors.ts'
-import type { Importable, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
+import type { ExportableEntry, Importable, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
 import { wordMessage } from '../../messages.ts'
 import type { UnitOfWork } from '../../store/store.ts'
 import { postEvents } from './events.ts'
@@ -60,7 +60,8 @@ async function writeOne (uow: UnitOfWork, service: PostService, item: Importable
   const post = await service.create(input, author, w => ({
     ...w,
     slug: { derived: base },
-    publishedAt: item.status === 'published' && item.publishedAt !== null ? item.publishedAt : w.publishedAt,
+    // When the source published it (an archived post may have been), not when it arrived here.
+    publishedAt: (item.status === 'published' || item.status === 'archived') && item.publishedAt !== null ? item.publishedAt : w.publishedAt,
   }))
   return { outcome: 'created', id: post.id, redirects: await claimAliases(uow, post, item.aliases) }
 }
@@ -86,4 +87,23 @@ export const postsImportable: Importable = {
     }
     return outcomes
   },
+}
+
+/** A post as a blog's export file (WXR) holds it: what an import of that file gives back. */
+export function exportEntry (post: Post): ExportableEntry {
+  return {
+    id: post.id,
+    title: post.title,
+    content: post.content,
+    contentHtml: post.contentHtml,
+    status: post.status,
+    slug: post.slug,
+    tags: post.tags,
+    excerpt: post.excerpt,
+    author: post.author,
+    createdAt: post.createdAt,
+    updatedAt: post.updatedAt,
+    publishedAt: post.publishedAt,
+    publishAt: post.publishAt,
+  }
 }

@@ -16,7 +16,7 @@ import type { Resource, ResourceContext, ServicesContext } from '../../http/reso
 import './problems.ts'
 import { postsStore, revisionsStore } from './store.ts'
 import { aliasesStore } from './aliases.ts'
-import { postsImportable } from './importable.ts'
+import { exportEntry, postsImportable } from './importable.ts'
 import { toFieldErrors } from '../../http/validation.ts'
 import type { ListQuery, UnitOfWork } from '../../store/store.ts'
 import type { PostFilter } from './store.ts'
@@ -248,6 +248,7 @@ export const postsResource: Resource = {
   exportable: {
     list: async (store, query, viewer) => await store.posts.list(query as ListQuery<PostSortKey, PostFilter>, viewer),
     render: (post, version, base) => renderPost(post as Post, version, base),
+    entry: post => exportEntry(post as Post),
   },
   importable: postsImportable,
 }
