@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
 import type { Config } from '../../config.ts'
@@ -30,7 +31,7 @@ export interface ImportWorkerOptions {
 /** The worker's job name: wake it after committing a new import. */
 export const IMPORTS_JOB = 'imports'
 /** Stretches of the upload read per query. */
-const READ_STRETCHES = 4
+const READ_STRETCHES = 1
 /** A run records its place at least this often, posts or not (a file of 10 000 pages renews its lease too). */
 const STEP_ENTRIES = 1000
 const SWEEP_INTERVAL_MS = 60 * 60_000
@@ -237,6 +238,8 @@ export class ImportWorker implements Job {
         report.not_imported[entry.what] += entry.count
         if (entry.what !== 'comments' && entry.what !== 'users' && entry.what !== 'settings') report.posts.skipped += entry.count
       } else {
+        // Converting a post takes a millisecond or more of the event loop: requests are served between posts.
+        await nextTurn()
         const mapped = mapPost(entry.post, ctx)
         for (const w of mapped.warnings) warn(report, entry.label, w)
         if ('skipped' in mapped) {
@@ -252,7 +255,10 @@ export class ImportWorker implements Job {
           pending.push({ key: entry.key, label: entry.label, item: mapped.item })
         }
       }
-      if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES || Date.now() - lastStep > this.opts.leaseMs / 3) await flush()
+      if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES || Date.now() - lastStep > this.opts.leaseMs / 3) {
+        await flush()
+        await nextTurn()
+      }
     }
     if (pending.length > 0 || index > stepped) await flush()
     const done = await store.transaction(async uow => await uow.imports.finish(lease, { status: 'succeeded' }, {

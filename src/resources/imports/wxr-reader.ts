@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { SaxesParser, type SaxesTagPlain } from 'saxes'
 import { type Entry, ImportFailure, type SourcePost } from './entries.ts'
 import type { NotImported } from './import.ts'
@@ -7,6 +8,8 @@ import { clean } from './text.ts'
 export const FIELD_MAX_CHARS = 4 * 1024 * 1024
 
 const KNOWN_VERSIONS = new Set(['1.0', '1.1', '1.2'])
+/** Characters parsed in one turn of the event loop. */
+const PIECE_CHARS = 16 * 1024
 
 /** The item's children this reader keeps, by element name. */
 const ITEM_FIELDS = new Set([
@@ -153,9 +156,15 @@ export async function * readWxr (text: AsyncIterable<string>): AsyncGenerator<En
   })
 
   for await (const chunk of text) {
-    parser.write(chunk)
-    if (failure !== null) throw new ImportFailure(failure)
-    yield * out.splice(0)
+    // A stretch is parsed in pieces, each in a turn of the event loop of its own: parsing a whole
+    // stretch at once held requests up for tens of milliseconds.
+    for (let at = 0; at < chunk.length; at += PIECE_CHARS) {
+      parser.write(chunk.slice(at, at + PIECE_CHARS))
+      if (failure !== null) throw new ImportFailure(failure)
+      yield * out.splice(0)
+      if (stopped()) break
+      await nextTurn()
+    }
     if (xmlError !== null) break
   }
   if (xmlError === null) parser.close()
