@@ -215,9 +215,8 @@ export class ImportWorker implements Job {
         await store.transaction(async uow => {
           const outcomes = await write(uow)
           apply(outcomes)
-          for (const [i, o] of outcomes.entries()) {
-            if (o.outcome !== 'skipped') await uow.imports.remember(job.source, batch[i]!.key, o.id, job.id)
-          }
+          // A key appears once per batch (a repeated one starts the next batch), as one row per statement needs.
+          await uow.imports.remember(job.source, outcomes.flatMap((o, i) => o.outcome === 'skipped' ? [] : [{ sourceId: batch[i]!.key, rowId: o.id }]), job.id)
           if (!await uow.imports.step(lease, step(), this.leaseUntil(), new Date())) throw new LeaseLost()
         })
       }

@@ -182,9 +182,11 @@ export class ImportsRepository implements ImportStore {
     return new Map(rows.map(r => [r.source_id, Number(r.row_id)]))
   }
 
-  async remember (source: ImportSource, sourceId: string, rowId: number, importId: number): Promise<void> {
-    await this.db.insertInto('import_sources').values({ source, source_id: sourceId, row_id: rowId, import_id: importId })
-      .onConflict(oc => oc.columns(['source', 'source_id']).doUpdateSet({ row_id: rowId, import_id: importId }))
+  async remember (source: ImportSource, rows: ReadonlyArray<{ sourceId: string, rowId: number }>, importId: number): Promise<void> {
+    if (rows.length === 0) return
+    await this.db.insertInto('import_sources')
+      .values(rows.map(r => ({ source, source_id: r.sourceId, row_id: r.rowId, import_id: importId })))
+      .onConflict(oc => oc.columns(['source', 'source_id']).doUpdateSet(eb => ({ row_id: eb.ref('excluded.row_id'), import_id: eb.ref('excluded.import_id') })))
       .execute()
   }
 }

@@ -82,8 +82,8 @@ export interface ImportStore {
   release (lease: ImportLease, countAttempt: boolean, now: Date): Promise<boolean>
   /** The rows that entries `sourceIds` of `source` became, by source id. */
   identities (source: ImportSource, sourceIds: readonly string[]): Promise<Map<string, number>>
-  /** Records (or moves) the row entry `sourceId` became. */
-  remember (source: ImportSource, sourceId: string, rowId: number, importId: number): Promise<void>
+  /** Records (or moves) the rows entries became, in one statement. */
+  remember (source: ImportSource, rows: ReadonlyArray<{ sourceId: string, rowId: number }>, importId: number): Promise<void>
 }
 
 declare module '../../store/tables.ts' {

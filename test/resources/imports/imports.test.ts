@@ -223,6 +223,18 @@ for (const kind of await storeKinds()) {
       assert.ok(posts.some(p => p.title === 'Three' && p.slug === 'p-1-2'))
     })
 
+    it('creates again a post deleted here, and finds the new one on the next import', async () => {
+      const file = wxr([wxrPost(70, 'Seventy'), wxrPost(71, 'Seventy-one')])
+      await importFile(t, file, XML, admin)
+      const seventy = (await allPosts(t, admin)).find(p => p.title === 'Seventy')
+      assert.equal((await t.request({ method: 'DELETE', url: `/posts/${seventy.id}`, headers: admin })).statusCode, 204)
+      const again = await importFile(t, file, XML, admin)
+      assert.deepEqual(again.report.posts, { created: 1, updated: 0, unchanged: 1, skipped: 0 })
+      const third = await importFile(t, file, XML, admin)
+      assert.deepEqual(third.report.posts, { created: 0, updated: 0, unchanged: 2, skipped: 0 })
+      assert.equal((await allPosts(t, admin)).filter(p => p.title === 'Seventy').length, 1)
+    })
+
     it('?dry_run=true reports what the import would do and writes nothing', async () => {
       const before = await allPosts(t, admin)
       const file = wxr([wxrPost(50, 'Fifty'), wxrPost(51, 'Fifty-one'), wxrPost(2, 'Two, edited again')])
