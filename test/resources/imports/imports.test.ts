@@ -246,6 +246,20 @@ for (const kind of await storeKinds()) {
       assert.deepEqual(json(found), [])
     })
 
+    it('honours Idempotency-Key, bound to the file\'s bytes: the same file replays the job, another is 422', async () => {
+      const file = wxr([wxrPost(80, 'Eighty')])
+      const headers = { ...admin, 'content-type': XML, 'idempotency-key': 'import-80' }
+      const first = await t.request({ method: 'POST', url: '/imports', headers, payload: file })
+      assert.equal(first.statusCode, 202)
+      const replay = await t.request({ method: 'POST', url: '/imports', headers, payload: file })
+      assert.equal(replay.statusCode, 202)
+      assert.equal(replay.headers['idempotent-replayed'], 'true')
+      assert.equal(replay.body, first.body)
+      const other = await t.request({ method: 'POST', url: '/imports', headers, payload: wxr([wxrPost(81, 'Eighty-one')]) })
+      assert.equal(other.statusCode, 422)
+      assert.equal(json(other).code, 'IDEMPOTENCY_KEY_REUSED')
+    })
+
     it('refuses a caller without admin (403) and hides another admin\'s import (404)', async () => {
       const writer = await t.auth('w', ['posts:write'])
       const res = await t.request({ method: 'POST', url: '/imports', headers: { ...writer, 'content-type': XML }, payload: wxr([]) })
