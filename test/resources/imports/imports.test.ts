@@ -59,15 +59,15 @@ for (const kind of await storeKinds()) {
       assert.equal(post.content, 'Welcome to WordPress. This is your first post. Edit or delete it, then start blogging!')
     })
 
-    it('imports the WordPress importer\'s small-export.xml: six posts (a private one as a draft), five pages skipped, tags past 20 left out with a warning', async c => {
+    it('imports the WordPress importer\'s small-export.xml: six posts (one the same source post as above, a private one as a draft), five pages skipped, tags past 20 left out with a warning', async c => {
       const file = upstream('wp-small-export.xml')
       if (file === null) return c.skip('fixture not in place')
       const before = (await allPosts(t, admin)).length
       const job = await importFile(t, file, XML, admin)
       assert.equal(job.status, 'succeeded', job.failure)
-      assert.equal(job.report.posts.created, 5)
-      // Its "Hello world!" is the same post id and guid as valid-wxr-1.1.xml's? No: another guid, so a post of its own.
-      assert.equal(job.report.posts.skipped, 5)
+      // Its "Hello world!" has the wp:post_id and guid of valid-wxr-1.1.xml's (both from a site at
+      // http://localhost/): the same source post, imported above, now updated (another author, category).
+      assert.deepEqual(job.report.posts, { created: 5, updated: 1, unchanged: 0, skipped: 5 })
       assert.equal(job.report.not_imported.pages, 5)
       const posts = (await allPosts(t, admin)).slice(before)
       assert.equal(posts.length, 5)
@@ -76,7 +76,6 @@ for (const kind of await storeKinds()) {
       assert.deepEqual(byTitle.get('Private Post').tags, ['Tag1', 'Tag2', 'Tag3', 'Uncategorized'])
       assert.equal(byTitle.get('Many Categories').tags.length, 20)
       assert.ok(job.report.warnings.some((w: any) => w.item.includes('Many Categories') && /first 20/.test(w.message)))
-      assert.equal(job.report.warnings.filter((w: any) => w.item !== 'file').length, job.report.warnings.length - job.report.warnings.filter((w: any) => w.item === 'file').length)
     })
 
     it('imports the WordPress importer\'s wxr-simple.xml (WXR 1.2, block editor markup): links kept as Markdown', async c => {
