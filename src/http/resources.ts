@@ -7,7 +7,7 @@ import { eventTypesOf } from '../domain/events.ts'
 import type { Viewer } from '../domain/principal.ts'
 import type { Background, Job, JobWaker } from '../jobs/job.ts'
 import type { StoreModule } from '../store/module.ts'
-import type { ListPage, ListQuery, Repositories, Store } from '../store/store.ts'
+import type { ListPage, ListQuery, Repositories, Store, UnitOfWork } from '../store/store.ts'
 import { declareRepresentation } from './conditional.ts'
 import type { CursorCodec } from './paging.ts'
 import { API_VERSIONS, type ApiVersion, DEFAULT_VERSION, vendorMediaType } from './versioning.ts'
@@ -82,6 +82,8 @@ export interface Resource {
   services? (app: FastifyInstance, ctx: ServicesContext): Promise<void>
   /** A collection another resource may write out whole (found by this capability, never by name). */
   readonly exportable?: Exportable
+  /** A collection another resource may fill from a file of another service (found by this capability, never by name). */
+  readonly importable?: Importable
 }
 
 /** What the registered resources declare that a resource's schemas may name (a subscription's events). */
@@ -125,6 +127,64 @@ export interface JobContext {
 export interface Exportable {
   list (store: Repositories, query: ListQuery<'id', { status?: string }>, viewer: Viewer): Promise<ListPage<{ id: number }>>
   render (row: { id: number }, version: ApiVersion, linkBase: string): unknown
+  /** The row as an entry of a blog, for file formats made for blogs (WordPress's WXR). */
+  entry? (row: { id: number }): ExportableEntry
+}
+
+/** A row as a blog's export file holds it: what another blog engine reads back. */
+export interface ExportableEntry {
+  readonly id: number
+  readonly title: string
+  /** Markdown, and the HTML it renders to. */
+  readonly content: string
+  readonly contentHtml: string
+  readonly status: 'draft' | 'published' | 'scheduled' | 'archived'
+  readonly slug: string
+  readonly tags: readonly string[]
+  readonly excerpt: string
+  readonly author: string
+  readonly createdAt: string
+  readonly updatedAt: string
+  readonly publishedAt: string | null
+  readonly publishAt: string | null
+}
+
+/**
+ * An entry read from another service's file, in this service's terms: what a client would send to
+ * create it, plus what only a move from elsewhere brings (its dates, author, old addresses).
+ */
+export interface ImportableItem {
+  /** The row an earlier run made of the same source entry (its source identity), if any. */
+  readonly existing: number | null
+  readonly title: string
+  /** Markdown. */
+  readonly content: string
+  readonly status: 'draft' | 'published' | 'scheduled' | 'archived'
+  /** With status `scheduled`: when it is to be published (ISO 8601 UTC). */
+  readonly publishAt: string | null
+  /** When the source published it (ISO 8601 UTC), for a published entry. */
+  readonly publishedAt: string | null
+  readonly author: string
+  readonly tags: readonly string[]
+  /** Null: derived from the content. */
+  readonly excerpt: string | null
+  /** The slug to keep when free (else it gets `-2`, `-3` …); null: derived from the title. */
+  readonly slug: string | null
+  /** Old slugs that should lead to the entry (claimed when free). */
+  readonly aliases: readonly string[]
+}
+
+/** What became of one item: written (and how), or left out with a reason the report shows. */
+export type ImportableOutcome =
+  | { readonly outcome: 'created' | 'updated' | 'unchanged', readonly id: number, readonly redirects: number }
+  | { readonly outcome: 'skipped', readonly reason: string }
+
+/**
+ * Rows another resource fills from a file of another service, in batches: each batch is written in
+ * the caller's unit of work, by the collection's own rules (its slugs, revisions and events).
+ */
+export interface Importable {
+  write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config): Promise<ImportableOutcome[]>
 }
 
 export interface ResourcesOptions {

@@ -7,6 +7,7 @@ import type { ApiVersion } from '../../http/versioning.ts'
 import type { Job } from '../../jobs/job.ts'
 import type { EventInput, Store, UnitOfWork } from '../../store/store.ts'
 import { exportEventType, type ExportJob, type ExportLease } from './export.ts'
+import { wxrFormat } from './wxr.ts'
 
 export interface ExportWorkerOptions {
   readonly store: Store
@@ -25,6 +26,8 @@ export interface ExportWorkerOptions {
   readonly webhookQueued: () => void
   /** Counts finished runs by outcome: succeeded, failed, retried, interrupted. */
   readonly runs: Counter<'outcome'>
+  /** PUBLIC_BASE_URL: the blog's address, which a WXR file names its posts by. */
+  readonly site?: string
 }
 
 /** Posts read per query: a page is one keyset step, so each costs the same at any depth. */
@@ -41,7 +44,7 @@ class LeaseLost extends Error {}
 
 /**
  * Runs export jobs from the store's queue, one at a time per instance. A run reads the posts in
- * id order, page by page (keyset), and stores the NDJSON file in chunks as it goes: memory holds one
+ * id order, page by page (keyset), and stores the file (NDJSON, or WXR) in chunks as it goes: memory holds one
  * page and one chunk, whatever the number of posts. Each page's chunk and progress commit together
  * with a renewed lease; a worker that dies leaves a lease that expires, and the job is claimed again
  * (and started afresh) by any instance, until `maxAttempts` runs, after which it is failed.
@@ -138,9 +141,16 @@ export class ExportWorker implements Job {
     const counted = await source.list(store, { filter, sort, limit: 1, count: true }, viewer)
     if (!await store.exports.begin(lease, counted.total ?? 0, this.leaseUntil(), new Date())) throw new LeaseLost()
 
+    const wxr = job.format === 'wxr'
+    const entry = source.entry
+    if (wxr && entry === undefined) throw new Error('the exported collection gives no entries for a WXR file')
+    const line = (row: { id: number }) => wxr
+      ? wxrFormat.item(entry!(row), this.opts.site ?? '')
+      : JSON.stringify(source.render(row, job.apiVersion as ApiVersion, job.linkBase)) + '\n'
+
     const hash = createHash('sha256')
-    let pending: Buffer[] = []
-    let pendingBytes = 0
+    let pending: Buffer[] = wxr ? [Buffer.from(wxrFormat.head(this.opts.site ?? '', new Date()))] : []
+    let pendingBytes = pending[0]?.length ?? 0
     let written = 0
     let seq = 0
     let exported = 0
@@ -160,14 +170,19 @@ export class ExportWorker implements Job {
       const page = await source.list(store, { filter, sort, limit: PAGE_SIZE, ...(after === undefined ? {} : { after: [after] }) }, viewer)
       const chunks: { seq: number, start: number, data: Buffer }[] = []
       for (const row of page.items) {
-        const line = Buffer.from(JSON.stringify(source.render(row, job.apiVersion as ApiVersion, job.linkBase)) + '\n')
-        pending.push(line)
-        pendingBytes += line.length
+        const bytes = Buffer.from(line(row))
+        pending.push(bytes)
+        pendingBytes += bytes.length
         if (pendingBytes >= CHUNK_BYTES) chunks.push(cut())
       }
       exported += page.items.length
       after = page.items.at(-1)?.id ?? after
       if (!page.more) {
+        if (wxr) {
+          const tail = Buffer.from(wxrFormat.tail())
+          pending.push(tail)
+          pendingBytes += tail.length
+        }
         if (pendingBytes > 0) chunks.push(cut())
         await store.transaction(async uow => {
           for (const c of chunks) if (!await uow.exports.append(lease, c, exported, this.leaseUntil(), new Date())) throw new LeaseLost()

@@ -8,7 +8,7 @@ export type FilterStatus = typeof FILTER_STATUSES[number]
 export const EXPORT_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const
 export type ExportStatus = typeof EXPORT_STATUSES[number]
 
-export const EXPORT_FORMATS = ['ndjson'] as const
+export const EXPORT_FORMATS = ['ndjson', 'wxr'] as const
 export type ExportFormat = typeof EXPORT_FORMATS[number]
 
 /** What a client asks for: `POST /exports`. */

@@ -19,11 +19,13 @@ import { exportEtag, fileEtag, renderExport } from './representation.ts'
 import { type CreateExportBody, CreateExportBodySchema, EXPORT_SCHEMAS, EXPORT_VERSIONS, type ExportIdParams, ExportIdParamsSchema } from './schemas.ts'
 import { exportSettings } from './settings.ts'
 import { exportsStore } from './store.ts'
+import { wxrFormat } from './wxr.ts'
 
 const ADMIN = { requiredScope: 'admin' }
 /** Seconds a client should wait before polling an unfinished export again. */
 const POLL_AFTER_S = '1'
 export const NDJSON = 'application/x-ndjson'
+const FILE_TYPES = { ndjson: NDJSON, wxr: wxrFormat.contentType } as const
 
 async function findOwn (store: Store, id: number, principal: Principal): Promise<ExportJob> {
   const job = await store.exports.findById(id, principal.subject)
@@ -94,9 +96,9 @@ async function exportRoutes (app: FastifyInstance, ctx: ResourceContext): Promis
     'content-length': { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
   }
   const file = {
-    description: 'The NDJSON file: one post per line, in id order, as the version that started the export represents a post.',
+    description: 'The file, its posts in id order. NDJSON: one post per line, as the version that started the export represents a post. WXR: a WordPress eXtended RSS 1.2 file.',
     headers: fileHeaders,
-    content: { [NDJSON]: { schema: { type: 'string', maxLength: Number.MAX_SAFE_INTEGER } } },
+    content: Object.fromEntries(Object.values(FILE_TYPES).map(type => [type, { schema: { type: 'string', maxLength: Number.MAX_SAFE_INTEGER } }])),
   }
   const part = {
     ...file,
@@ -113,7 +115,7 @@ async function exportRoutes (app: FastifyInstance, ctx: ResourceContext): Promis
         summary: 'Download an export\'s file',
         description: 'Byte ranges (RFC 9110 §14): `Range: bytes=a-b`, `a-` or `-n` → 206 with `Content-Range`; `If-Range` with the ETag (another tag: the whole file, 200); nothing satisfiable → 416 with `Content-Range: bytes */<length>`. Several ranges that do not touch → the whole file with 200 (no multipart/byteranges). HEAD gives the headers alone. 404 until the export has succeeded.',
         params: ExportIdParamsSchema,
-        produces: [NDJSON],
+        produces: Object.values(FILE_TYPES),
         response: {
           200: file,
           206: part,
@@ -131,8 +133,8 @@ async function exportRoutes (app: FastifyInstance, ctx: ResourceContext): Promis
       size: job.size,
       etag: fileEtag(job),
       lastModified: new Date(job.finishedAt ?? job.updatedAt),
-      contentType: NDJSON,
-      filename: `export-${job.id}.ndjson`,
+      contentType: FILE_TYPES[job.format],
+      filename: `export-${job.id}.${job.format === 'wxr' ? wxrFormat.extension : 'ndjson'}`,
       read: (from, to) => fileBytes(store, job.id, from, to),
     })
   })
@@ -165,6 +167,7 @@ function exportJobs ({ config, store, log, metrics, webhooks, resources }: JobCo
     log: log.child({ component: 'exports' }),
     ...config.exports,
     source,
+    site: config.publicBaseUrl,
     renderJob: job => renderExport(job, job.apiVersion as ApiVersion, job.linkBase),
     jobEvent: job => ({ type: exportEventType(job.status), data: renderExport(job, 1, ''), owner: job.owner, public: false }),
     webhookQueued: () => { webhooks.wake() },
@@ -174,7 +177,7 @@ function exportJobs ({ config, store, log, metrics, webhooks, resources }: JobCo
 
 export const exportsResource: Resource = {
   name: 'exports',
-  description: 'Exports of every post the requester may see, as NDJSON: 202 jobs, polling, signed webhooks, ranged downloads (admin only)',
+  description: 'Exports of every post the requester may see, as NDJSON or WordPress\'s WXR: 202 jobs, polling, signed webhooks, ranged downloads (admin only)',
   path: '/exports',
   indexed: false,
   webhooks: {

@@ -14,7 +14,7 @@ const FilterSchema = Type.Object({
 }, { additionalProperties: false, description: 'Which posts to export; none: every post the requester may see.' })
 
 export const CreateExportBodySchema = Type.Object({
-  format: Type.Unsafe<typeof EXPORT_FORMATS[number]>({ type: 'string', enum: [...EXPORT_FORMATS], description: 'The file format: NDJSON, one post per line.' }),
+  format: Type.Unsafe<typeof EXPORT_FORMATS[number]>({ type: 'string', enum: [...EXPORT_FORMATS], description: 'The file format: `ndjson`, one post per line as the API version represents it; `wxr`, a WordPress eXtended RSS 1.2 file that WordPress (Tools → Import → WordPress) and this service (POST /imports) read.' }),
   filter: Type.Optional(FilterSchema),
   callback_url: Type.Optional(Type.String({
     maxLength: CALLBACK_URL_MAX,

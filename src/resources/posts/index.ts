@@ -15,6 +15,8 @@ import type { CollectionSpec } from '../../http/paging.ts'
 import type { Resource, ResourceContext, ServicesContext } from '../../http/resources.ts'
 import './problems.ts'
 import { postsStore, previewLinksStore, revisionsStore } from './store.ts'
+import { aliasesStore } from './aliases.ts'
+import { exportEntry, postsImportable } from './importable.ts'
 import { toFieldErrors } from '../../http/validation.ts'
 import type { ListQuery, UnitOfWork } from '../../store/store.ts'
 import type { PostFilter } from './store.ts'
@@ -240,7 +242,7 @@ export const postsResource: Resource = {
   routes: postRoutes,
   services: postServices,
   settings: editorialSettings,
-  store: [postsStore, revisionsStore, previewLinksStore],
+  store: [postsStore, revisionsStore, previewLinksStore, aliasesStore],
   unversionedRoutes: async (app, ctx) => {
     await feedRoutes(app, ctx)
     await sitemapRoutes(app, ctx)
@@ -251,5 +253,7 @@ export const postsResource: Resource = {
   exportable: {
     list: async (store, query, viewer) => await store.posts.list(query as ListQuery<PostSortKey, PostFilter>, viewer),
     render: (post, version, base) => renderPost(post as Post, version, base),
+    entry: post => exportEntry(post as Post),
   },
+  importable: postsImportable,
 }

@@ -119,9 +119,10 @@ export class PostService {
     return await this.store.tags(query, viewer)
   }
 
-  async create (input: PostInput, author: Principal): Promise<Post> {
+  /** `adjust` changes what is written beyond what a client may set (a move from another service: its slug base, its date). */
+  async create (input: PostInput, author: Principal, adjust: (write: PostWrite) => PostWrite = w => w): Promise<Post> {
     const now = this.clock()
-    const write = postWrite(applySchedule(input, null, now), null, now)
+    const write = adjust(postWrite(applySchedule(input, null, now), null, now))
     let post: Post
     try {
       post = await this.store.create(write, author.subject, now)

@@ -1,0 +1,38 @@
+import type { NotImported } from './import.ts'
+
+/** A post as the source's file gives it, before the rules of this service are applied. */
+export interface SourcePost {
+  readonly title: string
+  /** The content as HTML (converted to Markdown), or null when only Markdown is given. */
+  readonly html: string | null
+  /** Markdown the source kept beside its HTML (Ghost 1.x; this service's own WXR): taken as it is. */
+  readonly markdown: string | null
+  /** The source's own status word (`publish`, `future`, `published` …). */
+  readonly status: string
+  /** The source's date as written, for the messages; and as an instant, when it is one. */
+  readonly dateText: string | null
+  readonly date: Date | null
+  readonly author: string | null
+  readonly tags: readonly string[]
+  readonly excerpt: string | null
+  readonly slug: string | null
+  /** The post's address at the source, whose last segment may become an alias. */
+  readonly permalink: string | null
+  readonly oldSlugs: readonly string[]
+  /** A text field that was longer than a reader keeps (the item is skipped). */
+  readonly oversize: boolean
+}
+
+/** What a reader finds in a file, in the file's order. */
+export type Entry =
+  | { readonly kind: 'post', readonly key: string, readonly label: string, readonly post: SourcePost }
+  | { readonly kind: 'other', readonly what: NotImported, readonly count: number }
+  | { readonly kind: 'warning', readonly item: string, readonly message: string }
+
+/** The file cannot be imported at all: the import fails with this reason. */
+export class ImportFailure extends Error {
+  constructor (reason: string) {
+    super(reason)
+    this.name = 'ImportFailure'
+  }
+}

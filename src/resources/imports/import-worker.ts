@@ -1,0 +1,269 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
+import type { FastifyBaseLogger } from 'fastify'
+import type { Counter } from 'prom-client'
+import type { Config } from '../../config.ts'
+import type { Importable, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
+import type { Job } from '../../jobs/job.ts'
+import type { Store, UnitOfWork } from '../../store/store.ts'
+import { type Entry, ImportFailure } from './entries.ts'
+import { readGhost } from './ghost-reader.ts'
+import { type ImportLease, type ImportReport, warn } from './import.ts'
+import { mapPost } from './mapping.ts'
+import type { ImportStep } from './store.ts'
+import { type ByteCounter, utf8Text } from './text.ts'
+import { readWxr } from './wxr-reader.ts'
+
+export interface ImportWorkerOptions {
+  readonly store: Store
+  readonly log: FastifyBaseLogger
+  readonly config: Config
+  /** The collection the posts go to. */
+  readonly target: Importable
+  readonly leaseMs: number
+  readonly maxAttempts: number
+  readonly pollMs: number
+  /** Posts written per transaction. */
+  readonly batchSize: number
+  /** Counts finished runs by outcome: succeeded, failed, retried, interrupted. */
+  readonly runs: Counter<'outcome'>
+}
+
+/** The worker's job name: wake it after committing a new import. */
+export const IMPORTS_JOB = 'imports'
+/** Stretches of the upload read per query. */
+const READ_STRETCHES = 1
+/** A run records its place at least this often, posts or not (a file of 10 000 pages renews its lease too). */
+const STEP_ENTRIES = 1000
+const SWEEP_INTERVAL_MS = 60 * 60_000
+/** An upload no import holds is deleted after this (its request failed once its body was stored). */
+const ORPHAN_UPLOAD_MS = 60 * 60_000
+
+/** The lease was lost to another worker (ours expired): stop without writing anything more. */
+class LeaseLost extends Error {}
+/** Ends a dry run's batch: what it wrote is rolled back, its outcomes kept. */
+class DryRunDone extends Error {
+  constructor (readonly outcomes: ImportableOutcome[]) { super('dry run') }
+}
+
+interface Pending { readonly key: string, readonly label: string, readonly item: Omit<ImportableItem, 'existing'> }
+
+async function * uploadBytes (store: Store, uploadId: string): AsyncGenerator<Uint8Array> {
+  let seq = 0
+  for (;;) {
+    const rows = await store.imports.readUpload(uploadId, seq, READ_STRETCHES)
+    if (rows.length === 0) return
+    for (const row of rows) {
+      yield row.data
+      seq = row.seq + 1
+    }
+  }
+}
+
+/** Each reader's entries, with the text layer's notes (bytes that were not UTF-8) in their place. */
+async function * withNotes (entries: AsyncIterable<Entry>, notes: Entry[]): AsyncGenerator<Entry> {
+  for await (const entry of entries) {
+    yield * notes.splice(0)
+    yield entry
+  }
+  yield * notes.splice(0)
+}
+
+/**
+ * Runs import jobs from the store's queue, one at a time per instance. A run reads the stored file
+ * as a stream (WXR with saxes, Ghost JSON with stream-json), maps each post, and writes posts in
+ * batches: each batch, the source identities of its posts and the job's place in the file and
+ * report commit in one transaction with a renewed lease. A worker that dies leaves a lease that
+ * expires; any instance then claims the job and goes on after the last committed batch, so no post
+ * is written twice (and the identities would find it if it were read again).
+ */
+export class ImportWorker implements Job {
+  readonly name = IMPORTS_JOB
+  readonly pollMs: number
+  private lastSweep = 0
+
+  constructor (private readonly opts: ImportWorkerOptions) {
+    this.pollMs = opts.pollMs
+  }
+
+  async tick (signal: AbortSignal): Promise<boolean> {
+    const now = new Date()
+    if (now.getTime() - this.lastSweep >= SWEEP_INTERVAL_MS) {
+      this.lastSweep = now.getTime()
+      await this.opts.store.imports.sweepUploads(new Date(now.getTime() - ORPHAN_UPLOAD_MS))
+    }
+    const lease = await this.opts.store.transaction(async uow => {
+      for (const job of await uow.imports.expire(now, this.opts.maxAttempts)) {
+        this.opts.log.warn({ import_id: job.id, attempts: job.attempts }, 'import given up: interrupted too often')
+        this.opts.runs.inc({ outcome: 'failed' })
+      }
+      return await uow.imports.claim(now, this.opts.leaseMs, this.opts.maxAttempts)
+    })
+    if (lease === null) return false
+    await this.runJob(lease, signal)
+    return true
+  }
+
+  private leaseUntil (): Date {
+    return new Date(Date.now() + this.opts.leaseMs)
+  }
+
+  private async runJob (lease: ImportLease, signal: AbortSignal): Promise<void> {
+    const { store } = this.opts
+    const log = this.opts.log.child({ import_id: lease.job.id, attempt: lease.job.attempts })
+    log.info({ position: lease.job.position }, 'import started')
+    try {
+      await this.run(lease, signal)
+      this.opts.runs.inc({ outcome: 'succeeded' })
+    } catch (err) {
+      if (err instanceof LeaseLost) {
+        log.warn('import lease lost to another worker; this run stops')
+        this.opts.runs.inc({ outcome: 'interrupted' })
+        return
+      }
+      if (signal.aborted) {
+        // Shutting down: hand the job back at once, without counting this run against it.
+        await store.imports.release(lease, false, new Date()).catch(() => {})
+        log.info('import handed back to the queue: the service is stopping')
+        this.opts.runs.inc({ outcome: 'interrupted' })
+        return
+      }
+      if (err instanceof ImportFailure) {
+        await this.fail(lease, err.message)
+        log.info({ reason: err.message }, 'import failed: the file cannot be imported')
+        return
+      }
+      // The client sees a reason, never the internal error (it may quote SQL): that goes to the log.
+      log.error({ err }, 'import run failed')
+      if (lease.job.attempts < this.opts.maxAttempts) {
+        await store.imports.release(lease, true, new Date())
+        this.opts.runs.inc({ outcome: 'retried' })
+      } else {
+        await this.fail(lease, `The import failed on the service's side ${lease.job.attempts} times and was given up; the logs have the details (import_id ${lease.job.id}). What it wrote before stays, and importing the file again goes on from there.`)
+      }
+    }
+  }
+
+  /** Ends the job as failed, keeping the report its committed batches made. */
+  private async fail (lease: ImportLease, failure: string): Promise<void> {
+    const current = await this.opts.store.imports.findById(lease.job.id, lease.job.owner)
+    const job = current ?? lease.job
+    await this.opts.store.transaction(async uow => {
+      await uow.imports.finish(lease, { status: 'failed', failure }, { position: job.position, progress: job.progress, report: job.report, seenTags: job.seenTags }, new Date())
+    })
+    this.opts.runs.inc({ outcome: 'failed' })
+  }
+
+  private async run (lease: ImportLease, signal: AbortSignal): Promise<void> {
+    const { store, target, config, batchSize } = this.opts
+    const job = lease.job
+    let report: ImportReport = structuredClone(job.report)
+    let seen = new Set(job.seenTags)
+    const counter: ByteCounter = { bytes: 0 }
+    const notes: Entry[] = []
+    const note = (offset: number) => {
+      notes.push({ kind: 'warning', item: 'file', message: `Bytes near byte ${offset} are not UTF-8; they were read as U+FFFD (�).` })
+    }
+    let passes = 0
+    // Ghost's reader reads the file twice: its first pass's notes would be its second's again.
+    const open = () => utf8Text(uploadBytes(store, job.uploadId), counter, passes++ === 0 || job.source === 'wordpress' ? note : () => {})
+    const entries = withNotes(job.source === 'wordpress' ? readWxr(open()) : readGhost(open), notes)
+    const readBytes = Math.max(1, job.size * (job.source === 'ghost' ? 2 : 1))
+    const progress = () => Math.min(99, Math.floor(counter.bytes / readBytes * 100))
+
+    let pending: Pending[] = []
+    let index = 0
+    let stepped = job.position
+    let lastStep = Date.now()
+
+    const flush = async () => {
+      const batch = pending
+      pending = []
+      const next = structuredClone(report)
+      const nextSeen = new Set(seen)
+      const apply = (outcomes: ImportableOutcome[]) => {
+        outcomes.forEach((o, i) => {
+          const { label, item } = batch[i]!
+          if (o.outcome === 'skipped') {
+            next.posts.skipped++
+            warn(next, label, o.reason)
+            return
+          }
+          next.posts[o.outcome]++
+          next.redirects += o.redirects
+          for (const tag of item.tags) nextSeen.add(tag.toLowerCase())
+        })
+        next.tags = nextSeen.size
+      }
+      const step = (): ImportStep => ({ position: index, progress: progress(), report: next, seenTags: [...nextSeen] })
+      const write = async (uow: UnitOfWork) => {
+        const existing = await uow.imports.identities(job.source, batch.map(p => p.key))
+        return await target.write(uow, batch.map(p => ({ ...p.item, existing: existing.get(p.key) ?? null })), job.owner, config)
+      }
+      if (job.dryRun) {
+        let outcomes: ImportableOutcome[] = []
+        try {
+          await store.transaction(async uow => { throw new DryRunDone(await write(uow)) })
+        } catch (err) {
+          if (!(err instanceof DryRunDone)) throw err
+          outcomes = err.outcomes
+        }
+        apply(outcomes)
+        await store.transaction(async uow => {
+          if (!await uow.imports.step(lease, step(), this.leaseUntil(), new Date())) throw new LeaseLost()
+        })
+      } else {
+        await store.transaction(async uow => {
+          const outcomes = await write(uow)
+          apply(outcomes)
+          // A key appears once per batch (a repeated one starts the next batch), as one row per statement needs.
+          await uow.imports.remember(job.source, outcomes.flatMap((o, i) => o.outcome === 'skipped' ? [] : [{ sourceId: batch[i]!.key, rowId: o.id }]), job.id)
+          if (!await uow.imports.step(lease, step(), this.leaseUntil(), new Date())) throw new LeaseLost()
+        })
+      }
+      report = next
+      seen = nextSeen
+      stepped = index
+      lastStep = Date.now()
+    }
+
+    const ctx = { source: job.source, now: new Date(), owner: job.owner }
+    for await (const entry of entries) {
+      signal.throwIfAborted()
+      index++
+      // What an earlier run committed is not done again.
+      if (index <= job.position) continue
+      if (entry.kind === 'warning') warn(report, entry.item, entry.message)
+      else if (entry.kind === 'other') {
+        report.not_imported[entry.what] += entry.count
+        if (entry.what !== 'comments' && entry.what !== 'users' && entry.what !== 'settings') report.posts.skipped += entry.count
+      } else {
+        // Converting a post takes a millisecond or more of the event loop: requests are served between posts.
+        await nextTurn()
+        const mapped = mapPost(entry.post, ctx)
+        for (const w of mapped.warnings) warn(report, entry.label, w)
+        if ('skipped' in mapped) {
+          report.posts.skipped++
+          warn(report, entry.label, mapped.skipped)
+        } else {
+          // The same entry twice in one batch would be created twice: the first is written before the second is looked up.
+          if (pending.some(p => p.key === entry.key)) {
+            index--
+            await flush()
+            index++
+          }
+          pending.push({ key: entry.key, label: entry.label, item: mapped.item })
+        }
+      }
+      if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES || Date.now() - lastStep > this.opts.leaseMs / 3) {
+        await flush()
+        await nextTurn()
+      }
+    }
+    if (pending.length > 0 || index > stepped) await flush()
+    const done = await store.transaction(async uow => await uow.imports.finish(lease, { status: 'succeeded' }, {
+      position: index, progress: 100, report, seenTags: [...seen],
+    }, new Date()))
+    if (done === null) throw new LeaseLost()
+    this.opts.log.info({ import_id: job.id, report: { ...report, warnings: report.warnings.length } }, 'import succeeded')
+  }
+}

@@ -1,0 +1,109 @@
+import type { Config } from '../../config.ts'
+import type { Principal } from '../../domain/principal.ts'
+import { AppError } from '../../errors.ts'
+import type { ExportableEntry, Importable, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
+import { wordMessage } from '../../messages.ts'
+import type { UnitOfWork } from '../../store/store.ts'
+import { postEvents } from './events.ts'
+import type { Post, PostInput } from './post.ts'
+import { PostService } from './post-service.ts'
+import { deriveSlug, isSlug } from './slug.ts'
+import { normaliseTags } from './tags.ts'
+
+function inputOf (item: ImportableItem): PostInput {
+  return {
+    title: item.title,
+    content: item.content,
+    status: item.status,
+    tags: normaliseTags(item.tags),
+    excerpt: item.excerpt,
+    publishAt: item.status === 'scheduled' ? item.publishAt : null,
+  }
+}
+
+/** Whether writing `input` over `post` would change nothing a reader sees. */
+function unchanged (post: Post, input: PostInput): boolean {
+  const publishAt = input.publishAt ?? null
+  return post.title === input.title && post.content === input.content && post.status === input.status &&
+    JSON.stringify(post.tags) === JSON.stringify(input.tags) &&
+    (input.excerpt === null ? post.excerptDerived : post.excerpt === input.excerpt) &&
+    (post.publishAt === null || publishAt === null ? post.publishAt === publishAt : Date.parse(post.publishAt) === Date.parse(publishAt))
+}
+
+/** Why the rules of posts refused an item, in words for the report. */
+function reasonOf (err: AppError): string {
+  const details = (err.errors ?? []).map(e => `${e.field}: ${typeof e.message === 'string' ? e.message : wordMessage(e.message, 'en')}`)
+  return details.length > 0 ? details.join('; ') : err.message
+}
+
+async function claimAliases (uow: UnitOfWork, post: Post, aliases: readonly string[]): Promise<number> {
+  let claimed = 0
+  for (const alias of new Set(aliases)) {
+    if (alias !== post.slug && isSlug(alias) && await uow.postAliases.claim(post.id, alias)) claimed++
+  }
+  return claimed
+}
+
+async function writeOne (uow: UnitOfWork, service: PostService, item: ImportableItem, admin: Principal): Promise<ImportableOutcome> {
+  const input = inputOf(item)
+  const current = item.existing === null ? null : await uow.posts.findById(item.existing, admin)
+  if (current !== null) {
+    if (unchanged(current, input)) return { outcome: 'unchanged', id: current.id, redirects: await claimAliases(uow, current, item.aliases) }
+    // The slug it has here stays: readers' links to it keep working.
+    const post = await service.update(current.id, admin, () => input)
+    return { outcome: 'updated', id: post.id, redirects: await claimAliases(uow, post, item.aliases) }
+  }
+  // The slug is kept when free, else it gets -2, -3 … as a derived one does; one that breaks the
+  // rules of slugs (too long, other characters) is made into one as a title is.
+  const base = item.slug !== null && isSlug(item.slug) ? item.slug : deriveSlug(item.slug ?? item.title)
+  const author: Principal = { subject: item.author, scopes: new Set(), kind: 'jwt' }
+  const post = await service.create(input, author, w => ({
+    ...w,
+    slug: { derived: base },
+    // When the source published it (an archived post may have been), not when it arrived here.
+    publishedAt: (item.status === 'published' || item.status === 'archived') && item.publishedAt !== null ? item.publishedAt : w.publishedAt,
+  }))
+  return { outcome: 'created', id: post.id, redirects: await claimAliases(uow, post, item.aliases) }
+}
+
+/**
+ * Posts written from another service's export, each by the rules of posts (its slug claim, tags,
+ * revision and events) in the caller's unit of work. An item those rules refuse (a schedule in the
+ * past, a rule the mapping missed) is skipped with the reason; it is refused before any statement
+ * runs, so the batch's transaction stays usable.
+ */
+export const postsImportable: Importable = {
+  async write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config): Promise<ImportableOutcome[]> {
+    const service = new PostService(uow, { revisionsKeep: config.editorial.revisionsKeep, changed: postEvents(uow.events) })
+    const admin: Principal = { subject: editor, scopes: new Set(['admin']), kind: 'jwt' }
+    const outcomes: ImportableOutcome[] = []
+    for (const item of items) {
+      try {
+        outcomes.push(await writeOne(uow, service, item, admin))
+      } catch (err) {
+        if (!(err instanceof AppError) || err.status !== 422) throw err
+        outcomes.push({ outcome: 'skipped', reason: reasonOf(err) })
+      }
+    }
+    return outcomes
+  },
+}
+
+/** A post as a blog's export file (WXR) holds it: what an import of that file gives back. */
+export function exportEntry (post: Post): ExportableEntry {
+  return {
+    id: post.id,
+    title: post.title,
+    content: post.content,
+    contentHtml: post.contentHtml,
+    status: post.status,
+    slug: post.slug,
+    tags: post.tags,
+    excerpt: post.excerpt,
+    author: post.author,
+    createdAt: post.createdAt,
+    updatedAt: post.updatedAt,
+    publishedAt: post.publishedAt,
+    publishAt: post.publishAt,
+  }
+}
