@@ -283,3 +283,41 @@ for (const kind of await storeKinds()) {
     })
   })
 }
+
+describe('media limits (sqlite)', () => {
+  let t: TestApp
+  let image: Buffer
+  before(async () => {
+    image = await png(40, 30)
+    t = await buildTestApp('sqlite', { MEDIA_MAX_BYTES: String(Math.max(1024, image.length)) })
+  })
+  after(async () => { await t.close() })
+
+  it('takes a body of MEDIA_MAX_BYTES and refuses one byte more with 413, the form too', async () => {
+    const max = t.config.media.maxBytes
+    const exact = Buffer.concat([image, Buffer.alloc(max - image.length)])
+    const headers = { ...(await t.auth('alice', ['media:write'])), 'content-type': 'image/png' }
+    const ok = await t.request({ method: 'POST', url: '/media', headers, payload: exact })
+    assert.equal(ok.statusCode, 201, ok.body)
+    const over = await t.request({ method: 'POST', url: '/media', headers, payload: Buffer.concat([exact, Buffer.alloc(1)]) })
+    assert.equal(over.statusCode, 413)
+    assert.equal(json(over).code, 'PAYLOAD_TOO_LARGE')
+    const form = multipartBody([{ name: 'file', filename: 'big.png', type: 'image/png', data: Buffer.concat([exact, Buffer.alloc(1)]) }])
+    const formOver = await t.request({ method: 'POST', url: '/media', headers: { ...headers, ...form.headers }, payload: form.payload })
+    assert.equal(formOver.statusCode, 413, formOver.body)
+  })
+
+  it('leaves nothing recorded when an upload dies between its bytes and its row, and the sweep removes them once the claim expires', async () => {
+    const library = libraryOf(t.store)
+    const blobs = await library.blobs
+    // What an instance that crashed after writing the bytes leaves: the blob, and a claim that has run out.
+    await t.store.media.claimBlob('crashed', 'ab/ab00', new Date(Date.now() - 1))
+    await blobs.put('ab/ab00', Buffer.from('half an upload'), { contentType: 'image/png' })
+    // A live claim (an upload in progress) keeps its blob.
+    await t.store.media.claimBlob('running', 'cd/cd00', new Date(Date.now() + 60_000))
+    await blobs.put('cd/cd00', Buffer.from('being written'), { contentType: 'image/png' })
+    assert.equal(await sweepOnce(t.store, library), 1)
+    assert.equal(await blobs.stat('ab/ab00'), null)
+    assert.deepEqual(await blobs.stat('cd/cd00'), { bytes: 13 })
+  })
+})
