@@ -23,6 +23,7 @@ import { mediaSettings } from './settings.ts'
 import { blobKey, type Media, mediaStore } from './store.ts'
 import { mediaSweep } from './sweep.ts'
 import { receiveUpload } from './upload.ts'
+import { uploadRoutes } from './uploads.ts'
 
 const WRITE = { requiredScope: 'media:write', orScopes: ['posts:write'] } as const
 const tags = ['media']
@@ -236,6 +237,7 @@ interface ImageQuery { w?: number, format?: typeof S.IMAGE_FORMATS[number], q?: 
 async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void> {
   const { store, config } = ctx
   const library = libraryOf(store)
+  await uploadRoutes(app, { config, store, library }, WRITE)
   const config_ = { ignoresCredentials: true }
   const imageTypes = Object.values(FORMATS)
   const binary = (description: string, extra: Record<string, unknown> = {}) => ({
@@ -340,8 +342,8 @@ export const mediaResource: Resource = {
   services: mediaServices,
   routes: mediaRoutes,
   unversionedRoutes: fileRoutes,
-  unversionedPaths: ['/media/*/file', '/media/*/image'],
-  jobs: (ctx: JobContext) => [mediaSweep(ctx.store, libraryOf(ctx.store), ctx.log)],
+  unversionedPaths: ['/media/*/file', '/media/*/image', '/uploads', '/uploads/*'],
+  jobs: (ctx: JobContext) => [mediaSweep(ctx.store, libraryOf(ctx.store), ctx.config, ctx.log)],
 }
 
 export { readAll }

@@ -1,7 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify'
+import type { Config } from '../../config.ts'
 import type { Job } from '../../jobs/job.ts'
 import type { Store } from '../../store/store.ts'
 import type { Library } from './library.ts'
+import { uploadStore } from './uploads.ts'
 
 /** How often each instance looks for stored bytes no media holds. */
 export const SWEEP_INTERVAL_MS = 10 * 60_000
@@ -37,13 +39,17 @@ export async function sweepOnce (store: Store, library: Library, signal?: AbortS
   return removed
 }
 
-export function mediaSweep (store: Store, library: Library, log: FastifyBaseLogger): Job {
+export function mediaSweep (store: Store, library: Library, config: Config, log: FastifyBaseLogger): Job {
+  const uploads = uploadStore(config).store
   return {
     name: 'media-sweep',
     pollMs: SWEEP_INTERVAL_MS,
     async tick (signal) {
       const removed = await sweepOnce(store, library, signal)
       if (removed > 0) log.info({ removed }, 'removed stored bytes no media holds')
+      // Resumable uploads left unfinished past UPLOAD_EXPIRY_H.
+      const expired = await uploads.deleteExpired()
+      if (expired > 0) log.info({ expired }, 'removed expired unfinished uploads')
       return false
     },
   }

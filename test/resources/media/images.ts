@@ -38,3 +38,14 @@ export async function lyingPng (w: number, h: number): Promise<Buffer> {
 }
 
 export const SVG = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>alert(1)</script></svg>')
+
+/** A JPEG of noise (it does not compress): `w`×`h`, about 3 bytes a pixel at quality 90, EXIF orientation 6. */
+export async function noisyJpeg (w: number, h: number): Promise<Buffer> {
+  const pixels = Buffer.alloc(w * h * 3)
+  let x = 12345
+  for (let i = 0; i < pixels.length; i++) {
+    x = (x * 1103515245 + 12345) & 0x7fffffff
+    pixels[i] = x >>> 16
+  }
+  return await sharp(pixels, { raw: { width: w, height: h, channels: 3 } }).jpeg({ quality: 90 }).withMetadata({ orientation: 6 }).toBuffer()
+}
