@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import fs from 'node:fs'
+import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import sharp from 'sharp'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
+import { rawRequest } from '../../raw-http.ts'
 import { sweepOnce } from '../../../src/resources/media/sweep.ts'
 import { libraryOf } from '../../../src/resources/media/library.ts'
 import { lyingPng, png, sidewaysJpeg, SVG } from './images.ts'
@@ -319,5 +321,38 @@ describe('media limits (sqlite)', () => {
     assert.equal(await sweepOnce(t.store, library), 1)
     assert.equal(await blobs.stat('ab/ab00'), null)
     assert.deepEqual(await blobs.stat('cd/cd00'), { bytes: 13 })
+  })
+})
+
+describe('media uploads that stall or lie (sqlite, over a socket)', () => {
+  let t: TestApp
+  let port: number
+  let authorization: string
+  before(async () => {
+    t = await buildTestApp('sqlite', { REQUEST_TIMEOUT_MS: '800' })
+    await t.app.listen({ port: 0, host: '127.0.0.1' })
+    port = (t.app.server.address() as AddressInfo).port
+    authorization = (await t.auth('alice', ['media:write'])).authorization
+  })
+  after(async () => { await t.close() })
+
+  const head = (length: number) => `POST /media HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: image/png\r\nContent-Length: ${length}\r\n\r\n`
+
+  it('answers an upload that stalls at its deadline, and records nothing', async () => {
+    const image = await png()
+    const res = await rawRequest(port, [head(image.length), image.subarray(0, 20)], { timeoutMs: 5000, untilAnswer: true })
+    assert.ok(res.status === 408 || res.status === 503, `${res.status}`)
+    const list = await t.request({ method: 'GET', url: '/media', headers: { authorization } })
+    assert.deepEqual(json(list), [])
+    assert.equal(blobFiles(t).length, 0, 'no bytes kept')
+  })
+
+  it('answers a Content-Length that says less than the body with a problem, and records nothing', async () => {
+    const image = await png()
+    const res = await rawRequest(port, [head(30), image], { timeoutMs: 5000, untilAnswer: true })
+    // The first 30 bytes are a truncated image (422); the rest is read as a next request that is no HTTP (400).
+    assert.ok(res.status === 400 || res.status === 422, res.body)
+    assert.equal(res.headers['content-type'], 'application/problem+json')
+    assert.deepEqual(json(await t.request({ method: 'GET', url: '/media', headers: { authorization } })), [])
   })
 })
