@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import multipart from '@fastify/multipart'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -22,7 +22,7 @@ import * as S from './schemas.ts'
 import { mediaSettings } from './settings.ts'
 import { blobKey, type Media, mediaStore } from './store.ts'
 import { mediaSweep } from './sweep.ts'
-import { receiveUpload } from './upload.ts'
+import { type Received, receiveUpload } from './upload.ts'
 import { uploadRoutes } from './uploads.ts'
 
 const WRITE = { requiredScope: 'media:write', orScopes: ['posts:write'] } as const
@@ -32,6 +32,9 @@ const MEDIA_EVENT_TYPES = ['media.created', 'media.deleted'] as const
 export const IMMUTABLE = 'public, max-age=31536000, immutable'
 const DEFAULT_QUALITY = 75
 const EXTENSIONS: Record<Format, string> = { jpeg: 'jpg', png: 'png', webp: 'webp', avif: 'avif', gif: 'gif' }
+
+/** Each upload as read before its handler runs. */
+const uploaded = new WeakMap<FastifyRequest, Received>()
 
 const notFound = (id: string) => new AppError('MEDIA_NOT_FOUND', `No media ${id} exists, or it is not yours.`)
 
@@ -103,22 +106,30 @@ async function mediaRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     uploads.addContentTypeParser([...Object.values(FORMATS), 'application/octet-stream'], (_req, payload, done) => { done(null, payload) })
     await uploads.register(multipart, { limits: { fileSize: config.media.maxBytes } })
     const bodyTypes = [...Object.values(FORMATS), 'application/octet-stream', 'multipart/form-data']
-    uploads.post('/media', ctx.route({
-      config: { ...WRITE, bodyTypes },
-      schema: {
-        tags,
-        summary: 'Upload an image',
-        description: 'The body is the file itself (its `Content-Type`, and optionally `Content-Disposition: attachment; filename="…"`), or `multipart/form-data` with one part `file` and optional parts `alt` and `caption`. The content is judged by its bytes: JPEG, PNG, WebP, AVIF or GIF, else 415 (a declared type that disagrees with the bytes too). Larger than `MEDIA_MAX_BYTES`: 413 before the body is read whole. More pixels than `MEDIA_MAX_PIXELS` (read from the header, before any decoding) or a file the decoder rejects: 422 `IMAGE_UNREADABLE`. The stored file is the image as seen (EXIF orientation applied) without metadata (EXIF, GPS, XMP, comments). Needs `media:write` or `posts:write`.',
-        body: {
-          content: {
-            ...Object.fromEntries(Object.values(FORMATS).map(t => [t, { schema: { description: 'The image file.' } }])),
-            'multipart/form-data': { schema: { description: 'Parts: `file` (the image, required), `alt` (0–500 characters), `caption` (0–1 000).' } },
-          },
-        },
-        response: { 201: Type.Ref(MediaRef), ...problemResponses(...COMMON_ERRORS, 403, 409, 413, 415, 422) },
+    uploads.post('/media', {
+      // The upload is read before the Idempotency-Key is claimed, so that the key is bound to the bytes.
+      preValidation: async req => {
+        const received = await receiveUpload(req, config.media.maxBytes)
+        uploaded.set(req, received)
+        req.body = { sha256: createHash('sha256').update(received.bytes).digest('hex'), type: received.declared ?? null, filename: received.filename, alt: received.alt, caption: received.caption }
       },
-    }), async (req, reply) => {
-      const received = await receiveUpload(req, config.media.maxBytes)
+      ...ctx.route({
+        config: { ...WRITE, bodyTypes },
+        schema: {
+          tags,
+          summary: 'Upload an image',
+          description: 'The body is the file itself (its `Content-Type`, and optionally `Content-Disposition: attachment; filename="…"`), or `multipart/form-data` with one part `file` and optional parts `alt` and `caption`. The content is judged by its bytes: JPEG, PNG, WebP, AVIF or GIF, else 415 (a declared type that disagrees with the bytes too). Larger than `MEDIA_MAX_BYTES`: 413 before the body is read whole. More pixels than `MEDIA_MAX_PIXELS` (read from the header, before any decoding) or a file the decoder rejects: 422 `IMAGE_UNREADABLE`. The stored file is the image as seen (EXIF orientation applied) without metadata (EXIF, GPS, XMP, comments). Needs `media:write` or `posts:write`.',
+          body: {
+            content: {
+              ...Object.fromEntries(Object.values(FORMATS).map(t => [t, { schema: { description: 'The image file.' } }])),
+              'multipart/form-data': { schema: { description: 'Parts: `file` (the image, required), `alt` (0–500 characters), `caption` (0–1 000).' } },
+            },
+          },
+          response: { 201: Type.Ref(MediaRef), ...problemResponses(...COMMON_ERRORS, 403, 409, 413, 415, 422) },
+        },
+      }),
+    }, async (req, reply) => {
+      const received = uploaded.get(req)!
       const image = await processUpload(received.bytes, received.declared, config.media.maxPixels)
       const id = randomBytes(16).toString('base64url')
       const claim = await writeBlob(library, store, image.sha256, image.data, image.contentType, config.requestTimeoutMs)

@@ -158,6 +158,19 @@ for (const kind of await storeKinds()) {
         assert.equal(over.statusCode, 422)
       })
 
+      it('binds an Idempotency-Key to the bytes: the same upload replays, other bytes are 422', async () => {
+        const keyed = { ...alice, 'idempotency-key': 'upload-once' }
+        const first = await upload(await png(12, 12), 'image/png', keyed)
+        assert.equal(first.statusCode, 201)
+        const again = await upload(await png(12, 12), 'image/png', keyed)
+        assert.equal(again.statusCode, 201)
+        assert.equal(again.headers['idempotent-replayed'], 'true')
+        assert.equal(json(again).id, json(first).id)
+        const other = await upload(await png(13, 12), 'image/png', keyed)
+        assert.equal(other.statusCode, 422)
+        assert.equal(json(other).code, 'IDEMPOTENCY_KEY_REUSED')
+      })
+
       it('needs media:write, posts:write or admin', async () => {
         assert.equal((await upload(jpeg, 'image/jpeg', {})).statusCode, 401)
         assert.equal((await upload(jpeg, 'image/jpeg', await t.auth('bob', ['orders:write']))).statusCode, 403)
