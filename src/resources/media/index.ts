@@ -15,6 +15,7 @@ import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses, SY
 import { type ApiVersion, idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerDelete, answerWrite, type Written } from '../../http/write.ts'
 import type { Store } from '../../store/store.ts'
+import { mediaCatalogue } from './catalogue.ts'
 import { FORMATS, type Format, processUpload } from './image.ts'
 import { ensureBlob, libraryOf, openLibrary, readAll, storage, variantOf, writeBlob } from './library.ts'
 import './problems.ts'
@@ -223,6 +224,9 @@ async function mediaRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     if (m === null) throw notFound(req.params.media_id)
     const base = linkBase(req)
     if (!preconditionHolds(req, { etag: mediaEtag(m, version, base), lastModified: new Date(m.updatedAt) })) throw new AppError('PRECONDITION_FAILED')
+    for (const holder of ctx.resources.flatMap(r => r.imageHolder ?? [])) {
+      if (await holder.holds(uow, m.id)) throw new AppError('MEDIA_IN_USE', `Media ${m.id} is a post's feature image; give that post another one (or none) first.`)
+    }
     await uow.media.delete(m.id)
     uow.events.record(mediaEvent('media.deleted', m))
   }))
@@ -354,6 +358,7 @@ export const mediaResource: Resource = {
   routes: mediaRoutes,
   unversionedRoutes: fileRoutes,
   unversionedPaths: ['/media/*/file', '/media/*/image', '/uploads', '/uploads/*'],
+  images: mediaCatalogue,
   jobs: (ctx: JobContext) => [mediaSweep(ctx.store, libraryOf(ctx.store), ctx.config, ctx.log)],
 }
 
