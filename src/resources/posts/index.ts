@@ -17,6 +17,7 @@ import './problems.ts'
 import { postsStore, revisionsStore } from './store.ts'
 import { toFieldErrors } from '../../http/validation.ts'
 import type { ListQuery, UnitOfWork } from '../../store/store.ts'
+import { type ContentImages, imageSources } from './markdown.ts'
 import type { PostFilter } from './store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { cacheControlFor } from '../../http/caching.ts'
@@ -56,7 +57,21 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   const v = POST_VERSIONS[version]
   const serviceOptions = { revisionsKeep: ctx.config.editorial.revisionsKeep }
   const reader = new PostService(ctx.store, serviceOptions)
-  const writer = (uow: UnitOfWork) => new PostService(uow, { ...serviceOptions, changed: postEvents(uow.events) })
+  // Images of the service in a content are rendered with their variants: the resource that keeps them says what they are.
+  const catalogue = ctx.resources.find(r => r.images !== undefined)?.images
+  const images = catalogue === undefined
+    ? undefined
+    : async (uow: UnitOfWork, content: string): Promise<ContentImages> => {
+      const ids = new Map(imageSources(content).flatMap(src => { const id = catalogue.idOf(src); return id === null ? [] : [[src, id] as const] }))
+      if (ids.size === 0) return new Map()
+      const facts = await catalogue.find(uow, [...ids.values()], ctx.config)
+      return new Map([...ids].flatMap(([src, id]) => { const f = facts.get(id); return f === undefined ? [] : [[src, f] as const] }))
+    }
+  const writer = (uow: UnitOfWork) => new PostService(uow, {
+    ...serviceOptions,
+    changed: postEvents(uow.events),
+    ...(images === undefined ? {} : { images: async (content: string) => await images(uow, content) }),
+  })
   const validateBody = ctx.bodies.getSchema(v.body.$id!)!
   const tags = ['posts']
   const PostRef = Type.Ref(v.post)

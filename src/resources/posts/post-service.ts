@@ -1,7 +1,7 @@
 import { AppError } from '../../errors.ts'
 import { writeCurrent } from '../../http/action.ts'
 import './problems.ts'
-import { renderContent } from './markdown.ts'
+import { type ContentImages, renderContent } from './markdown.ts'
 import { publishedAtAfter } from './published-at.ts'
 import { deriveSlug } from './slug.ts'
 import { SlugTakenError } from './posts-repository.ts'
@@ -32,6 +32,8 @@ export interface PostServiceOptions {
   readonly clock?: () => Date
   /** Told of each change, in its unit of work (the events of contract §12). */
   readonly changed?: PostChanged
+  /** The service's own images a content shows, rendered with their variants (absent: rendered as any image). */
+  readonly images?: (content: string) => Promise<ContentImages>
 }
 
 function notFound (id: number): AppError {
@@ -47,8 +49,8 @@ function sameTags (a: readonly string[], b: readonly string[]): boolean {
  * from one parse of the content, `published_at` by its one rule, the slug to claim (derived on
  * create when absent; on replace only when it changes), the tags only when they change.
  */
-export function postWrite (input: PostInput, current: Post | null, now: Date): PostWrite {
-  const rendered = renderContent(input.content)
+export function postWrite (input: PostInput, current: Post | null, now: Date, images?: ContentImages): PostWrite {
+  const rendered = renderContent(input.content, images)
   // An excerpt sent back as it was derived (a GET-modify-PUT round trip, a merge patch of other
   // members) stays derived, so it follows the content.
   const derived = input.excerpt === null || (current !== null && current.excerptDerived && input.excerpt === current.excerpt)
@@ -118,7 +120,7 @@ export class PostService {
 
   async create (input: PostInput, author: Principal): Promise<Post> {
     const now = this.clock()
-    const write = postWrite(applySchedule(input, null, now), null, now)
+    const write = postWrite(applySchedule(input, null, now), null, now, await this.opts.images?.(input.content))
     let post: Post
     try {
       post = await this.store.create(write, author.subject, now)
@@ -137,7 +139,8 @@ export class PostService {
     // is (an edit, or the scheduled switch, got there first), unless the client named a precondition.
     const { before, after, now } = await writeCurrent(precondition, async () => await this.writable(id, viewer), async current => {
       const now = this.clock()
-      const write = postWrite(applySchedule(build(current), current, now), current, now)
+      const input = build(current)
+      const write = postWrite(applySchedule(input, current, now), current, now, await this.opts.images?.(input.content))
       const result = await this.store.replace(id, write, current.revision, now)
       if (result.outcome === 'slug-taken') throw slugTaken(write.slug)
       return result.outcome === 'done' ? { outcome: 'done', value: { before: current, after: result.value, now } } : result
