@@ -11,6 +11,8 @@ export interface FeedEntry {
   readonly contentHtml: string
   readonly publishedAt: string
   readonly updatedAt: string
+  /** The feature image's path (`/media/{id}/image`), or null. */
+  readonly image: string | null
 }
 
 /** Where a feed lives and what it is of: `tag` for the feed of one tag. */
@@ -72,7 +74,11 @@ export function atomFeed (entries: readonly FeedEntry[], meta: FeedMeta): string
       entry: entries.map(e => ({
         id: postId(meta, e),
         title: { '@type': 'text', '#text': xmlText(e.title) },
-        link: { '@rel': 'alternate', '@type': 'text/html', '@href': postUrl(meta, e) },
+        link: [
+          { '@rel': 'alternate', '@type': 'text/html', '@href': postUrl(meta, e) },
+          // RFC 4287 §4.2.7.2: a related resource that may be large, here the post's feature image.
+          ...(e.image === null ? [] : [{ '@rel': 'enclosure', '@href': xmlText(`${meta.baseUrl}${e.image}`) }]),
+        ],
         published: e.publishedAt,
         updated: e.updatedAt,
         author: { name: xmlText(e.author) },
@@ -102,6 +108,7 @@ export function jsonFeed (entries: readonly FeedEntry[], meta: FeedMeta): Record
       date_modified: e.updatedAt,
       authors: [{ name: e.author }],
       tags: [...e.tags],
+      ...(e.image === null ? {} : { image: `${meta.baseUrl}${e.image}` }),
     })),
   }
 }

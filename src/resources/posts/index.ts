@@ -71,6 +71,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     ...serviceOptions,
     changed: postEvents(uow.events),
     ...(images === undefined ? {} : { images: async (content: string) => await images(uow, content) }),
+    ...(catalogue === undefined ? {} : { featureImage: async (id: string) => (await catalogue.find(uow, [id], ctx.config)).get(id) ?? null }),
   })
   const validateBody = ctx.bodies.getSchema(v.body.$id!)!
   const tags = ['posts']
@@ -246,6 +247,8 @@ async function postServices (app: FastifyInstance, { config, store, metrics, bac
 
 export const postsResource: Resource = {
   name: 'posts',
+  // A post's feature image may not be deleted while the post holds it.
+  imageHolder: { holds: async (store, id) => await store.posts.holdsImage(id) },
   description: 'Blog posts',
   path: '/posts',
   schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema],

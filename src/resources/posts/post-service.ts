@@ -1,4 +1,5 @@
-import { AppError } from '../../errors.ts'
+import { AppError, fieldError, validationFailed } from '../../errors.ts'
+import type { ImageFacts } from '../../http/resources.ts'
 import { writeCurrent } from '../../http/action.ts'
 import './problems.ts'
 import { type ContentImages, renderContent } from './markdown.ts'
@@ -34,6 +35,8 @@ export interface PostServiceOptions {
   readonly changed?: PostChanged
   /** The service's own images a content shows, rendered with their variants (absent: rendered as any image). */
   readonly images?: (content: string) => Promise<ContentImages>
+  /** The facts of image `id`, or null when there is none (then the write is 422 UNKNOWN_MEDIA). */
+  readonly featureImage?: (id: string) => Promise<ImageFacts | null>
 }
 
 function notFound (id: number): AppError {
@@ -92,6 +95,14 @@ export class PostService {
 
   private get store (): PostStore { return this.repos.posts }
 
+  /** The facts of the feature image a write names; 422 UNKNOWN_MEDIA for an id that names none. */
+  private async featureImage (id: string | null): Promise<ImageFacts | null> {
+    if (id === null) return null
+    const facts = await this.opts.featureImage?.(id) ?? null
+    if (facts === null) throw validationFailed([fieldError('feature_image', 'UNKNOWN_MEDIA')])
+    return facts
+  }
+
   async get (id: number, viewer: Viewer): Promise<Post> {
     const post = await this.store.findById(id, viewer)
     if (!post) throw notFound(id)
@@ -120,7 +131,7 @@ export class PostService {
 
   async create (input: PostInput, author: Principal): Promise<Post> {
     const now = this.clock()
-    const write = postWrite(applySchedule(input, null, now), null, now, await this.opts.images?.(input.content))
+    const write = { ...postWrite(applySchedule(input, null, now), null, now, await this.opts.images?.(input.content)), featureImage: await this.featureImage(input.featureImage ?? null) }
     let post: Post
     try {
       post = await this.store.create(write, author.subject, now)
@@ -140,7 +151,7 @@ export class PostService {
     const { before, after, now } = await writeCurrent(precondition, async () => await this.writable(id, viewer), async current => {
       const now = this.clock()
       const input = build(current)
-      const write = postWrite(applySchedule(input, current, now), current, now, await this.opts.images?.(input.content))
+      const write = { ...postWrite(applySchedule(input, current, now), current, now, await this.opts.images?.(input.content)), ...(input.featureImage === undefined ? {} : { featureImage: await this.featureImage(input.featureImage) }) }
       const result = await this.store.replace(id, write, current.revision, now)
       if (result.outcome === 'slug-taken') throw slugTaken(write.slug)
       return result.outcome === 'done' ? { outcome: 'done', value: { before: current, after: result.value, now } } : result

@@ -1,4 +1,5 @@
 import { fieldError, validationFailed } from '../../errors.ts'
+import type { ImageFacts } from '../../http/resources.ts'
 import { normaliseTags } from './tags.ts'
 
 export const POST_STATUSES = ['draft', 'published', 'archived', 'scheduled'] as const
@@ -26,6 +27,8 @@ export interface Post {
   excerptDerived: boolean
   contentHtml: string
   publishedAt: string | null
+  /** The cover image, as its facts were when the post was last written. */
+  featureImage: ImageFacts | null
 }
 
 /** A post without its content and HTML: what a list reads when its items do not show them. */
@@ -44,6 +47,8 @@ export interface PostInput {
   excerpt: string | null
   /** ISO 8601 UTC, millisecond precision; absent or null unless the status is `scheduled`. */
   publishAt?: string | null
+  /** The id of the cover image, or null. */
+  featureImage?: string | null
 }
 
 /** What the store writes: the input with what the service derives from it. */
@@ -61,6 +66,8 @@ export interface PostWrite {
   publishedAt: string | null
   /** Set only with status `scheduled` (contract §11). */
   publishAt: string | null
+  /** The cover image's facts (undefined: keep the post's). */
+  featureImage?: ImageFacts | null
 }
 
 /** What a store write may be given: the client's three fields at least; the rest is derived from them when absent. */
@@ -82,6 +89,7 @@ export function normalisePostInput (input: {
   tags?: string[] | undefined
   excerpt?: string | null | undefined
   publish_at?: string | null | undefined
+  feature_image?: string | { id: string } | null | undefined
 }): PostInput {
   const publishAt = input.publish_at == null ? null : Date.parse(input.publish_at)
   // A leap second (…T23:59:60Z) is RFC 3339 but no instant JavaScript can hold.
@@ -94,5 +102,7 @@ export function normalisePostInput (input: {
     tags: normaliseTags(input.tags ?? []),
     excerpt: input.excerpt ?? null,
     publishAt: publishAt === null ? null : new Date(publishAt).toISOString(),
+    // A read's object is accepted too (a GET-modify-PUT round trip): its id is what counts.
+    featureImage: input.feature_image == null ? null : typeof input.feature_image === 'string' ? input.feature_image : input.feature_image.id,
   }
 }

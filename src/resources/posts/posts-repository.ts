@@ -10,6 +10,7 @@ import { tagKey } from './tags.ts'
 import { arg, type PreparedQueries, preparedQueries } from '../../store/prepared.ts'
 import { pageOf, pageQuery, pageValues } from '../../store/read-page.ts'
 import type { ListPage, ListQuery, WriteResult } from '../../store/store.ts'
+import type { ImageFacts } from '../../http/resources.ts'
 import type { DuePost, PostFilter, PostStore, SlugLookup, TagCount, TagsQuery } from './store.ts'
 import { type Database, type DialectParts, iso, type Timestamp } from '../../store/tables.ts'
 
@@ -27,6 +28,7 @@ type SummaryRow = {
   excerpt_derived: number | string | boolean
   published_at: Timestamp | null
   publish_at: Timestamp | null
+  feature_image: string | null
 }
 type PostRow = SummaryRow & { content: string, content_html: string }
 
@@ -45,6 +47,7 @@ function toSummary (row: SummaryRow): PostSummary {
     excerptDerived: Number(row.excerpt_derived) === 1,
     publishedAt: row.published_at === null ? null : iso(row.published_at),
     publishAt: row.publish_at === null ? null : iso(row.publish_at),
+    featureImage: row.feature_image === null ? null : JSON.parse(row.feature_image) as ImageFacts,
   }
 }
 
@@ -55,8 +58,13 @@ function toPost (row: PostRow): Post {
   return post
 }
 
-const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at', 'publish_at'] as const
-const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at', 'publish_at'] as const
+const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at', 'publish_at', 'feature_image'] as const
+const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at', 'publish_at', 'feature_image'] as const
+/** The feature image's columns: its facts as JSON (id first), and its id. */
+function featureImageArgs (facts: ImageFacts | null): [string | null, string | null] {
+  return facts === null ? [null, null] : [JSON.stringify(facts), facts.id]
+}
+
 /** The same, named with their table: a list by one tag reads them through a join with post_tags. */
 const LIST_POST_COLUMNS = POST_COLUMNS.map(c => `posts.${c}` as const)
 const LIST_SUMMARY_COLUMNS = SUMMARY_COLUMNS.map(c => `posts.${c}` as const)
@@ -104,6 +112,7 @@ function completed (w: PostWriteInput, creating: boolean, now: Date): PostWrite 
     contentHtml: w.contentHtml ?? rendered!.html,
     publishedAt: w.publishedAt !== undefined ? w.publishedAt : publishedAtAfter(null, w.status, now),
     publishAt: w.publishAt ?? null,
+    ...(w.featureImage !== undefined ? { featureImage: w.featureImage } : creating ? { featureImage: null } : {}),
   }
 }
 
@@ -306,6 +315,11 @@ export class PostsRepository implements PostStore {
     return Number(rows[0]?.n ?? 0)
   }
 
+  async holdsImage (id: string): Promise<boolean> {
+    const row = await this.db.selectFrom('posts').select('id').where('feature_image_id', '=', id).limit(1).executeTakeFirst()
+    return row !== undefined
+  }
+
   async create (input: PostWriteInput, author: string, now: Date): Promise<Post> {
     const write = completed(input, true, now)
     const ts = this.dialect.timestamp(now)
@@ -324,10 +338,12 @@ export class PostsRepository implements PostStore {
         content_html: arg(8),
         published_at: arg(9),
         publish_at: arg(10),
+        feature_image: arg(11),
+        feature_image_id: arg(12),
       })
       .returning('id'))
     const publishedAt = write.publishedAt === null ? null : this.dialect.timestamp(new Date(write.publishedAt))
-    const [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt)])
+    const [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt), ...featureImageArgs(write.featureImage ?? null)])
     if (row === undefined) throw new Error('INSERT … RETURNING returned no row')
     const id = Number(row.id)
     const slug = await this.claimSlug(id, write.slug ?? { derived: 'post' })
@@ -391,7 +407,7 @@ export class PostsRepository implements PostStore {
     // The slug is claimed before the row changes: the unique index on posts.slug is then never the one to refuse it.
     const slug = write.slug === null ? null : await this.claimSlug(id, write.slug)
     if (write.slug !== null && slug === null) return { outcome: 'slug-taken' }
-    const query = this.prepared.get(`replace|${slug === null ? '' : 'slug'}|${write.tags === null ? '' : 'tags'}`, () => this.db.updateTable('posts')
+    const query = this.prepared.get(`replace|${slug === null ? '' : 'slug'}|${write.tags === null ? '' : 'tags'}|${write.featureImage === undefined ? '' : 'image'}`, () => this.db.updateTable('posts')
       .set(eb => ({
         title: arg(0),
         content: arg(1),
@@ -403,6 +419,7 @@ export class PostsRepository implements PostStore {
         // publishedAtAfter's rule, kept by the statement too: a time once set is never replaced.
         published_at: eb.fn.coalesce('published_at', eb.val(arg<Timestamp | null>(7))),
         publish_at: arg(12),
+        ...(write.featureImage === undefined ? {} : { feature_image: arg<string | null>(13), feature_image_id: arg<string | null>(14) }),
         revision: eb('revision', '+', 1),
         ...(slug === null ? {} : { slug: arg<string>(10) }),
         ...(write.tags === null ? {} : { tags: arg<string>(11) }),
@@ -414,6 +431,7 @@ export class PostsRepository implements PostStore {
     const [row] = await query.execute(this.db, [
       write.title, write.content, write.status, this.dialect.timestamp(now), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt,
       id, expectedRevision, slug, write.tags === null ? null : JSON.stringify(write.tags), this.timestampOrNull(write.publishAt),
+      ...featureImageArgs(write.featureImage ?? null),
     ])
     if (!row) return await this.missingOrStale(id)
     if (write.tags !== null) {

@@ -18,6 +18,7 @@ function common (post: ListedPost) {
     excerpt: post.excerpt,
     published_at: post.publishedAt,
     content_html: post.contentHtml,
+    feature_image: post.featureImage,
   }
 }
 

@@ -28,6 +28,17 @@ const IdSchema = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
 /** A title as sent may carry white space around its 1–200 characters, up to this many in all. */
 export const TITLE_RAW_MAX = 1000
 
+const MediaIdSchema = Type.String({ pattern: '^[A-Za-z0-9_-]{22}$', minLength: 22, maxLength: 22 })
+const FeatureImageSchema = Type.Object({
+  id: MediaIdSchema,
+  url: Type.String({ maxLength: 200 }),
+  width: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+  height: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+  alt: Type.String({ maxLength: 500 }),
+  placeholder: Type.String({ maxLength: 2000 }),
+  srcset: Type.String({ maxLength: 4000, description: 'HTML\'s `srcset`: `<url> <w>w`, comma separated.' }),
+}, { additionalProperties: false })
+
 const fields = {
   title: Type.String({ maxLength: TITLE_MAX, description: `1–${TITLE_MAX} characters after trimming; stored trimmed.` }),
   content: Type.String({ maxLength: CONTENT_MAX, description: `0–${CONTENT_MAX} characters.` }),
@@ -43,6 +54,7 @@ const fields = {
   published_at: Type.Union([TimestampSchema, Type.Null()], { description: 'When the post first became published; null until then. Kept through edits, unpublishing and republishing.' }),
   // Escaping and links make HTML longer than its Markdown; 20 times the content's limit bounds it.
   content_html: Type.String({ maxLength: 20 * CONTENT_MAX, description: 'The content read as Markdown (CommonMark, GitHub tables, strikethrough, autolinks) rendered to HTML: raw HTML escaped, only http, https and mailto URLs kept.' }),
+  feature_image: Type.Union([FeatureImageSchema, Type.Null()], { description: 'The cover image, or null: its variants for every offered width up to its own in `srcset`, `url` at its own width in the format the browser prefers.' }),
 }
 
 export const PostV1Schema = Type.Object({ id: IdSchema, ...fields }, { $id: 'PostV1', additionalProperties: false })
@@ -64,7 +76,7 @@ export const PostListItemV2Schema = Type.Composite([
   Type.Object({ _links: Type.Object({ self: Type.Ref(LinkSchema) }, { additionalProperties: false }) }),
 ], { $id: 'PostListItemV2', additionalProperties: false })
 
-const CONTENT_FIELDS = ['slug', 'tags', 'excerpt', 'published_at', 'publish_at', 'content_html'] as const
+const CONTENT_FIELDS = ['slug', 'tags', 'excerpt', 'published_at', 'publish_at', 'content_html', 'feature_image'] as const
 export const FIELD_NAMES = {
   1: ['id', 'title', 'content', 'status', 'created_at', 'updated_at', 'author', ...CONTENT_FIELDS],
   2: ['postId', 'title', 'content', 'status', 'created_at', 'updated_at', 'author', ...CONTENT_FIELDS],
@@ -83,6 +95,7 @@ function bodySchema (idName: 'id' | 'postId', $id: string) {
     tags: Type.Optional(Type.Array(Type.String({ trimmedLength: { minimum: 1, maximum: TAG_MAX }, maxLength: TAG_MAX * 4 }), { maxItems: TAGS_MAX, description: `At most ${TAGS_MAX}, each 1–${TAG_MAX} characters after trimming; compared case-insensitively (the first spelling is kept). Default none.` })),
     // One schema with two types (not a union), so a string too long is reported once, as TOO_LONG.
     excerpt: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: EXCERPT_MAX, description: `0–${EXCERPT_MAX} characters; absent or null: derived from the content.` })),
+    feature_image: Type.Optional(Type.Union([MediaIdSchema, Type.Object({ id: MediaIdSchema }, { additionalProperties: true }), Type.Null()], { description: 'The id of an image (`/media`), the object a read gives (its `id` is used), or null. An unknown id: 422 UNKNOWN_MEDIA. Absent on PUT: none.' })),
     published_at: Type.Optional(Type.Unknown({ ...readOnly })),
     content_html: Type.Optional(Type.Unknown({ ...readOnly })),
     // Whatever their value: they are ignored (contract §1), so a client never fails on them.
@@ -106,6 +119,7 @@ export interface PostBody {
   slug?: string
   tags?: string[]
   excerpt?: string | null
+  feature_image?: string | { id: string } | null
 }
 
 export const ListPostsQuerySchema = Type.Object({

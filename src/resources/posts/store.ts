@@ -9,6 +9,7 @@ import type { Revision, RevisionSummary } from './revision.ts'
 import { RevisionsRepository } from './revisions-repository.ts'
 import * as m0002 from './0002-editorial.ts'
 import * as m0003 from './0003-tag-order.ts'
+import * as m0005 from './0005-feature-image.ts'
 import { PostsRepository } from './posts-repository.ts'
 
 export interface PostsTable {
@@ -29,6 +30,9 @@ export interface PostsTable {
   excerpt_derived: Generated<number>
   content_html: Generated<string>
   published_at: Timestamp | null
+  /** The feature image's facts as JSON, and its id (what a deletion of the image asks about). */
+  feature_image: Generated<string | null>
+  feature_image_id: Generated<string | null>
 }
 
 /** Every slug a post holds: its current one and those it was renamed from (contract §10). */
@@ -96,6 +100,8 @@ export interface TagsQuery {
 }
 
 export interface PostStore {
+  /** Whether any post holds image `id` as its feature image. */
+  holdsImage (id: string): Promise<boolean>
   /** The post if it exists and `viewer` may see it (published, own, or admin). */
   findById (id: number, viewer: Viewer): Promise<Post | null>
   /** Posts `viewer` may see; visibility is part of the query, so pages stay full. */
@@ -152,7 +158,7 @@ declare module '../../store/store.ts' { interface Repositories { readonly posts:
  */
 export const postsStore: StoreModule = {
   name: 'posts',
-  migrations: { 'posts/0001-content': m0001.migration, 'posts/0002-editorial': m0002.migration, 'posts/0003-tag-order': m0003.migration },
+  migrations: { 'posts/0001-content': m0001.migration, 'posts/0002-editorial': m0002.migration, 'posts/0003-tag-order': m0003.migration, 'posts/0005-feature-image': m0005.migration },
   repository: (db, dialect): PostStore => new PostsRepository(db, dialect),
 }
 
