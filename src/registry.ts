@@ -5,6 +5,7 @@ import { exportsResource } from './resources/exports/index.ts'
 import { webhooksResource } from './resources/webhooks/index.ts'
 import { eventsResource } from './resources/events/index.ts'
 import { importsResource } from './resources/imports/index.ts'
+import { mediaResource } from './resources/media/index.ts'
 
 /** Every resource the service serves: adding one is its folder plus one line here. */
 export const RESOURCES: readonly Resource[] = [
@@ -14,4 +15,5 @@ export const RESOURCES: readonly Resource[] = [
   webhooksResource,
   eventsResource,
   importsResource,
+  mediaResource,
 ]

@@ -85,6 +85,7 @@ const JsonFeedSchema = Type.Object({
     date_modified: Text(30, 'date-time'),
     authors: Type.Array(Type.Object({ name: Text(8192) }, { additionalProperties: false }), { maxItems: 1 }),
     tags: Type.Array(Text(TAG_MAX), { maxItems: TAGS_MAX }),
+    image: Type.Optional(Text(URL_MAX, 'uri')),
   }, { additionalProperties: false }), { maxItems: 20 }),
 }, { additionalProperties: false, description: 'JSON Feed 1.1 (https://www.jsonfeed.org/version/1.1/).' })
 
@@ -92,7 +93,7 @@ const JsonFeedSchema = Type.Object({
 export const FEED_SIZE = 20
 
 function entryOf (p: Post): FeedEntry {
-  return { id: p.id, slug: p.slug, title: p.title, author: p.author, tags: p.tags, excerpt: p.excerpt, contentHtml: p.contentHtml, publishedAt: p.publishedAt!, updatedAt: p.updatedAt, canonicalUrl: p.canonicalUrl }
+  return { id: p.id, slug: p.slug, title: p.title, author: p.author, tags: p.tags, excerpt: p.excerpt, contentHtml: p.contentHtml, publishedAt: p.publishedAt!, updatedAt: p.updatedAt, canonicalUrl: p.canonicalUrl, image: p.featureImage?.url ?? null }
 }
 
 /**
