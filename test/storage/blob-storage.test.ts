@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
+import fs from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
 import { Readable } from 'node:stream'
 import { buffer } from 'node:stream/consumers'
 import { after, before, describe, it } from 'node:test'
 import { type BlobStorage, BlobStorageUnavailableError } from '../../src/storage/blob-storage.ts'
+import { LocalBlobStorage } from '../../src/storage/local-blob-storage.ts'
 import { openS3BlobStorage, S3_TIMEOUTS } from '../../src/storage/s3-blob-storage.ts'
 import { freePort } from '../helper.ts'
 import { type S3Server, startS3 } from '../support/s3.ts'
@@ -217,7 +221,18 @@ async function s3Fixture (): Promise<BlobStorageFixture> {
   }
 }
 
+/** The local adapter, each storage a folder of its own under one temporary folder. */
+async function localFixture (): Promise<BlobStorageFixture> {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-blobs-'))
+  let n = 0
+  return {
+    open: async () => await LocalBlobStorage.open(path.join(root, `run-${++n}`)),
+    close: async () => { fs.rmSync(root, { recursive: true, force: true }) },
+  }
+}
+
 const ADAPTERS: readonly (readonly [string, () => Promise<BlobStorageFixture>])[] = [
+  ['local', localFixture],
   ['s3', s3Fixture],
 ]
 
