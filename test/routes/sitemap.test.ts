@@ -9,7 +9,7 @@ type Headers = Record<string, string>
 const BASE = 'https://blog.example.com'
 
 /** What a real client (the `sitemap` package's parser) reads from a urlset. */
-async function urlsOf (xml: string): Promise<{ url: string, lastmod?: string }[]> {
+async function urlsOf (xml: string): Promise<{ url: string, lastmod?: string, img: { url: string }[] }[]> {
   return await parseSitemap(Readable.from([xml]))
 }
 
@@ -34,7 +34,7 @@ for (const kind of await storeKinds()) {
       const res = await sitemap()
       assert.equal(res.statusCode, 200)
       assert.equal(res.headers['content-type'], 'application/xml; charset=utf-8')
-      assert.match(res.body, /<urlset xmlns="http:\/\/www\.sitemaps\.org\/schemas\/sitemap\/0\.9">/)
+      assert.match(res.body, /<urlset xmlns="http:\/\/www\.sitemaps\.org\/schemas\/sitemap\/0\.9" xmlns:image="http:\/\/www\.google\.com\/schemas\/sitemap-image\/1\.1">/)
       assert.deepEqual(await urlsOf(res.body), [])
       assert.equal(json(await t.request({ method: 'GET', url: '/' }))._links.sitemap.href, '/sitemap.xml')
     })
@@ -58,6 +58,20 @@ for (const kind of await storeKinds()) {
       const gzipped = await t.request({ method: 'GET', url: '/sitemap.xml', headers: { 'accept-encoding': 'gzip' } })
       assert.equal(gzipped.headers['content-encoding'], 'gzip')
       assert.equal(gunzipSync(gzipped.rawPayload).toString(), res.body)
+    })
+
+    it('gives a post with a feature image an image entry holding the image\'s absolute URL', async () => {
+      const { png } = await import('../resources/media/images.ts')
+      const upload = await t.request({ method: 'POST', url: '/media', headers: { ...alice, 'content-type': 'image/png' }, payload: await png(400, 300) })
+      assert.equal(upload.statusCode, 201, upload.body)
+      const media = json<{ id: string }>(upload)
+      const post = await create({ title: 'Pictured', slug: 'pictured', feature_image: media.id })
+      const entry = (await urlsOf((await sitemap()).body)).find(u => u.url === `${BASE}/posts/by-slug/pictured`)
+      assert.ok(entry !== undefined)
+      assert.deepEqual(entry.img.map(i => i.url), [`${BASE}${post.feature_image.url as string}`])
+      assert.match(entry.img[0]!.url, new RegExp(`/media/${media.id}/image(\\?|$)`))
+      const plain = (await urlsOf((await sitemap()).body)).find(u => u.url === `${BASE}/posts/by-slug/hello`)
+      assert.deepEqual(plain?.img, [], 'a post without one has no image entry')
     })
 
     it('answers 304 to its ETag, and changes the ETag with a publication, an edit, an unpublishing and a deletion', async () => {

@@ -564,11 +564,16 @@ export class PostsRepository implements PostStore {
 
   async published (afterId: number, limit: number): Promise<PublishedPost[]> {
     // A range of posts_status_id_idx: each page costs the same at any depth.
-    const rows = await this.prepared.get('published', () => this.db.selectFrom('posts').select(['id', 'slug', 'updated_at'])
+    const rows = await this.prepared.get('published', () => this.db.selectFrom('posts').select(['id', 'slug', 'updated_at', 'feature_image'])
       .where('status', '=', 'published').where('id', '>', arg<number>(0))
       .orderBy('id').limit(arg<number>(1)))
       .execute(this.db, [afterId, limit])
-    return rows.map(r => ({ id: Number(r.id), slug: r.slug ?? '', updatedAt: iso(r.updated_at) }))
+    return rows.map(r => ({
+      id: Number(r.id),
+      slug: r.slug ?? '',
+      updatedAt: iso(r.updated_at),
+      image: r.feature_image === null ? null : (JSON.parse(r.feature_image) as ImageFacts).url,
+    }))
   }
 
   async publishedStats (): Promise<PublishedStats> {

@@ -19,14 +19,15 @@ function wrapper (root: string, attributes: Record<string, string>): { open: str
   return { open: DECLARATION + open, close }
 }
 
-// An image entry per post (the feature image) needs `xmlns:image` here and an `image:image` member
-// in urlEntry: `'image:image': { 'image:loc': url }`.
-const URLSET = wrapper('urlset', { '@xmlns': NS })
+/** Google's image extension: a post's feature image as an `<image:image>` of its `<url>`. */
+const IMAGE_NS = 'http://www.google.com/schemas/sitemap-image/1.1'
+const URLSET = wrapper('urlset', { '@xmlns': NS, '@xmlns:image': IMAGE_NS })
 const INDEX = wrapper('sitemapindex', { '@xmlns': NS })
 
-/** One `<url>`: the post's public URL (as the feeds give it) and when it last changed. */
+/** One `<url>`: the post's public URL (as the feeds give it), when it last changed, and its feature image. */
 export function urlEntry (baseUrl: string, post: PublishedPost): string {
-  return xml.build({ url: { loc: `${baseUrl}/posts/by-slug/${post.slug}`, lastmod: post.updatedAt } }) as string
+  const image = post.image === null ? {} : { 'image:image': { 'image:loc': `${baseUrl}${post.image}` } }
+  return xml.build({ url: { loc: `${baseUrl}/posts/by-slug/${post.slug}`, lastmod: post.updatedAt, ...image } }) as string
 }
 
 /**

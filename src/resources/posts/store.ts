@@ -177,6 +177,8 @@ export interface PublishedPost {
   readonly id: number
   readonly slug: string
   readonly updatedAt: string
+  /** The feature image's path (its `url`), or null. */
+  readonly image: string | null
 }
 
 /** A scheduled post whose time has come, as the switch needs it. */
