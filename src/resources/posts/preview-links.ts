@@ -68,7 +68,8 @@ export const PreviewLinkListItemSchema = Type.Object({
 const LinkParamsSchema = Type.Object({ post_id: PostIdParamsSchema.properties.post_id, link_id: LinkIdSchema }, { additionalProperties: false })
 type LinkParams = Static<typeof LinkParamsSchema>
 // Any string: a truncated, padded or made-up token is a token that matches no link (404), not a malformed request.
-const TokenParamsSchema = Type.Object({ token: Type.String({ description: 'The token a link was made with.' }) }, { additionalProperties: false })
+// At most 200 characters, as the router takes in a path segment: a longer one never reaches a route.
+const TokenParamsSchema = Type.Object({ token: Type.String({ maxLength: 200, description: 'The token a link was made with.' }) }, { additionalProperties: false })
 type TokenParams = Static<typeof TokenParamsSchema>
 
 /** The schemas the preview routes name (each has an `$id`). */
