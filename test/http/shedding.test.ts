@@ -48,11 +48,12 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
   before(async () => { ({ t, port } = await sheddingApp(WAIT_MS, WORK_MS)) })
   after(async () => { await t.close() })
 
-  it('does not shed the requests that waited through a slow disk sync, but does those behind other blocking work', async () => {
+  it('does not shed the requests that waited through one stall, a slow disk sync or other blocking work', async () => {
     // 4 kept-alive connections in a closed loop of 2 ms requests; meanwhile the loop blocks once
-    // for 500 ms, over the bound. A COMMIT's sync (the store reports its time) is not a queue:
-    // the requests behind it would not have been answered sooner had fewer been waiting. Any
-    // other blocking of that length still counts.
+    // for 500 ms, over the bound. One stall is not a standing queue: the requests behind it are
+    // served within a few milliseconds of it, and shedding them would not have made it shorter.
+    // (Shedding behind any stall but a disk sync answered a fuzzer at 12 requests in flight with
+    // 11 × 503 once one of its requests held the loop.)
     const during = async (sync: '0' | '1') => {
       const load = closedLoop(port, 4, 1200, '/test/busy?ms=2')
       await sleep(400)
@@ -63,7 +64,7 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
     assert.deepEqual(Object.keys(sync), ['200'], `behind a sync: ${JSON.stringify(sync)}`)
     await sleep(WAIT_MS * 2)
     const other = await during('0')
-    assert.ok((other['503'] ?? 0) > 0, `behind other blocking work: ${JSON.stringify(other)}`)
+    assert.deepEqual(Object.keys(other), ['200'], `behind other blocking work: ${JSON.stringify(other)}`)
   })
 
   it('answers a burst beyond capacity with fast 503s, and keeps the answered ones fast', async () => {
@@ -202,18 +203,19 @@ describe('shedding by wait, when a client pool opens its connections at once', (
     })
   })
 
-  it('still sheds new connections that wait behind kept-alive load, by their whole wait', async () => {
-    // Only a burst's own later requests are set aside: 40 one-request connections arriving at once
-    // beside 6 kept-alive connections already in a closed loop are accepted one per ~35 ms turn
-    // (the kept-alive load's 30 ms and one of theirs), so the last waits ~1.4 s. That load is not
-    // theirs, so their whole wait counts and those past the bound are shed.
+  it('accepts new connections while kept-alive load keeps it busy, and answers them within the bound', async () => {
+    // 40 one-request connections arriving at once beside 6 kept-alive connections already in a
+    // closed loop. libuv takes one connection from the accept queue per turn of the loop; when a
+    // turn served every request read (the kept-alive load's 30 ms and one of theirs) the last
+    // waited ~1.4 s in the kernel and was shed. The queue serves 5 ms of work per turn, so the
+    // loop accepts one every few milliseconds and the burst is in and served within twice the bound.
     const load = closedLoop(port, 6, 2000, '/test/busy?ms=5')
     await sleep(500)
     const results = await rawBurst(port, 40, 'GET /test/busy?ms=5 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
     const steady = await load
-    const statuses = results.map(r => r.status)
-    assert.ok(statuses.includes(503), `the burst: ${statuses.join(',')}`)
-    assert.ok(statuses.includes(200), `the burst: ${statuses.join(',')}`)
+    assert.deepEqual(results.map(r => r.status), Array.from({ length: 40 }, () => 200))
+    const slowest = Math.max(...results.map(r => r.closedAfterMs))
+    assert.ok(slowest < 2 * WAIT_MS, `the slowest of the burst answered after ${Math.round(slowest)} ms`)
     assert.deepEqual(Object.keys(steady.statuses), ['200'], `the kept-alive load: ${JSON.stringify(steady.statuses)}`)
   })
 })
