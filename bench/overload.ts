@@ -186,19 +186,26 @@ function done (summary, latency, requests)
 end
 `)
 
-async function measure (root: string, name: string, say: (s: string) => void): Promise<boolean> {
+/**
+ * One build: its capacity, then the open loops. `offeredBase`: the capacity the offered rates are
+ * multiples of (the first build's, so that a baseline gets the same load; the machine's noise moves
+ * a capacity measured minutes apart by more than the builds differ).
+ */
+async function measure (root: string, name: string, say: (s: string) => void, offeredBase?: number): Promise<{ met: boolean, capacity: number }> {
   const s = await start(root, dir0, name)
   let met = true
+  let capacityRate = 0
   try {
     capacity(s.port, 2)
     const cap = capacity(s.port, SECONDS)
+    capacityRate = cap.rate
     say(`\n### ${name}\n\nCapacity (closed loop, wrk -c64, ${SECONDS} s): ${cap.rate.toFixed(0)} req/s, ${cap.errors} answers not 200.\n`)
     met &&= cap.errors === 0
-    say('| offered | × capacity | sent | 200 | goodput req/s | × capacity | 503 | other | unanswered (10 s) | answered p50 ms | answered p99 ms |')
+    say('| offered | × capacity measured first | sent | 200 | goodput req/s | × capacity | 503 | other | unanswered (10 s) | answered p50 ms | answered p99 ms |')
     say('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
     for (const m of MULTIPLES) {
       await sleep(1000)
-      const rate = Math.round(m * cap.rate)
+      const rate = Math.round(m * (offeredBase ?? cap.rate))
       const r = await openLoop(s.port, rate, SECONDS * 1000, PATH)
       const ok = r.times['200'] ?? []
       const answered = Object.entries(r.times).flatMap(([, t]) => t)
@@ -213,8 +220,8 @@ async function measure (root: string, name: string, say: (s: string) => void): P
     s.child.kill('SIGTERM')
     await new Promise(resolve => s.child.once('exit', resolve))
   }
-  say(`\nShed answers in its log: ${shedInLog(s.log)}.`)
-  return met
+  say(`\nLog lines about shed requests: ${shedInLog(s.log)} (this build logs a count once a second; earlier ones a line per request).`)
+  return { met, capacity: capacityRate }
 }
 
 try {
@@ -223,8 +230,8 @@ try {
   say(`# npm run bench:overload — ${new Date().toISOString()}`)
   say(`${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}; the service ${pinned ? 'pinned to core 0, the load to core 1' : 'NOT pinned'}; ` +
     `GET ${PATH}; ${SECONDS} s per load; load average at start ${os.loadavg().map(l => l.toFixed(1)).join(' ')}`)
-  const met = await measure(ROOT, 'this service', say)
-  if (BASELINE !== undefined) await measure(BASELINE, `this service at ${path.basename(BASELINE)} (BENCH_BASELINE)`, say)
+  const { met, capacity: base } = await measure(ROOT, 'this service', say)
+  if (BASELINE !== undefined) await measure(BASELINE, `this service at ${path.basename(BASELINE)} (BENCH_BASELINE), offered the same rates`, say, base)
   say(`\nTargets (this service): goodput ≥ 0.8× capacity at ${MULTIPLES.join('× and ')}×, answered p99 ≤ 1 s, 0 unanswered, 0 errors in the closed loop: ${met ? 'met' : '**not met**'}.`)
   process.stdout.write(`${out.join('\n')}\n`)
 } finally {
