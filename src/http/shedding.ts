@@ -456,8 +456,14 @@ function queueRequests (app: FastifyInstance, shedder: LoadShedder, security: Re
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     if (PROBE_PATHS.has(pathOf(req.url ?? '/'))) return dispatch(req, res)
     const tracked = req as unknown as Tracked
-    shedder.arrived(tracked, req.socket as TrackedSocket)
-    queue.offer({ req, res }, tracked[WAITED] ?? 0)
+    const socket = req.socket as TrackedSocket
+    shedder.arrived(tracked, socket)
+    // A new connection's request counts what it waited in the kernel's accept queue (the shedder's
+    // estimate); on a connection that has had an answer the wait counts from now: the estimate
+    // from the turns assumed a request is served in the turn that reads it, and counted a closed
+    // loop of 64 connections over the bound once the queue served them in later turns (hundreds
+    // of 503s in 5 s), while with the queue a turn is short and a request waits at most one.
+    queue.offer({ req, res }, socket[ANSWERED] === true ? 0 : tracked[WAITED] ?? 0)
   })
   app.addHook('onClose', (_app, done) => {
     if (logTimer !== undefined) {
@@ -468,12 +474,12 @@ function queueRequests (app: FastifyInstance, shedder: LoadShedder, security: Re
   })
 }
 
-function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWaitMs' | 'overloadMaxInFlight' | 'corsOrigins'>): void {
+function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWaitMs' | 'overloadMaxInFlight' | 'overloadQueue' | 'corsOrigins'>): void {
   const shedder = new LoadShedder(config.overloadMaxWaitMs, config.overloadMaxInFlight)
   if (shedder.maxWaitMs === 0 && shedder.maxInFlight === 0) return
   app.server.on('connection', (socket: TrackedSocket) => { shedder.connected(socket) })
   if (shedder.maxWaitMs > 0) {
-    queueRequests(app, shedder, apiSecurityHeaders(config.corsOrigins))
+    if (config.overloadQueue) queueRequests(app, shedder, apiSecurityHeaders(config.corsOrigins))
     let reader: ReturnType<typeof acceptQueueReader>
     app.server.once('listening', () => {
       const address = app.server.address()
