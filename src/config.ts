@@ -95,6 +95,8 @@ export interface Config extends ResourceSettings {
   readonly overloadMaxWaitMs: number
   /** Requests in flight at most; one more is shed with 503 at once; 0: no bound. */
   readonly overloadMaxInFlight: number
+  /** Whether requests read from sockets go through the admission queue (src/http/admission.ts) instead of the wait rule. */
+  readonly overloadQueue: boolean
   /** Time a client has to send the request line and headers (Node's headersTimeout). */
   readonly headersTimeoutMs: number
   /** SQLite's `synchronous` level: what a power cut may lose (docs/reliability.md). */
@@ -381,6 +383,7 @@ export function readConfig (env: Env, sections: readonly SettingsSection[], vers
     overloadMaxEventLoopDelayMs: int(env, 'OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000),
     overloadMaxWaitMs: int(env, 'OVERLOAD_MAX_WAIT_MS', 500, 0, 60_000),
     overloadMaxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 512, 0, 1_000_000),
+    overloadQueue: bool(env, 'OVERLOAD_QUEUE', false),
     headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
     sqliteSynchronous: sqliteSynchronous(env),
     bodyLimitBytes: 1024 * 1024,

@@ -63,18 +63,28 @@ function isPreflight (req: FastifyRequest): boolean {
  * allowed origin is answered there; any other OPTIONS falls through to the not-found handler, which
  * answers 204 with `Allow` (src/http/routing.ts), so both behaviours coexist.
  */
-export const securityPlugin = fp(async function security (app: FastifyInstance, opts: { config: Config }) {
-  const origins = opts.config.corsOrigins
-  const fixed = helmetHeaders({
+function fixedHeaders (origins: readonly string[]): Record<string, string> {
+  return helmetHeaders({
     contentSecurityPolicy: false,
     // Cross-origin readers need the response; CORS, not CORP, decides who may read it.
     crossOriginResourcePolicy: { policy: origins.length > 0 ? 'cross-origin' : 'same-origin' },
     referrerPolicy: { policy: 'no-referrer' },
     xFrameOptions: { action: 'deny' },
   })
+}
+
+/** The security headers of every answer of the API (not /docs), for answers written without Fastify. */
+export function apiSecurityHeaders (origins: readonly string[]): Record<string, string> {
+  const fixed = fixedHeaders(origins)
   const api: Record<string, string> = { 'content-security-policy': API_CSP }
   for (const name of API_HEADERS) if (fixed[name] !== undefined) api[name] = fixed[name]
-  const docs = { ...fixed, 'content-security-policy': DOCS_CSP }
+  return api
+}
+
+export const securityPlugin = fp(async function security (app: FastifyInstance, opts: { config: Config }) {
+  const origins = opts.config.corsOrigins
+  const api = apiSecurityHeaders(origins)
+  const docs = { ...fixedHeaders(origins), 'content-security-policy': DOCS_CSP }
   app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
     reply.headers(isDocsPath(req.url) ? docs : api)
     done()

@@ -1,12 +1,18 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { type AddressInfo, Socket } from 'node:net'
 import underPressure from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
+import { PROBLEMS, problemSlug } from '../errors.ts'
+import { PROBLEM_TRANSLATIONS, problemLanguage } from '../errors-i18n.ts'
 import { loopStalledMs } from '../loop-stalls.ts'
 import { acceptQueueReader } from './accept-queue.ts'
-import { unavailable } from './problems.ts'
+import { AdmissionQueue } from './admission.ts'
+import { instanceOf, PROBLEM_MEDIA_TYPE, RETRY_AFTER_S, unavailable } from './problems.ts'
 import { isLongLived } from './route.ts'
+import { apiSecurityHeaders } from './security.ts'
+import { genRequestId, parseTraceparent, randomHex } from './tracing.ts'
 
 /** How often under-pressure samples the event-loop delay (its default). */
 const SAMPLE_INTERVAL_MS = 1000
@@ -28,6 +34,18 @@ const OPENING_MS = 20
  */
 const POOL_MIN = 8
 const POOL_PER_MS = 0.5
+/**
+ * How long waits over OVERLOAD_MAX_WAIT_MS must last before they are overload, not a stall
+ * (src/http/admission.ts); CoDel's interval for a network queue is 100 ms too.
+ */
+const OVERLOAD_INTERVAL_MS = 100
+/**
+ * The work served in one turn of the loop before the queue lets it poll its sockets again: libuv
+ * accepts one connection per turn, so this bounds how fast new connections get in under load.
+ */
+const SLICE_MS = 2
+/** At most one log line per this long about the requests shed (each used to log two). */
+const SHED_LOG_EVERY_MS = 1000
 /** Probes must tell "overloaded" apart from "dead", so load shedding (and the store's circuit) leaves them alone. */
 export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'])
 
@@ -366,11 +384,102 @@ export class LoadShedder {
   }
 }
 
-function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWaitMs' | 'overloadMaxInFlight'>): void {
+interface Pending { req: IncomingMessage, res: ServerResponse }
+type Handler = (req: IncomingMessage, res: ServerResponse) => void
+const QUEUED = Symbol('queued')
+
+const SHED_DETAIL = 'The service is overloaded (requests wait too long). Retry after the time in Retry-After.'
+
+/**
+ * The 503 of a request shed from the queue, written without Fastify (it costs a small part of
+ * serving, which is what lets goodput hold at several times the capacity): the problem in the
+ * client's language, Retry-After, no-store, the request id and trace echoed or made, and the
+ * API's security headers, as every answer carries.
+ */
+function shedAnswer (security: Record<string, string>): (p: Pending) => void {
+  const def = PROBLEMS.SERVICE_UNAVAILABLE
+  const type = `/problems/${problemSlug('SERVICE_UNAVAILABLE')}`
+  return ({ req, res }) => {
+    const lang = problemLanguage(req.headers['accept-language'])
+    const text = lang === 'en' ? { title: def.title, detail: SHED_DETAIL } : PROBLEM_TRANSLATIONS[lang].SERVICE_UNAVAILABLE
+    const requestId = genRequestId(req)
+    const parent = parseTraceparent(req.headers.traceparent)
+    const traceId = parent?.traceId ?? randomHex(16)
+    const body = JSON.stringify({
+      type, title: text.title, status: 503, detail: text.detail, instance: instanceOf(req.url ?? '/'), code: 'SERVICE_UNAVAILABLE', trace_id: traceId, request_id: requestId,
+    })
+    res.writeHead(503, {
+      ...security,
+      'content-type': PROBLEM_MEDIA_TYPE,
+      'content-length': Buffer.byteLength(body),
+      'content-language': lang,
+      'cache-control': 'no-store',
+      'retry-after': String(RETRY_AFTER_S),
+      'x-request-id': requestId,
+      traceparent: `00-${traceId}-${randomHex(8)}-${parent?.flags ?? '01'}`,
+    })
+    res.end(body)
+  }
+}
+
+/**
+ * Puts the admission queue (src/http/admission.ts) in front of Fastify: every request the server
+ * reads, probes aside, goes through it, and reaches Fastify's handler when served.
+ */
+function queueRequests (app: FastifyInstance, shedder: LoadShedder, security: Record<string, string>): void {
+  const server = app.server
+  const handlers = server.listeners('request') as Handler[]
+  const dispatch = (req: IncomingMessage, res: ServerResponse) => { for (const h of handlers) h.call(server, req, res) }
+  const answer = shedAnswer(security)
+  let shed = 0
+  let logTimer: NodeJS.Timeout | undefined
+  const logShed = () => {
+    logTimer = undefined
+    app.log.warn({ code: 'SERVICE_UNAVAILABLE', status: 503, shed }, 'service unavailable: requests shed (they waited too long)')
+    shed = 0
+  }
+  const queue = new AdmissionQueue<Pending>(
+    { maxWaitMs: shedder.maxWaitMs, intervalMs: OVERLOAD_INTERVAL_MS, targetMs: Math.max(1, Math.round(shedder.maxWaitMs / 5)), sliceMs: SLICE_MS },
+    ({ req, res }) => {
+      (req as IncomingMessage & { [QUEUED]?: boolean })[QUEUED] = true
+      dispatch(req, res)
+    },
+    p => {
+      answer(p)
+      shedder.answered(p.req.socket as TrackedSocket)
+      shed++
+      logTimer ??= setTimeout(logShed, SHED_LOG_EVERY_MS).unref()
+    },
+    ({ req }) => req.socket.destroyed
+  )
+  server.removeAllListeners('request')
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (PROBE_PATHS.has(pathOf(req.url ?? '/'))) return dispatch(req, res)
+    const tracked = req as unknown as Tracked
+    const socket = req.socket as TrackedSocket
+    shedder.arrived(tracked, socket)
+    // A new connection's request counts what it waited in the kernel's accept queue (the shedder's
+    // estimate); on a connection that has had an answer the wait counts from now: the estimate
+    // from the turns assumed a request is served in the turn that reads it, and counted a closed
+    // loop of 64 connections over the bound once the queue served them in later turns (hundreds
+    // of 503s in 5 s), while with the queue a turn is short and a request waits at most one.
+    queue.offer({ req, res }, socket[ANSWERED] === true ? 0 : tracked[WAITED] ?? 0)
+  })
+  app.addHook('onClose', (_app, done) => {
+    if (logTimer !== undefined) {
+      clearTimeout(logTimer)
+      logShed()
+    }
+    done()
+  })
+}
+
+function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWaitMs' | 'overloadMaxInFlight' | 'overloadQueue' | 'corsOrigins'>): void {
   const shedder = new LoadShedder(config.overloadMaxWaitMs, config.overloadMaxInFlight)
   if (shedder.maxWaitMs === 0 && shedder.maxInFlight === 0) return
   app.server.on('connection', (socket: TrackedSocket) => { shedder.connected(socket) })
   if (shedder.maxWaitMs > 0) {
+    if (config.overloadQueue) queueRequests(app, shedder, apiSecurityHeaders(config.corsOrigins))
     let reader: ReturnType<typeof acceptQueueReader>
     app.server.once('listening', () => {
       const address = app.server.address()
@@ -387,8 +496,9 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
   // Hooks with a callback, not async, like the deadline's: they run on every request.
   app.addHook('onRequest', (req: Tracked, reply, done) => {
     const socket = req.raw.socket
-    // Requests not read from a socket (app.inject) waited in no socket.
-    if (shedder.maxWaitMs > 0 && socket instanceof Socket) shedder.arrived(req, socket)
+    // Requests not read from a socket (app.inject) waited in no socket; the queue judged the others by their wait.
+    const queued = (req.raw as IncomingMessage & { [QUEUED]?: boolean })[QUEUED] === true
+    if (shedder.maxWaitMs > 0 && socket instanceof Socket && !queued) shedder.arrived(req, socket)
     if (exemptFromShedding(req)) return done()
     try {
       shedder.admit(req, reply)

@@ -20,8 +20,8 @@ function busyWait (ms: number): void {
  * answer, as a slow disk sync reported the way the store reports its COMMIT (`sync=1`) or as
  * blocking work of any other kind.
  */
-async function sheddingApp (waitMs: number, workMs: number): Promise<{ t: TestApp, port: number }> {
-  const t = await buildTestApp('sqlite', { OVERLOAD_MAX_WAIT_MS: String(waitMs), OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', RATE_LIMIT_MAX: '0' }, {
+async function sheddingApp (waitMs: number, workMs: number, env: Record<string, string> = {}): Promise<{ t: TestApp, port: number }> {
+  const t = await buildTestApp('sqlite', { OVERLOAD_MAX_WAIT_MS: String(waitMs), OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', RATE_LIMIT_MAX: '0', ...env }, {
     extend: app => {
       app.get<{ Querystring: { ms?: string } }>('/test/busy', { schema: { hide: true } }, async req => {
         busyWait(Number(req.query.ms ?? workMs))
@@ -349,5 +349,49 @@ describe('shedding at twice the capacity, at the default OVERLOAD_MAX_WAIT_MS', 
       count: load.sent,
       result: `${served.length} served (p50 ${Math.round(quantile(served, 0.5))} ms, p99 ${Math.round(p99)} ms, max ${Math.round(quantile(served, 1))} ms), ${shed} shed with 503, ${load.timedOut} timed out (before: p99 4.3 s at OVERLOAD_MAX_WAIT_MS=2000, 2.0 s at 500 without looking at the accept queue)`,
     })
+  })
+})
+
+describe('shedding through the admission queue (OVERLOAD_QUEUE=true)', () => {
+  const WAIT_MS = 200
+  let t: TestApp
+  let port: number
+  before(async () => { ({ t, port } = await sheddingApp(WAIT_MS, 40, { OVERLOAD_QUEUE: 'true' })) })
+  after(async () => { await t.close() })
+
+  it('serves the requests that waited through one stall of any kind', async () => {
+    // 4 kept-alive connections in a closed loop of 2 ms requests while the loop blocks once for
+    // 500 ms, over the bound, as a fuzzer's slow request did (the wait rule shed the 11 others in
+    // flight). One stall is not a standing queue: the requests behind it are served at once.
+    const load = closedLoop(port, 4, 1200, '/test/busy?ms=2')
+    await sleep(400)
+    assert.equal((await rawRequest(port, 'GET /test/stall?ms=500&sync=0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).status, 200)
+    const statuses = (await load).statuses
+    assert.deepEqual(Object.keys(statuses), ['200'], JSON.stringify(statuses))
+  })
+
+  it('answers a burst beyond capacity with fast 503s written without Fastify, and serves some', async () => {
+    const results = await rawBurst(port, 40, 'GET /test/busy HTTP/1.1\r\nHost: x\r\nAccept-Language: de\r\nX-Request-Id: burst-1\r\nConnection: close\r\n\r\n')
+    assert.deepEqual(results.filter(r => r.timedOut), [])
+    const shed = results.filter(r => r.status === 503)
+    assert.ok(shed.length > 0 && results.some(r => r.status === 200), results.map(r => r.status).join(','))
+    for (const r of shed) {
+      assert.match(r.headers['content-type'] ?? '', /^application\/problem\+json/)
+      assert.equal(r.headers['content-language'], 'de')
+      assert.equal(r.headers['x-request-id'], 'burst-1')
+      assert.equal(r.headers['cache-control'], 'no-store')
+      assert.ok(Number(r.headers['retry-after']) > 0)
+      assert.match(r.headers.traceparent ?? '', /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+      assert.equal(r.headers['x-content-type-options'], 'nosniff')
+      const body = JSON.parse(r.body) as { code: string, request_id: string, status: number }
+      assert.deepEqual([body.code, body.request_id, body.status], ['SERVICE_UNAVAILABLE', 'burst-1', 503])
+    }
+  })
+
+  it('sheds nothing of a closed loop whose requests wait less than the bound', async () => {
+    await sleep(1500)
+    const load = await closedLoop(port, 6, 1500, '/test/busy?ms=5')
+    const answered = Object.values(load.statuses).reduce((a, b) => a + b, 0)
+    assert.deepEqual(load.statuses, { 200: answered })
   })
 })
