@@ -109,7 +109,7 @@ export interface ImageFacts {
 
 /**
  * The images a resource keeps, as others may show them (in a post's HTML, as its cover):
- * found by this capability, so that no resource imports another.
+ * found by this capability, so that no resource depends on another's code.
  *
  * @example
  * const images = resources.find(r => r.images !== undefined)?.images

@@ -169,7 +169,7 @@ function clientConfig (o: S3Options, http: NonNullable<S3ClientConfig['requestHa
  * of S3_TIMEOUTS.
  *
  * @example
- * const blobs = openS3BlobStorage({ kind: 's3', bucket: 'media', region: 'auto',
+ * const blobs = openS3BlobStorage({ kind: 's3', bucket: 'blog-uploads', region: 'auto',
  *   endpoint: 'http://127.0.0.1:9000', forcePathStyle: true, accessKeyId, secretAccessKey })
  */
 export function openS3BlobStorage (options: S3Options): BlobStorage {

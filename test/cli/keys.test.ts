@@ -110,7 +110,8 @@ describe('blog keys', () => {
     } finally {
       await store.close()
     }
-    for (const file of fs.readdirSync(dir)) {
+    for (const file of fs.readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
+      if (!fs.statSync(path.join(dir, file)).isFile()) continue
       assert.ok(!fs.readFileSync(path.join(dir, file)).includes(secret), `${file} holds the secret`)
     }
   })
