@@ -20,7 +20,7 @@ import type { ListQuery, UnitOfWork } from '../../store/store.ts'
 import type { PostFilter } from './store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { cacheControlFor } from '../../http/caching.ts'
-import { feedRoutes, TagListItemSchema, TagSchema, tagRoutes } from './content-routes.ts'
+import { feedRoutes, renderRoutes, TagListItemSchema, TagSchema, tagRoutes } from './content-routes.ts'
 import { parseTagFilter } from './tags.ts'
 import { postSortValue } from './posts-repository.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
@@ -124,6 +124,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   })
 
   await tagRoutes(app, ctx)
+  await renderRoutes(app, ctx)
 
   app.post<{ Body: PostBody }>('/posts', ctx.route({
     config: WRITE,
