@@ -31,6 +31,7 @@ import { createValidatorCompiler } from './http/validation.ts'
 import { apiVersionConstraint, unversionedAliases, versioningPlugin } from './http/versioning.ts'
 import { documentCrossCutting, documentRoute, fieldErrorSchema, LinkSchema, problemSchema } from './http/schemas.ts'
 import { JobRunner } from './jobs/job.ts'
+import { adminRoutes } from './routes/admin/admin-routes.ts'
 import { apiDescription, docsRoutes } from './routes/system/docs-routes.ts'
 import { healthRoutes } from './routes/system/health-routes.ts'
 import { IndexSchema, indexRoutes, VersionsSchema } from './routes/system/index-routes.ts'
@@ -148,6 +149,7 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   addJobs(app, jobs, context)
   await app.register(healthRoutes, { store })
   await app.register(docsRoutes)
+  await app.register(adminRoutes)
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true, validatorUrl: null } as never })
 
   return app
