@@ -206,6 +206,73 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     assert.deepEqual(tab.errors.filter(e => !e.includes('status of 412 (Precondition Failed)')), [])
   })
 
+  it('at 375 × 812 every control is reachable by keyboard, with a visible focus, and nothing scrolls sideways', async () => {
+    const long = 'Averyveryverylongwordwithoutanyspaceatallthatgoesonandonandonandonandonandon '.repeat(3)
+    const post = json(await api('POST', '/posts', {
+      title: 'Narrow',
+      content: `# ${long}\n\n${long}\n\n| a | b | c | d | e | f |\n|---|---|---|---|---|---|\n| ${long} | 2 | 3 | 4 | 5 | 6 |\n\n    ${long}\n`,
+      tags: ['one', 'two'],
+      status: 'draft',
+    }))
+    await api('PUT', `/posts/${post.id}`, { title: 'Narrow', content: post.content, status: 'draft' })
+    const { page, context } = await w.open({ width: 375, height: 812 })
+    const sideways = async () => await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth') as number
+    const inside = async (name: string, locator: ReturnType<Page['getByRole']>) => {
+      await locator.scrollIntoViewIfNeeded()
+      const box = await locator.boundingBox()
+      assert.ok(box !== null && box.x >= 0 && box.x + box.width <= 375 + 0.5, `${name} lies within the 375 px: ${JSON.stringify(box)}`)
+    }
+    await signIn(page, key)
+    assert.equal(await sideways(), 0, 'the list does not scroll sideways')
+    for (const [role, name] of [['searchbox', 'Search posts'], ['button', 'New post'], ['button', 'Sign out'], ['link', 'Narrow'], ['button', 'Next page'], ['combobox', 'Filter by status']] as const) {
+      await inside(name, page.getByRole(role, { name, exact: true }))
+    }
+    assert.deepEqual(await seriousViolations(page), [], 'axe: the list at 375 px')
+
+    await page.getByRole('link', { name: 'Narrow', exact: true }).click()
+    await content(page).filter({ hasText: 'Averyvery' }).waitFor()
+    await page.getByRole('region', { name: 'Preview' }).locator('table').waitFor()
+    await page.getByRole('button', { name: 'Revisions' }).click()
+    await page.getByRole('button', { name: 'Restore revision 1', exact: true }).waitFor()
+    assert.equal(await sideways(), 0, 'the editor does not scroll sideways')
+    const controls: [Parameters<Page['getByRole']>[0], string][] = [
+      ['link', 'Posts'], ['button', 'Save'], ['button', 'Revisions'], ['button', 'Preview link'], ['button', 'Delete'],
+      ['textbox', 'Title'], ['textbox', 'Slug'], ['combobox', 'Status'], ['textbox', 'Publish at'], ['combobox', 'Tags'],
+      ['textbox', 'Content'], ['region', 'Preview'], ['textbox', 'Excerpt'], ['button', 'Feature image'],
+      ['textbox', 'Meta title'], ['textbox', 'Meta description'], ['textbox', 'Canonical URL'], ['button', 'Restore revision 1'],
+    ]
+    for (const [role, name] of controls) {
+      const locator = name === 'Feature image' ? page.getByLabel(name, { exact: true }) : name === 'Publish at' ? page.getByLabel(name, { exact: true }) : page.getByRole(role, { name, exact: true })
+      await inside(name, locator as ReturnType<Page['getByRole']>)
+    }
+    assert.deepEqual(await seriousViolations(page), [], 'axe: the editor at 375 px')
+
+    // Keyboard only: Tab from the top of the page reaches every control, each with a visible focus.
+    await page.getByRole('heading', { level: 1, name: 'Narrow', exact: true }).focus()
+    const reached = new Set<string>()
+    const unmarked: string[] = []
+    for (let i = 0; i < 80; i++) {
+      await page.keyboard.press('Tab')
+      // CodeMirror marks itself focused on the next frame.
+      await page.evaluate('new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)))')
+      const focused = await page.evaluate(`(() => {
+        let e = document.activeElement
+        while (e && e.shadowRoot && e.shadowRoot.activeElement) e = e.shadowRoot.activeElement
+        if (!e || e === document.body) return null
+        const name = (e.getAttribute('aria-label') || (e.labels && e.labels[0] && e.labels[0].textContent) || e.textContent || '').trim()
+        const ring = e.classList.contains('cm-content') ? e.closest('.cm-editor') : e
+        const style = getComputedStyle(ring)
+        return { name, visible: style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2 }
+      })()`) as { name: string, visible: boolean } | null
+      if (focused === null) continue
+      reached.add(focused.name)
+      if (!focused.visible) unmarked.push(focused.name)
+    }
+    for (const [, name] of controls) assert.ok(reached.has(name), `Tab reaches ${name} (reached: ${[...reached].join(' | ')})`)
+    assert.deepEqual(unmarked, [], 'every focused control shows its focus')
+    await context.close()
+  })
+
   it('weighs at most 300 KiB of JavaScript and CSS gzipped, and opens a post ready to edit (time printed)', async () => {
     const post = json(await api('POST', '/posts', { title: 'Timed', content: 'Ready to edit.' }))
     const { page, requests } = await w.open()
