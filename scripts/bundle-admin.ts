@@ -9,6 +9,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { build } from 'esbuild'
+import { MARK_SVG, SERVICE_NAME } from '../src/routes/system/brand.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const SOURCE = path.join(ROOT, 'web/admin')
@@ -38,10 +39,12 @@ const script = outputs.find(f => /^editor-.*\.js$/.test(f))
 const style = outputs.find(f => /^editor-.*\.css$/.test(f))
 if (script === undefined || style === undefined) throw new Error(`the editor's bundle lacks its script or style sheet: ${outputs.join(', ')}`)
 
-// The mark is inlined in the page, so the first paint needs no further request.
+// The service's mark and name are those of /docs; the mark is inlined, so the first paint needs no further request.
 const template = fs.readFileSync(path.join(SOURCE, 'index.html'), 'utf8')
 const page = template
-  .replace('{{script}}', `/admin/assets/${script}`)
-  .replace('{{style}}', `/admin/assets/${style}`)
-  .replace('{{mark}}', fs.readFileSync(path.join(SOURCE, 'mark.svg'), 'utf8').trim())
+  .replaceAll('{{script}}', `/admin/assets/${script}`)
+  .replaceAll('{{style}}', `/admin/assets/${style}`)
+  .replaceAll('{{mark}}', MARK_SVG)
+  .replaceAll('{{name}}', SERVICE_NAME)
+  .replaceAll('{{icon}}', `data:image/svg+xml,${encodeURIComponent(MARK_SVG)}`)
 fs.writeFileSync(path.join(OUT, 'index.html'), page)

@@ -78,7 +78,7 @@ export async function renderRoutes (app: FastifyInstance, ctx: ResourceContext):
       summary: 'Render Markdown as a post\'s HTML',
       description: 'Any valid credential. `{content}` → `{html}`, exactly as a post holding that content shows `content_html` (raw HTML escaped, links with other schemes than http, https and mailto dropped). Nothing is stored.',
       body: RenderBodySchema,
-      response: { 200: RenderedSchema, ...problemResponses(...COMMON_ERRORS, 413, 415, 422) },
+      response: { 200: RenderedSchema, ...problemResponses(...COMMON_ERRORS, 403, 413, 415, 422) },
     },
   }), async (req, reply) => {
     reply.header('cache-control', 'private, no-store')

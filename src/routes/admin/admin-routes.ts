@@ -76,7 +76,7 @@ export async function adminRoutes (app: FastifyInstance, opts: { build?: AdminBu
     schema: {
       tags: ['operations'],
       summary: 'The editor in the browser',
-      description: 'An HTML page: sign in with an API key or a JWT, then list, write, illustrate, schedule and review posts through this API. Revalidated on every use (`Cache-Control: no-cache`, ETag, 304).',
+      description: 'An HTML page: sign in with an API key or a JWT, then list, write, illustrate, schedule and review the blog\'s writing through this API. Revalidated on every use (`Cache-Control: no-cache`, ETag, 304).',
       produces: ['text/html'],
       response: {
         200: Type.String({ description: 'The editor\'s page.' }),
