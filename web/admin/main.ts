@@ -28,7 +28,8 @@ function route (): void {
   nav.hidden = token === null
   let screen: HTMLElement
   if (token === null) {
-    screen = signInScreen(shell, signedOutWhy, () => { signedOutWhy = null; shell.go('#/') })
+    // Signed in again, the screen that was open comes back (an editor with its unsaved text kept in the tab).
+    screen = signInScreen(shell, signedOutWhy, () => { signedOutWhy = null; route() })
   } else {
     const m = /^#\/posts\/(new|\d+)$/.exec(location.hash)
     if (m !== null) {
