@@ -22,7 +22,6 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
   let key: string
   let writer: Record<string, string>
   let tab: Watched
-  const all: string[] = []
   before(async () => {
     w = await startEditorWorld('sqlite')
     key = await w.t.apiKey('writer', ['posts:write'])
@@ -204,7 +203,6 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
   })
 
   it('sent every request to the service\'s own origin, without a script error', () => {
-    all.push(...tab.requests)
     assert.ok(tab.requests.length > 20)
     assert.deepEqual(foreign(tab.requests, w.origin), [])
     // The browser logs every 4xx answer: the refused key's 401 and the two conflicts' 412s are this suite's on purpose.
@@ -220,7 +218,7 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
       status: 'draft',
     }))
     await api('PUT', `/posts/${post.id}`, { title: 'Narrow', content: post.content, status: 'draft' })
-    const { page, context } = await w.open({ width: 375, height: 812 })
+    const { page, context, requests } = await w.open({ width: 375, height: 812 })
     const sideways = async () => await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth') as number
     const inside = async (name: string, locator: ReturnType<Page['getByRole']>) => {
       await locator.scrollIntoViewIfNeeded()
@@ -275,6 +273,7 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     }
     for (const [, name] of controls) assert.ok(reached.has(name), `Tab reaches ${name} (reached: ${[...reached].join(' | ')})`)
     assert.deepEqual(unmarked, [], 'every focused control shows its focus')
+    assert.deepEqual(foreign(requests, w.origin), [])
     await context.close()
   })
 
