@@ -15,7 +15,14 @@ function localInput (d: Date): string {
 const content = (page: Page) => page.getByRole('textbox', { name: 'Content' })
 const field = (page: Page, name: string) => page.getByLabel(name, { exact: true })
 const posts = (page: Page) => page.getByRole('main').getByRole('listitem').getByRole('link')
-const saved = async (page: Page) => { await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor() }
+/** Call before an action that saves; the function it gives resolves once the service took the save and the status says so. */
+function nextSave (page: Page): () => Promise<void> {
+  const answer = page.waitForResponse(r => ['PUT', 'POST'].includes(r.request().method()) && /^\/posts(\/\d+)?$/.test(new URL(r.url()).pathname) && r.status() < 300)
+  return async () => {
+    await answer
+    await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor()
+  }
+}
 
 describe('the editor at /admin, in Chromium', { skip }, () => {
   let w: EditorWorld
@@ -85,6 +92,8 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     assert.equal(await preview.locator('strong').textContent(), 'bold')
 
     const tags = field(page, 'Tags')
+    await tags.fill('th')
+    await eventually(async () => await page.locator('datalist option[value="three"]').count() === 1, 'the tag in use is suggested')
     await tags.fill('travel')
     await tags.press(',')
     await tags.fill('Food')
@@ -94,8 +103,9 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     assert.equal(await page.getByRole('button', { name: /^Remove tag/ }).count(), 3)
 
     await content(page).click()
+    const done = nextSave(page)
     await page.keyboard.press('Control+s')
-    await saved(page)
+    await done()
     await page.waitForURL(/#\/posts\/\d+$/)
     id = Number(/#\/posts\/(\d+)$/.exec(page.url())![1])
     const post = json(await api('GET', `/posts/${id}`))
@@ -114,8 +124,9 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     at.setMilliseconds(0)
     await field(page, 'Status').selectOption('scheduled')
     await field(page, 'Publish at').fill(localInput(at))
+    const done = nextSave(page)
     await page.getByRole('button', { name: 'Save', exact: true }).click()
-    await saved(page)
+    await done()
     const post = json(await api('GET', `/posts/${id}`))
     assert.equal(post.status, 'scheduled')
     assert.equal(post.publish_at, at.toISOString())
@@ -154,8 +165,9 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     await dialog.waitFor()
     assert.ok((await dialog.textContent())!.includes('Theirs, first'), 'their version is shown')
     assert.ok((await dialog.textContent())!.includes('Mine, first.'), 'mine is shown')
+    const done = nextSave(page)
     await dialog.getByRole('button', { name: 'Keep mine' }).click()
-    await saved(page)
+    await done()
     let post = json(await api('GET', `/posts/${id}`))
     assert.ok(post.content.endsWith('Mine, first.'))
     assert.equal(post.title, 'Written in the browser')
@@ -174,8 +186,9 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     // Mine is set aside, one press from coming back.
     await page.getByRole('button', { name: 'Put my version back' }).click()
     assert.ok((await content(page).textContent())!.endsWith('Mine, second.'))
+    const again = nextSave(page)
     await page.keyboard.press('Control+s')
-    await saved(page)
+    await again()
     assert.ok(json(await api('GET', `/posts/${id}`)).content.endsWith('Mine, second.'))
   })
 
@@ -189,8 +202,9 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     await page.getByText('unsaved changes from before the page was reloaded are back').waitFor()
     assert.ok((await content(page).textContent())!.endsWith('Not saved yet.'))
     assert.equal(await field(page, 'Title').inputValue(), 'A title not saved yet')
+    const done = nextSave(page)
     await page.keyboard.press('Control+s')
-    await saved(page)
+    await done()
     assert.equal(json(await api('GET', `/posts/${id}`)).title, 'A title not saved yet')
   })
 
@@ -200,6 +214,33 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     await page.getByRole('dialog').getByRole('button', { name: 'Delete post' }).click()
     await page.getByRole('heading', { level: 1, name: 'Posts' }).waitFor()
     assert.equal((await api('GET', `/posts/${id}`)).statusCode, 404)
+  })
+
+  it('leaves a derived excerpt empty, so that it follows the content, and keeps a written one', async () => {
+    const derived = json(await api('POST', '/posts', { title: 'Derived', content: 'The first words. And more.' }))
+    const written = json(await api('POST', '/posts', { title: 'Written', content: 'Body text.', excerpt: 'Chosen words.' }))
+    const { page } = tab
+    await page.goto(`/admin#/posts/${derived.id}`)
+    await content(page).filter({ hasText: 'The first words.' }).waitFor()
+    await eventually(async () => await field(page, 'Excerpt').getAttribute('placeholder') === 'The first words. And more.', 'the derived excerpt shown as the placeholder')
+    assert.equal(await field(page, 'Excerpt').inputValue(), '')
+    await content(page).click()
+    await page.keyboard.press('Control+Home')
+    await page.keyboard.insertText('New start. ')
+    const done = nextSave(page)
+    await page.keyboard.press('Control+s')
+    await done()
+    assert.equal(json(await api('GET', `/posts/${derived.id}`)).excerpt, 'New start. The first words. And more.')
+
+    await page.goto(`/admin#/posts/${written.id}`)
+    await content(page).filter({ hasText: 'Body text.' }).waitFor()
+    await page.getByRole('region', { name: 'Preview' }).getByText('Body text.').waitFor()
+    assert.equal(await field(page, 'Excerpt').inputValue(), 'Chosen words.')
+    await field(page, 'Title').fill('Written, retitled')
+    const again = nextSave(page)
+    await page.keyboard.press('Control+s')
+    await again()
+    assert.equal(json(await api('GET', `/posts/${written.id}`)).excerpt, 'Chosen words.')
   })
 
   it('sent every request to the service\'s own origin, without a script error', () => {
