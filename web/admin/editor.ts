@@ -180,19 +180,31 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
     }, delay)
   }
 
-  const showErrors = (problem: Problem) => {
+  const clearErrors = () => {
     for (const r of [...Object.values(rows), { error: tags.error }]) { r.error.hidden = true; r.error.textContent = '' }
     for (const input of [title, slug, status, publishAt, excerpt, metaTitle, metaDescription, canonical, featureInput, tags.input]) input.removeAttribute('aria-invalid')
+  }
+  /** Each field's errors under it; those of fields without a place of their own (the content) in the alert. */
+  const showErrors = (problem: Problem) => {
+    clearErrors()
     let first: HTMLElement | null = null
+    const elsewhere: string[] = []
     for (const e of problem.errors) {
       const name = e.field.split('/')[0] ?? ''
-      const target = name === 'tags' ? { error: tags.error, input: tags.input as HTMLElement } : name in rows ? { error: rows[name as keyof typeof rows].error, input: rows[name as keyof typeof rows].row.querySelector<HTMLElement>('input,select,textarea') } : null
-      if (target === null) continue
+      const row = name in rows ? rows[name as keyof typeof rows] : null
+      const target = name === 'tags'
+        ? { error: tags.error, input: tags.input as HTMLElement }
+        : row === null ? null : { error: row.error, input: row.row.querySelector<HTMLElement>('input,select,textarea') }
+      if (target === null) {
+        elsewhere.push(`${e.field === '' ? 'The post' : e.field}: ${e.message}`)
+        continue
+      }
       target.error.hidden = false
       target.error.textContent = e.message
       target.input?.setAttribute('aria-invalid', 'true')
       first ??= target.input
     }
+    shell.alert([`Not saved: ${problem.detail}`, ...elsewhere].join(' '))
     first?.focus()
   }
 
@@ -231,15 +243,13 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
       if (sameValues(values(), sent)) apply(valuesOf(p))
       if (wasNew) history.replaceState(null, '', `#/posts/${p.id}`)
       shell.alert(null)
-      showErrors(new Problem(200, '', '', []))
+      clearErrors()
       changed()
       shell.say('Saved')
     }, async (err: unknown) => {
       if (err instanceof Problem && err.status === 412) await conflict(sent)
-      else if (err instanceof Problem) {
-        showErrors(err)
-        shell.alert(`Not saved: ${err.detail}`)
-      } else shell.alert(`Not saved: ${String(err)}`)
+      else if (err instanceof Problem) showErrors(err)
+      else shell.alert(`Not saved: ${String(err)}`)
     }).finally(() => { saving = false })
   }
 
