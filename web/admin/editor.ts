@@ -235,8 +235,10 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
     const request = id === null
       ? shell.api.call<Post>('POST', '/posts', { json: body(sent) })
       : shell.api.call<Post>('PUT', `/posts/${id}`, { json: body(sent), headers })
-    request.then(({ body: p, headers: h }) => {
+    request.then(({ body: answer, headers: h }) => {
       const wasNew = id === null
+      // An excerpt left empty was derived by the service: it stays empty here, following the content.
+      const p = sent.excerpt === '' ? { ...answer, excerpt: '' } : answer
       sessionStorage.removeItem(draftKey(id))
       loaded(p, h.get('etag'))
       // What the service made of it (a derived slug, tags folded) shows, unless the writer typed on meanwhile.
