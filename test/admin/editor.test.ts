@@ -210,7 +210,7 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     await page.keyboard.insertText('\n\nNot saved yet.')
     await field(page, 'Title').fill('A title not saved yet')
     await page.reload()
-    await page.getByText('unsaved changes from before the page was reloaded are back').waitFor()
+    await page.getByText('unsaved changes, kept in this tab, are back').waitFor()
     assert.ok((await content(page).textContent())!.endsWith('Not saved yet.'))
     assert.equal(await field(page, 'Title').inputValue(), 'A title not saved yet')
     const done = nextSave(page)

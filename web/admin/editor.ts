@@ -413,7 +413,7 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
       base = draft.base ?? base
       dirty.hidden = false
       note.hidden = false
-      note.textContent = 'Your unsaved changes from before the page was reloaded are back. Save to keep them.'
+      note.textContent = 'Your unsaved changes, kept in this tab, are back. Save to keep them.'
     }
     showAside()
   }
