@@ -11,16 +11,18 @@ async function png (width: number, height: number, colour: string): Promise<Buff
 
 /** Puts an image file on the clipboard of a paste (or the data of a drop) into the Markdown editor, as the browser would. */
 async function deliver (page: Page, kind: 'paste' | 'drop', name: string, bytes: Buffer): Promise<void> {
-  await page.getByRole('textbox', { name: 'Content' }).evaluate(`(el => {
-    const bytes = Uint8Array.from(atob(${JSON.stringify(bytes.toString('base64'))}), c => c.charCodeAt(0))
-    const data = new DataTransfer()
-    data.items.add(new File([bytes], ${JSON.stringify(name)}, { type: 'image/png' }))
-    const box = el.getBoundingClientRect()
-    const event = ${JSON.stringify(kind)} === 'paste'
-      ? new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true })
-      : new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true, clientX: box.left + 5, clientY: box.bottom - 5 })
-    el.dispatchEvent(event)
-  })`)
+  await page.getByRole('textbox', { name: 'Content' }).evaluate((el, arg) => {
+    // The page's globals, typed loosely: the tests are compiled without the DOM's types.
+    const g = globalThis as unknown as Record<string, new (...args: unknown[]) => Record<string, any>> & { atob: (s: string) => string }
+    const raw = g.atob(arg.base64)
+    const data = new g.DataTransfer!()
+    data.items.add(new g.File!([Uint8Array.from(raw, c => c.charCodeAt(0))], arg.name, { type: 'image/png' }))
+    const box = (el as unknown as { getBoundingClientRect: () => { left: number, bottom: number } }).getBoundingClientRect()
+    const event = arg.kind === 'paste'
+      ? new g.ClipboardEvent!('paste', { clipboardData: data, bubbles: true, cancelable: true })
+      : new g.DragEvent!('drop', { dataTransfer: data, bubbles: true, cancelable: true, clientX: box.left + 5, clientY: box.bottom - 5 })
+    ;(el as unknown as { dispatchEvent: (e: unknown) => void }).dispatchEvent(event)
+  }, { base64: bytes.toString('base64'), name, kind })
 }
 
 describe('the editor\'s images, in Chromium', { skip: editorMissing() }, () => {
