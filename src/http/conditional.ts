@@ -164,11 +164,11 @@ export function sendRepresentation (
   req: FastifyRequest,
   reply: FastifyReply,
   body: unknown,
-  opts: { etag: string, lastModified?: Date, audience: Audience, status?: number, mediaType?: string }
+  opts: { etag: string, lastModified?: Date, audience: Audience, status?: number, mediaType?: string, cacheControl?: string }
 ): FastifyReply {
   reply.header('etag', opts.etag)
   if (opts.lastModified) reply.header('last-modified', opts.lastModified.toUTCString())
-  reply.header('cache-control', cacheControlFor(req, opts.audience))
+  reply.header('cache-control', opts.cacheControl ?? cacheControlFor(req, opts.audience))
   if ((req.method === 'GET' || req.method === 'HEAD') && isNotModified(req, opts)) {
     return reply.code(304).send()
   }

@@ -14,6 +14,17 @@ const LOCAL_KEYS = 50_000
 /** After Redis failed or timed out, it is left alone this long: one request pays a timeout, not every one. */
 const BREAKER_OPEN_MS = 5_000
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * What the route's requests are counted by, instead of the principal or address: a route
+     * reached by a secret in its URL (a capability) counts per secret. Return a digest, never the
+     * secret itself: the key may be stored in Redis.
+     */
+    rateLimitKey?: (req: FastifyRequest) => string
+  }
+}
+
 type Limiter = ReturnType<FastifyInstance['createRateLimit']>
 type LimiterOptions = Omit<Parameters<typeof rateLimit>[1], 'global'>
 
@@ -129,7 +140,11 @@ export const rateLimitPlugin = fp(async function rateLimits (app: FastifyInstanc
     else redis.disconnect()
   })
 
-  const keyGenerator = (req: FastifyRequest) => req.principal !== null ? `p:${req.principal.subject}` : `a:${req.ip}`
+  const keyGenerator = (req: FastifyRequest) => {
+    const routeKey = routeOf(req).config.rateLimitKey
+    if (routeKey !== undefined) return `r:${routeKey(req)}`
+    return req.principal !== null ? `p:${req.principal.subject}` : `a:${req.ip}`
+  }
   const limit = await fallbackLimiter(app, redis, { max, timeWindow: windowS * 1000, keyGenerator }, `${opts.config.redisKeyPrefix}rl:`, log)
   const policy = policyHeader(max, windowS)
 

@@ -152,7 +152,7 @@ for (const kind of await storeKinds()) {
         assert.deepEqual(list.map((r: { number: number, title: string }) => [r.number, r.title]), [[3, 'three'], [2, 'two'], [1, 'one']])
         const newest = json(await get(`/posts/${post.id}/revisions/3`))
         assert.deepEqual(newest, {
-          number: 3, title: now.title, content: now.content, status: now.status, slug: now.slug, tags: now.tags, excerpt: now.excerpt, publish_at: now.publish_at, editor: 'alice', created_at: now.updated_at,
+          number: 3, title: now.title, content: now.content, status: now.status, slug: now.slug, tags: now.tags, excerpt: now.excerpt, publish_at: now.publish_at, editor: 'alice', created_at: now.updated_at, meta_title: now.meta_title, meta_description: now.meta_description, canonical_url: now.canonical_url,
         })
         // Another post's numbers start at 1.
         const other = json(await create({ title: 'other', content: '' }))

@@ -1,6 +1,8 @@
+import { Readable } from 'node:stream'
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.ts'
+import { AppError } from '../../errors.ts'
 import type { Post } from './post.ts'
 import { listHandler } from '../../http/collection.ts'
 import { sendRepresentation, strongEtag } from '../../http/conditional.ts'
@@ -8,7 +10,8 @@ import { pagingQueryProperties, type CollectionSpec } from '../../http/paging.ts
 import type { ResourceContext } from '../../http/resources.ts'
 import type { Store } from '../../store/store.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses, SYSTEM_ERRORS } from '../../http/schemas.ts'
-import type { TagCount, TagsQuery } from './store.ts'
+import type { PublishedPost, PublishedStats, TagCount, TagsQuery } from './store.ts'
+import { SITEMAP_MEDIA_TYPE, sitemapIndex, urlset } from './sitemap.ts'
 import { ATOM_MEDIA_TYPE, atomFeed, type FeedEntry, feedUpdated, JSON_FEED_MEDIA_TYPE, jsonFeed } from './feeds.ts'
 import { EXCERPT_MAX, renderContent } from './markdown.ts'
 import { parseTagFilter, TAG_MAX, TAGS_MAX } from './tags.ts'
@@ -102,6 +105,7 @@ const JsonFeedSchema = Type.Object({
   items: Type.Array(Type.Object({
     id: Text(URL_MAX, 'uri'),
     url: Text(URL_MAX, 'uri'),
+    external_url: Type.Optional(Text(URL_MAX, 'uri')),
     title: Text(TITLE_MAX),
     content_html: Text(20 * CONTENT_MAX),
     summary: Text(EXCERPT_MAX),
@@ -116,7 +120,7 @@ const JsonFeedSchema = Type.Object({
 export const FEED_SIZE = 20
 
 function entryOf (p: Post): FeedEntry {
-  return { id: p.id, slug: p.slug, title: p.title, author: p.author, tags: p.tags, excerpt: p.excerpt, contentHtml: p.contentHtml, publishedAt: p.publishedAt!, updatedAt: p.updatedAt }
+  return { id: p.id, slug: p.slug, title: p.title, author: p.author, tags: p.tags, excerpt: p.excerpt, contentHtml: p.contentHtml, publishedAt: p.publishedAt!, updatedAt: p.updatedAt, canonicalUrl: p.canonicalUrl }
 }
 
 /**
@@ -157,4 +161,77 @@ export async function feedRoutes (app: FastifyInstance, ctx: { readonly config: 
   const config = { ignoresCredentials: true }
   app.get<{ Querystring: FeedQuery }>('/feed.atom', { config, schema: schema('Atom feed of published posts', 'application/atom+xml', { type: 'string', description: 'Atom 1.0 (RFC 4287).' }) }, feed('atom'))
   app.get<{ Querystring: FeedQuery }>('/feed.json', { config, schema: schema('JSON Feed of published posts', 'application/feed+json', JsonFeedSchema) }, feed('json'))
+}
+
+/** Posts read from the store per page of a sitemap: memory holds one page however many posts there are. */
+const SITEMAP_PAGE = 1000
+const SITEMAP_CACHE = 'public, max-age=300'
+
+const SitemapPartParamsSchema = Type.Object({
+  n: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'The part\'s number, from 1.' }),
+}, { additionalProperties: false })
+type SitemapPartParams = Static<typeof SitemapPartParamsSchema>
+
+/** The published posts from the one after `afterId` on, at most `max` of them, a keyset page at a time. */
+async function * publishedPages (store: Store, afterId: number, max: number): AsyncGenerator<PublishedPost[]> {
+  for (let left = max, after = afterId; left > 0;) {
+    const page = await store.posts.published(after, Math.min(SITEMAP_PAGE, left))
+    if (page.length === 0) return
+    yield page
+    left -= page.length
+    after = page.at(-1)!.id
+  }
+}
+
+/**
+ * `GET /sitemap.xml` (sitemaps.org 0.9): every published post, streamed from keyset pages; past
+ * SITEMAP_URLS_PER_FILE posts an index of `/sitemap-posts-{n}.xml` parts. The strong ETag is made
+ * from what the store says cheaply about what decides the bytes: how many posts are published, the
+ * newest `updated_at` among them and the sum of their ids (a publication or an edit moves the newest;
+ * an unpublishing or a deletion the count and the sum), the base URL, the file size and the part.
+ */
+export async function sitemapRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void> {
+  const base = ctx.config.publicBaseUrl
+  const perFile = ctx.config.editorial.sitemapUrlsPerFile
+  const send = (req: FastifyRequest, reply: FastifyReply, stats: PublishedStats, part: number, body: () => AsyncIterable<string> | Iterable<string>) => {
+    const etag = strongEtag('sitemap', base, perFile, part, stats.count, stats.newest ?? '', stats.idSum)
+    const opts = { etag, audience: 'everyone' as const, mediaType: SITEMAP_MEDIA_TYPE, cacheControl: SITEMAP_CACHE }
+    const lastModified = stats.newest === null ? {} : { lastModified: new Date(stats.newest) }
+    // Read lazily: a 304 drops the stream unread, and no post is read.
+    return sendRepresentation(req, reply, Readable.from(body()), { ...opts, ...lastModified })
+  }
+  const schema = (summary: string, description: string, params?: object) => ({
+    tags: ['posts'],
+    summary,
+    description,
+    ...(params === undefined ? {} : { params }),
+    produces: ['application/xml'],
+    response: {
+      200: { description: 'The sitemap (application/xml).', content: { 'application/xml': { schema: { type: 'string', description: 'sitemaps.org 0.9: a `urlset`, or a `sitemapindex`.' } } } },
+      304: NotModifiedSchema,
+      ...problemResponses(...SYSTEM_ERRORS, 404, 406, 422),
+    },
+  })
+  const config = { ignoresCredentials: true }
+  app.get('/sitemap.xml', {
+    config,
+    schema: schema('Sitemap of published posts', `Every published post (\`<loc>\` its public URL, \`<lastmod>\` its \`updated_at\`), for search engines. Past ${perFile} posts, a \`sitemapindex\` of \`/sitemap-posts-{n}.xml\` parts of ${perFile} each. Strong ETag, 304, \`Cache-Control: ${SITEMAP_CACHE}\`. No credential needed.`),
+  }, async (req, reply) => {
+    const stats = await ctx.store.posts.publishedStats()
+    if (stats.count <= perFile) return send(req, reply, stats, 0, () => urlset(base, publishedPages(ctx.store, 0, perFile)))
+    return send(req, reply, stats, 0, () => sitemapIndex(base, Math.ceil(stats.count / perFile)))
+  })
+  app.get<{ Params: SitemapPartParams }>('/sitemap-posts-:n.xml', {
+    config,
+    schema: schema('A part of the sitemap', `The published posts ${perFile} at a time in id order: part 1 the first ${perFile}, … Only while \`/sitemap.xml\` is an index of parts; a part past the last: 404.`, SitemapPartParamsSchema),
+  }, async (req, reply) => {
+    const stats = await ctx.store.posts.publishedStats()
+    const parts = stats.count > perFile ? Math.ceil(stats.count / perFile) : 0
+    const n = req.params.n
+    if (n > parts) throw new AppError('NOT_FOUND', `The sitemap has ${parts === 0 ? 'no parts: /sitemap.xml lists every post' : `${parts} parts`}.`)
+    // The part's first post, found by its place; the rest follows by id.
+    const first = n === 1 ? 0 : await ctx.store.posts.publishedIdAt((n - 1) * perFile - 1)
+    if (first === null) throw new AppError('NOT_FOUND', `The sitemap has no part ${n}.`)
+    return send(req, reply, stats, n, () => urlset(base, publishedPages(ctx.store, first, perFile)))
+  })
 }

@@ -11,6 +11,8 @@ export interface FeedEntry {
   readonly contentHtml: string
   readonly publishedAt: string
   readonly updatedAt: string
+  /** Where the post's original lives, when it is elsewhere (its SEO `canonical_url`). */
+  readonly canonicalUrl: string | null
 }
 
 /** Where a feed lives and what it is of: `tag` for the feed of one tag. */
@@ -72,7 +74,11 @@ export function atomFeed (entries: readonly FeedEntry[], meta: FeedMeta): string
       entry: entries.map(e => ({
         id: postId(meta, e),
         title: { '@type': 'text', '#text': xmlText(e.title) },
-        link: { '@rel': 'alternate', '@type': 'text/html', '@href': postUrl(meta, e) },
+        // RFC 4287 §4.2.7.2: one `alternate` per type and language; the original elsewhere is `related`.
+        link: [
+          { '@rel': 'alternate', '@type': 'text/html', '@href': postUrl(meta, e) },
+          ...(e.canonicalUrl === null ? [] : [{ '@rel': 'related', '@type': 'text/html', '@href': xmlText(e.canonicalUrl) }]),
+        ],
         published: e.publishedAt,
         updated: e.updatedAt,
         author: { name: xmlText(e.author) },
@@ -95,6 +101,7 @@ export function jsonFeed (entries: readonly FeedEntry[], meta: FeedMeta): Record
     items: entries.map(e => ({
       id: postId(meta, e),
       url: postUrl(meta, e),
+      ...(e.canonicalUrl === null ? {} : { external_url: e.canonicalUrl }),
       title: e.title,
       content_html: e.contentHtml,
       summary: e.excerpt,

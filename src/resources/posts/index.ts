@@ -14,13 +14,13 @@ import { listHandler } from '../../http/collection.ts'
 import type { CollectionSpec } from '../../http/paging.ts'
 import type { Resource, ResourceContext, ServicesContext } from '../../http/resources.ts'
 import './problems.ts'
-import { postsStore, revisionsStore } from './store.ts'
+import { postsStore, previewLinksStore, revisionsStore } from './store.ts'
 import { toFieldErrors } from '../../http/validation.ts'
 import type { ListQuery, UnitOfWork } from '../../store/store.ts'
 import type { PostFilter } from './store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { cacheControlFor } from '../../http/caching.ts'
-import { feedRoutes, renderRoutes, TagListItemSchema, TagSchema, tagRoutes } from './content-routes.ts'
+import { feedRoutes, renderRoutes, sitemapRoutes, TagListItemSchema, TagSchema, tagRoutes } from './content-routes.ts'
 import { parseTagFilter } from './tags.ts'
 import { postSortValue } from './posts-repository.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
@@ -28,6 +28,7 @@ import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } f
 import { POST_EVENT_TYPES, postEvents } from './events.ts'
 import { postData, renderPost } from './representation.ts'
 import { revisionRoutes } from './revisions.ts'
+import { PREVIEW_LINK_SCHEMAS, previewLinkRoutes } from './preview-links.ts'
 import { editorialSettings } from './settings.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, PostSlugParamsSchema, type PostSlugParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
 
@@ -214,6 +215,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   })
 
   await revisionRoutes(app, ctx, { reader, writer, written })
+  await previewLinkRoutes(app, ctx, reader)
 }
 
 /** The scheduled switch, run by every instance (contract §11). */
@@ -234,15 +236,18 @@ export const postsResource: Resource = {
   name: 'posts',
   description: 'Blog posts',
   path: '/posts',
-  schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema],
+  schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema, ...PREVIEW_LINK_SCHEMAS],
   eventTypes: POST_EVENT_TYPES,
   routes: postRoutes,
   services: postServices,
   settings: editorialSettings,
-  store: [postsStore, revisionsStore],
-  unversionedRoutes: feedRoutes,
-  unversionedPaths: ['/feed.atom', '/feed.json'],
-  links: { tags: '/tags', feed_atom: '/feed.atom', feed_json: '/feed.json' },
+  store: [postsStore, revisionsStore, previewLinksStore],
+  unversionedRoutes: async (app, ctx) => {
+    await feedRoutes(app, ctx)
+    await sitemapRoutes(app, ctx)
+  },
+  unversionedPaths: ['/feed.atom', '/feed.json', '/sitemap.xml', '/sitemap-posts-*'],
+  links: { tags: '/tags', feed_atom: '/feed.atom', feed_json: '/feed.json', sitemap: '/sitemap.xml' },
   scopes: [WRITE.requiredScope],
   exportable: {
     list: async (store, query, viewer) => await store.posts.list(query as ListQuery<PostSortKey, PostFilter>, viewer),

@@ -66,6 +66,9 @@ export function postWrite (input: PostInput, current: Post | null, now: Date): P
     contentHtml: rendered.html,
     publishedAt: publishedAtAfter(current?.publishedAt ?? null, input.status, now),
     publishAt: input.publishAt ?? null,
+    metaTitle: input.metaTitle ?? null,
+    metaDescription: input.metaDescription ?? null,
+    canonicalUrl: input.canonicalUrl ?? null,
   }
 }
 
@@ -159,6 +162,9 @@ export class PostService {
       tags: revision.tags,
       excerpt: revision.excerptDerived ? null : revision.excerpt,
       publishAt: revision.publishAt,
+      metaTitle: revision.metaTitle,
+      metaDescription: revision.metaDescription,
+      canonicalUrl: revision.canonicalUrl,
     }
     return await this.update(id, viewer, () => input, precondition)
   }
@@ -219,7 +225,7 @@ export class PostService {
   }
 
   /** The post, if `viewer` may change it: invisible → 404, visible but not theirs → 403. */
-  private async writable (id: number, viewer: Principal): Promise<Post> {
+  async writable (id: number, viewer: Principal): Promise<Post> {
     const post = await this.get(id, viewer)
     if (!mayChange(viewer, post.author)) {
       throw new AppError('FORBIDDEN', 'Only the author of a post or an admin may change it.')

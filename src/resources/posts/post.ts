@@ -6,9 +6,20 @@ export type PostStatus = typeof POST_STATUSES[number]
 
 export const TITLE_MAX = 200
 export const CONTENT_MAX = 100_000
+export const META_TITLE_MAX = 300
+export const META_DESCRIPTION_MAX = 500
+export const CANONICAL_URL_MAX = 2000
+
+/** What search engines and link previews show of a post; each null when not set. */
+export interface PostSeo {
+  metaTitle: string | null
+  metaDescription: string | null
+  /** An absolute http or https URL. */
+  canonicalUrl: string | null
+}
 
 /** A post as the store keeps it. `revision` grows by one on every change and feeds the ETag. */
-export interface Post {
+export interface Post extends PostSeo {
   id: number
   title: string
   content: string
@@ -35,7 +46,7 @@ export type PostSummary = Omit<Post, 'content' | 'contentHtml'>
  * What a client may set: the whole of it on create and replace. `slug` absent: derived on create,
  * kept on replace; `excerpt` null: derived from the content.
  */
-export interface PostInput {
+export interface PostInput extends Partial<PostSeo> {
   title: string
   content: string
   status: PostStatus
@@ -47,7 +58,7 @@ export interface PostInput {
 }
 
 /** What the store writes: the input with what the service derives from it. */
-export interface PostWrite {
+export interface PostWrite extends PostSeo {
   title: string
   content: string
   status: PostStatus
@@ -82,6 +93,9 @@ export function normalisePostInput (input: {
   tags?: string[] | undefined
   excerpt?: string | null | undefined
   publish_at?: string | null | undefined
+  meta_title?: string | null | undefined
+  meta_description?: string | null | undefined
+  canonical_url?: string | null | undefined
 }): PostInput {
   const publishAt = input.publish_at == null ? null : Date.parse(input.publish_at)
   // A leap second (…T23:59:60Z) is RFC 3339 but no instant JavaScript can hold.
@@ -94,5 +108,8 @@ export function normalisePostInput (input: {
     tags: normaliseTags(input.tags ?? []),
     excerpt: input.excerpt ?? null,
     publishAt: publishAt === null ? null : new Date(publishAt).toISOString(),
+    metaTitle: input.meta_title ?? null,
+    metaDescription: input.meta_description ?? null,
+    canonicalUrl: input.canonical_url ?? null,
   }
 }

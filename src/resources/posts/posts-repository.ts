@@ -10,7 +10,7 @@ import { tagKey } from './tags.ts'
 import { arg, type PreparedQueries, preparedQueries } from '../../store/prepared.ts'
 import { pageOf, pageQuery, pageValues } from '../../store/read-page.ts'
 import type { ListPage, ListQuery, WriteResult } from '../../store/store.ts'
-import type { DuePost, PostFilter, PostStore, SlugLookup, TagCount, TagsQuery } from './store.ts'
+import type { DuePost, PostFilter, PostStore, PublishedPost, PublishedStats, SlugLookup, TagCount, TagsQuery } from './store.ts'
 import { type Database, type DialectParts, iso, type Timestamp } from '../../store/tables.ts'
 
 type SummaryRow = {
@@ -27,6 +27,9 @@ type SummaryRow = {
   excerpt_derived: number | string | boolean
   published_at: Timestamp | null
   publish_at: Timestamp | null
+  meta_title: string | null
+  meta_description: string | null
+  canonical_url: string | null
 }
 type PostRow = SummaryRow & { content: string, content_html: string }
 
@@ -45,6 +48,9 @@ function toSummary (row: SummaryRow): PostSummary {
     excerptDerived: Number(row.excerpt_derived) === 1,
     publishedAt: row.published_at === null ? null : iso(row.published_at),
     publishAt: row.publish_at === null ? null : iso(row.publish_at),
+    metaTitle: row.meta_title,
+    metaDescription: row.meta_description,
+    canonicalUrl: row.canonical_url,
   }
 }
 
@@ -55,8 +61,9 @@ function toPost (row: PostRow): Post {
   return post
 }
 
-const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at', 'publish_at'] as const
-const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at', 'publish_at'] as const
+const SEO_COLUMNS = ['meta_title', 'meta_description', 'canonical_url'] as const
+const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at', 'publish_at', ...SEO_COLUMNS] as const
+const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at', 'publish_at', ...SEO_COLUMNS] as const
 /** The same, named with their table: a list by one tag reads them through a join with post_tags. */
 const LIST_POST_COLUMNS = POST_COLUMNS.map(c => `posts.${c}` as const)
 const LIST_SUMMARY_COLUMNS = SUMMARY_COLUMNS.map(c => `posts.${c}` as const)
@@ -104,6 +111,9 @@ function completed (w: PostWriteInput, creating: boolean, now: Date): PostWrite 
     contentHtml: w.contentHtml ?? rendered!.html,
     publishedAt: w.publishedAt !== undefined ? w.publishedAt : publishedAtAfter(null, w.status, now),
     publishAt: w.publishAt ?? null,
+    metaTitle: w.metaTitle ?? null,
+    metaDescription: w.metaDescription ?? null,
+    canonicalUrl: w.canonicalUrl ?? null,
   }
 }
 
@@ -324,10 +334,14 @@ export class PostsRepository implements PostStore {
         content_html: arg(8),
         published_at: arg(9),
         publish_at: arg(10),
+        meta_title: arg(11),
+        meta_description: arg(12),
+        canonical_url: arg(13),
       })
       .returning('id'))
     const publishedAt = write.publishedAt === null ? null : this.dialect.timestamp(new Date(write.publishedAt))
-    const [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt)])
+    const [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt),
+      write.metaTitle, write.metaDescription, write.canonicalUrl])
     if (row === undefined) throw new Error('INSERT … RETURNING returned no row')
     const id = Number(row.id)
     const slug = await this.claimSlug(id, write.slug ?? { derived: 'post' })
@@ -403,6 +417,9 @@ export class PostsRepository implements PostStore {
         // publishedAtAfter's rule, kept by the statement too: a time once set is never replaced.
         published_at: eb.fn.coalesce('published_at', eb.val(arg<Timestamp | null>(7))),
         publish_at: arg(12),
+        meta_title: arg(13),
+        meta_description: arg(14),
+        canonical_url: arg(15),
         revision: eb('revision', '+', 1),
         ...(slug === null ? {} : { slug: arg<string>(10) }),
         ...(write.tags === null ? {} : { tags: arg<string>(11) }),
@@ -414,6 +431,7 @@ export class PostsRepository implements PostStore {
     const [row] = await query.execute(this.db, [
       write.title, write.content, write.status, this.dialect.timestamp(now), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt,
       id, expectedRevision, slug, write.tags === null ? null : JSON.stringify(write.tags), this.timestampOrNull(write.publishAt),
+      write.metaTitle, write.metaDescription, write.canonicalUrl,
     ])
     if (!row) return await this.missingOrStale(id)
     if (write.tags !== null) {
@@ -465,6 +483,29 @@ export class PostsRepository implements PostStore {
       .where('status', '=', 'scheduled').where('publish_at', 'is not', null)
       .orderBy('publish_at').limit(1).executeTakeFirst()
     return row?.publish_at == null ? null : new Date(iso(row.publish_at))
+  }
+
+  async published (afterId: number, limit: number): Promise<PublishedPost[]> {
+    // A range of posts_status_id_idx: each page costs the same at any depth.
+    const rows = await this.prepared.get('published', () => this.db.selectFrom('posts').select(['id', 'slug', 'updated_at'])
+      .where('status', '=', 'published').where('id', '>', arg<number>(0))
+      .orderBy('id').limit(arg<number>(1)))
+      .execute(this.db, [afterId, limit])
+    return rows.map(r => ({ id: Number(r.id), slug: r.slug ?? '', updatedAt: iso(r.updated_at) }))
+  }
+
+  async publishedStats (): Promise<PublishedStats> {
+    // One pass over posts_status_id_idx (and a look at posts_status_updated_at_idx for the newest).
+    const row = await this.db.selectFrom('posts')
+      .select(eb => [eb.fn.countAll<number | string>().as('n'), eb.fn.max('updated_at').as('newest'), eb.fn.sum<number | string | null>('id').as('ids')])
+      .where('status', '=', 'published').executeTakeFirstOrThrow()
+    return { count: Number(row.n), newest: row.newest === null ? null : iso(row.newest as Timestamp), idSum: String(row.ids ?? 0) }
+  }
+
+  async publishedIdAt (offset: number): Promise<number | null> {
+    const row = await this.db.selectFrom('posts').select('id').where('status', '=', 'published')
+      .orderBy('id').limit(1).offset(offset).executeTakeFirst()
+    return row === undefined ? null : Number(row.id)
   }
 
   private async missingOrStale (id: number): Promise<{ outcome: 'missing' } | { outcome: 'stale' }> {

@@ -18,6 +18,9 @@ function common (post: ListedPost) {
     excerpt: post.excerpt,
     published_at: post.publishedAt,
     content_html: post.contentHtml,
+    meta_title: post.metaTitle,
+    meta_description: post.metaDescription,
+    canonical_url: post.canonicalUrl,
   }
 }
 
@@ -42,7 +45,21 @@ export function postData (post: ListedPost, version: ApiVersion): Record<string,
 
 /** A revision's members by field name: the whole revision, or a list item's choice of them. */
 export function revisionData (r: RevisionSummary & Partial<Pick<Revision, 'content' | 'tags' | 'excerpt'>>): Record<string, unknown> {
-  return { number: r.number, title: r.title, content: r.content, status: r.status, slug: r.slug, tags: r.tags, excerpt: r.excerpt, publish_at: r.publishAt, editor: r.editor, created_at: r.createdAt }
+  return {
+    number: r.number,
+    title: r.title,
+    content: r.content,
+    status: r.status,
+    slug: r.slug,
+    tags: r.tags,
+    excerpt: r.excerpt,
+    publish_at: r.publishAt,
+    editor: r.editor,
+    created_at: r.createdAt,
+    meta_title: r.metaTitle,
+    meta_description: r.metaDescription,
+    canonical_url: r.canonicalUrl
+  }
 }
 
 export function renderRevision (r: Revision) {

@@ -1,10 +1,10 @@
-import type { PostStatus } from './post.ts'
+import type { PostSeo, PostStatus } from './post.ts'
 
 /** The editor of the changes the service makes on its own (the scheduled switch). */
 export const SYSTEM_EDITOR = 'system'
 
 /** A post's values after one change (contract §11). Revisions never change once recorded. */
-export interface Revision {
+export interface Revision extends PostSeo {
   postId: number
   /** 1, 2, 3 … per post: the post's revision the change made. */
   number: number

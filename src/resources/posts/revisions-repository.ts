@@ -24,10 +24,13 @@ function toRevision<T extends RevisionSummary> (row: Row): T {
   if (row.excerpt !== undefined) r.excerpt = row.excerpt
   if (row.excerpt_derived !== undefined) r.excerptDerived = Number(row.excerpt_derived) === 1
   r.publishAt = row.publish_at === null ? null : iso(row.publish_at)
+  r.metaTitle = row.meta_title
+  r.metaDescription = row.meta_description
+  r.canonicalUrl = row.canonical_url
   return r as T
 }
 
-const SUMMARY_COLUMNS = ['post_id', 'number', 'title', 'status', 'slug', 'publish_at', 'editor', 'created_at'] as const
+const SUMMARY_COLUMNS = ['post_id', 'number', 'title', 'status', 'slug', 'publish_at', 'editor', 'created_at', 'meta_title', 'meta_description', 'canonical_url'] as const
 
 /** Revisions of posts, on the store's connection or on a unit of work's transaction. */
 export class RevisionsRepository implements RevisionStore {
@@ -48,9 +51,13 @@ export class RevisionsRepository implements RevisionStore {
       publish_at: arg(9),
       editor: arg(10),
       created_at: arg(11),
+      meta_title: arg(12),
+      meta_description: arg(13),
+      canonical_url: arg(14),
     }))
     await insert.execute(this.db, [post.id, post.revision, post.title, post.content, post.status, post.slug, JSON.stringify(post.tags), post.excerpt,
-      post.excerptDerived ? 1 : 0, post.publishAt === null ? null : this.dialect.timestamp(new Date(post.publishAt)), editor, this.dialect.timestamp(now)])
+      post.excerptDerived ? 1 : 0, post.publishAt === null ? null : this.dialect.timestamp(new Date(post.publishAt)), editor, this.dialect.timestamp(now),
+      post.metaTitle, post.metaDescription, post.canonicalUrl])
     // Numbers are the post's revisions, one per change, so the newest `keep` are the last `keep` numbers.
     if (post.revision > keep) {
       await prepared.get('revisions|prune', () => this.db.deleteFrom('post_revisions').where('post_id', '=', arg<number>(0)).where('number', '<=', arg<number>(1)))

@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox'
 import { pagingQueryProperties } from '../../http/paging.ts'
 import { LinkSchema } from '../../http/schemas.ts'
 import { EXCERPT_MAX } from './markdown.ts'
-import { CONTENT_MAX, POST_STATUSES, TITLE_MAX } from './post.ts'
+import { CANONICAL_URL_MAX, CONTENT_MAX, META_DESCRIPTION_MAX, META_TITLE_MAX, POST_STATUSES, TITLE_MAX } from './post.ts'
 import { SLUG_MAX, SLUG_PATTERN } from './slug.ts'
 import { TAG_MAX, TAGS_MAX } from './tags.ts'
 
@@ -25,6 +25,17 @@ const PublishAtSchema = Type.Union([TimestampSchema, Type.Null()], { description
 const PublishAtBodySchema = Type.Union([Type.String({ format: 'date-time', maxLength: 40 }), Type.Null()], { description: PUBLISH_AT_DESCRIPTION })
 /** Ids are assigned by the service and stay below 2^53. */
 const IdSchema = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
+/** An absolute http or https URL with a host: `format: uri` alone would take `mailto:` or `urn:`. */
+const HTTP_URL_PATTERN = '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+([/?#]\\S*)?$'
+const META_TITLE_DESCRIPTION = `What search engines show as the post's title: 0–${META_TITLE_MAX} characters; null when not set.`
+const META_DESCRIPTION_DESCRIPTION = `What search engines show under the title: 0–${META_DESCRIPTION_MAX} characters; null when not set.`
+const CANONICAL_URL_DESCRIPTION = `Where the post's original lives, for search engines: an absolute http or https URL of at most ${CANONICAL_URL_MAX} characters; null when not set.`
+/** The SEO fields as a post and a revision show them. */
+const seoFields = {
+  meta_title: Type.Union([Type.String({ maxLength: META_TITLE_MAX }), Type.Null()], { description: META_TITLE_DESCRIPTION }),
+  meta_description: Type.Union([Type.String({ maxLength: META_DESCRIPTION_MAX }), Type.Null()], { description: META_DESCRIPTION_DESCRIPTION }),
+  canonical_url: Type.Union([Type.String({ maxLength: CANONICAL_URL_MAX, format: 'uri' }), Type.Null()], { description: CANONICAL_URL_DESCRIPTION }),
+}
 /** A title as sent may carry white space around its 1–200 characters, up to this many in all. */
 export const TITLE_RAW_MAX = 1000
 
@@ -43,6 +54,7 @@ const fields = {
   published_at: Type.Union([TimestampSchema, Type.Null()], { description: 'When the post first became published; null until then. Kept through edits, unpublishing and republishing.' }),
   // Escaping and links make HTML longer than its Markdown; 20 times the content's limit bounds it.
   content_html: Type.String({ maxLength: 20 * CONTENT_MAX, description: 'The content read as Markdown (CommonMark, GitHub tables, strikethrough, autolinks) rendered to HTML: raw HTML escaped, only http, https and mailto URLs kept.' }),
+  ...seoFields,
 }
 
 export const PostV1Schema = Type.Object({ id: IdSchema, ...fields }, { $id: 'PostV1', additionalProperties: false })
@@ -64,7 +76,7 @@ export const PostListItemV2Schema = Type.Composite([
   Type.Object({ _links: Type.Object({ self: Type.Ref(LinkSchema) }, { additionalProperties: false }) }),
 ], { $id: 'PostListItemV2', additionalProperties: false })
 
-const CONTENT_FIELDS = ['slug', 'tags', 'excerpt', 'published_at', 'publish_at', 'content_html'] as const
+const CONTENT_FIELDS = ['slug', 'tags', 'excerpt', 'published_at', 'publish_at', 'content_html', 'meta_title', 'meta_description', 'canonical_url'] as const
 export const FIELD_NAMES = {
   1: ['id', 'title', 'content', 'status', 'created_at', 'updated_at', 'author', ...CONTENT_FIELDS],
   2: ['postId', 'title', 'content', 'status', 'created_at', 'updated_at', 'author', ...CONTENT_FIELDS],
@@ -83,6 +95,10 @@ function bodySchema (idName: 'id' | 'postId', $id: string) {
     tags: Type.Optional(Type.Array(Type.String({ trimmedLength: { minimum: 1, maximum: TAG_MAX }, maxLength: TAG_MAX * 4 }), { maxItems: TAGS_MAX, description: `At most ${TAGS_MAX}, each 1–${TAG_MAX} characters after trimming; compared case-insensitively (the first spelling is kept). Default none.` })),
     // One schema with two types (not a union), so a string too long is reported once, as TOO_LONG.
     excerpt: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: EXCERPT_MAX, description: `0–${EXCERPT_MAX} characters; absent or null: derived from the content.` })),
+    // One schema with two types each (not a union), so that a string too long is reported once.
+    meta_title: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: META_TITLE_MAX, description: `${META_TITLE_DESCRIPTION} Absent: null.` })),
+    meta_description: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: META_DESCRIPTION_MAX, description: `${META_DESCRIPTION_DESCRIPTION} Absent: null.` })),
+    canonical_url: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: CANONICAL_URL_MAX, format: 'uri', pattern: HTTP_URL_PATTERN, description: `${CANONICAL_URL_DESCRIPTION} Absent: null.` })),
     published_at: Type.Optional(Type.Unknown({ ...readOnly })),
     content_html: Type.Optional(Type.Unknown({ ...readOnly })),
     // Whatever their value: they are ignored (contract §1), so a client never fails on them.
@@ -106,6 +122,9 @@ export interface PostBody {
   slug?: string
   tags?: string[]
   excerpt?: string | null
+  meta_title?: string | null
+  meta_description?: string | null
+  canonical_url?: string | null
 }
 
 export const ListPostsQuerySchema = Type.Object({
@@ -139,12 +158,13 @@ const revisionFields = {
   // `system` for the scheduled switch.
   editor: Type.String({ maxLength: 8192, description: 'The `sub` of who made the change; `system` for the scheduled switch.' }),
   created_at: { ...TimestampSchema, description: 'When the change was made.' },
+  ...seoFields,
 }
 
 /** A post's values after one change (contract §11); the same in every version. */
 export const RevisionSchema = Type.Object(revisionFields, { $id: 'Revision', additionalProperties: false })
 export const RevisionListItemSchema = Type.Partial(Type.Object(revisionFields), { $id: 'RevisionListItem', additionalProperties: false })
-export const REVISION_FIELD_NAMES = ['number', 'title', 'status', 'slug', 'publish_at', 'editor', 'created_at'] as const
+export const REVISION_FIELD_NAMES = ['number', 'title', 'status', 'slug', 'publish_at', 'editor', 'created_at', 'meta_title', 'meta_description', 'canonical_url'] as const
 export const ListRevisionsQuerySchema = Type.Object(Type.Partial(Type.Object(pagingQueryProperties)).properties, { additionalProperties: false })
 
 /** Every schema posts share with the app (each has an `$id`, so the document names it). */

@@ -9,7 +9,9 @@ import type { Revision, RevisionSummary } from './revision.ts'
 import { RevisionsRepository } from './revisions-repository.ts'
 import * as m0002 from './0002-editorial.ts'
 import * as m0003 from './0003-tag-order.ts'
+import * as m0004 from './0004-review.ts'
 import { PostsRepository } from './posts-repository.ts'
+import { PreviewLinksRepository, type PreviewLinksTable, type PreviewLinkStore } from './preview-links-repository.ts'
 
 export interface PostsTable {
   id: Generated<number>
@@ -29,6 +31,9 @@ export interface PostsTable {
   excerpt_derived: Generated<number>
   content_html: Generated<string>
   published_at: Timestamp | null
+  meta_title: string | null
+  meta_description: string | null
+  canonical_url: string | null
 }
 
 /** Every slug a post holds: its current one and those it was renamed from (contract §10). */
@@ -62,6 +67,9 @@ export interface PostRevisionsTable {
   /** Who made the change: a principal's subject, or `system` for the scheduled switch. */
   editor: string
   created_at: Timestamp
+  meta_title: string | null
+  meta_description: string | null
+  canonical_url: string | null
 }
 
 export interface PostFilter {
@@ -124,6 +132,29 @@ export interface PostStore {
   due (now: Date, limit: number): Promise<DuePost[]>
   /** The earliest `publish_at` of any scheduled post, or null when none is scheduled. */
   nextDue (): Promise<Date | null>
+  /** Up to `limit` published posts with ids above `afterId`, in id order: a sitemap's keyset page. */
+  published (afterId: number, limit: number): Promise<PublishedPost[]>
+  /**
+   * How many posts are published, the newest `updated_at` among them (null when none is) and the
+   * sum of their ids: together they change with any change of which posts are published or of one.
+   */
+  publishedStats (): Promise<PublishedStats>
+  /** The id of the published post `offset` places from the first in id order (0: the first), or null. */
+  publishedIdAt (offset: number): Promise<number | null>
+}
+
+export interface PublishedStats {
+  readonly count: number
+  readonly newest: string | null
+  /** Decimal: a sum of ids may pass 2^53. */
+  readonly idSum: string
+}
+
+/** What a sitemap lists of a published post. */
+export interface PublishedPost {
+  readonly id: number
+  readonly slug: string
+  readonly updatedAt: string
 }
 
 /** A scheduled post whose time has come, as the switch needs it. */
@@ -143,8 +174,8 @@ export interface RevisionStore {
   list (postId: number, query: ListQuery<'number', Record<string, never>>): Promise<ListPage<RevisionSummary>>
 }
 
-declare module '../../store/tables.ts' { interface Database { posts: PostsTable, post_slugs: PostSlugsTable, post_tags: PostTagsTable, post_revisions: PostRevisionsTable } }
-declare module '../../store/store.ts' { interface Repositories { readonly posts: PostStore, readonly revisions: RevisionStore } }
+declare module '../../store/tables.ts' { interface Database { posts: PostsTable, post_slugs: PostSlugsTable, post_tags: PostTagsTable, post_revisions: PostRevisionsTable, post_preview_links: PreviewLinksTable } }
+declare module '../../store/store.ts' { interface Repositories { readonly posts: PostStore, readonly revisions: RevisionStore, readonly previewLinks: PreviewLinkStore } }
 
 /**
  * Posts' first tables were made by the core's first migration (`0001-initial`, per database,
@@ -152,7 +183,12 @@ declare module '../../store/store.ts' { interface Repositories { readonly posts:
  */
 export const postsStore: StoreModule = {
   name: 'posts',
-  migrations: { 'posts/0001-content': m0001.migration, 'posts/0002-editorial': m0002.migration, 'posts/0003-tag-order': m0003.migration },
+  migrations: {
+    'posts/0001-content': m0001.migration,
+    'posts/0002-editorial': m0002.migration,
+    'posts/0003-tag-order': m0003.migration,
+    'posts/0004-review': m0004.migration,
+  },
   repository: (db, dialect): PostStore => new PostsRepository(db, dialect),
 }
 
@@ -161,4 +197,11 @@ export const revisionsStore: StoreModule = {
   name: 'revisions',
   migrations: {},
   repository: (db, dialect): RevisionStore => new RevisionsRepository(db, dialect),
+}
+
+/** Posts' preview links (`uow.previewLinks`); their table is made by posts' migrations. */
+export const previewLinksStore: StoreModule = {
+  name: 'previewLinks',
+  migrations: {},
+  repository: (db, dialect): PreviewLinkStore => new PreviewLinksRepository(db, dialect),
 }
