@@ -11,6 +11,8 @@
  *
  * Left as ordinary imports from node_modules:
  * - better-sqlite3: a native addon, found by path at run time;
+ * - sharp: libvips, a native addon with its prebuilt binary in a platform package (@img/sharp-*);
+ * - @aws-sdk/client-s3, @aws-sdk/lib-storage: large, and loaded only when blobs are kept in S3;
  * - pg, ioredis: imported only when DATABASE_URL or REDIS_URL names them;
  * - pino: its worker-thread transports are files it loads by path (the service writes to
  *   stdout, but a bundle must not break a transport set by the operator);
@@ -22,7 +24,7 @@ import { build } from 'esbuild'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 
-const EXTERNAL = ['better-sqlite3', 'pg', 'ioredis', 'pino', '@fastify/swagger', '@fastify/swagger-ui']
+const EXTERNAL = ['better-sqlite3', 'sharp', '@aws-sdk/client-s3', '@aws-sdk/lib-storage', 'pg', 'ioredis', 'pino', '@fastify/swagger', '@fastify/swagger-ui']
 
 await build({
   entryPoints: [path.join(ROOT, 'dist/cli/main.js')],

@@ -4,6 +4,7 @@ import { ordersResource } from './resources/orders/index.ts'
 import { exportsResource } from './resources/exports/index.ts'
 import { webhooksResource } from './resources/webhooks/index.ts'
 import { eventsResource } from './resources/events/index.ts'
+import { mediaResource } from './resources/media/index.ts'
 
 /** Every resource the service serves: adding one is its folder plus one line here. */
 export const RESOURCES: readonly Resource[] = [
@@ -12,4 +13,5 @@ export const RESOURCES: readonly Resource[] = [
   exportsResource,
   webhooksResource,
   eventsResource,
+  mediaResource,
 ]

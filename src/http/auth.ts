@@ -17,6 +17,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The scope a route needs; absent means anyone, credential or not (unless `requiresCredential`). */
     requiredScope?: string
+    /** Other scopes that permit the route as well as `requiredScope`. */
+    orScopes?: readonly string[]
     /** Any valid credential, whatever its scopes (the change stream: what it shows depends on who asks). */
     requiresCredential?: boolean
     /** Probes (health, readiness) answer the same whatever credential is sent. */
@@ -224,11 +226,11 @@ export const authPlugin = fp(async function auth (app: FastifyInstance, opts: { 
 export const authorizationPlugin = fp(async function authorization (app: FastifyInstance) {
   app.addHook('onRequest', (req: FastifyRequest, _reply, done) => {
     const bad = (req as WithCredentialError)[CREDENTIAL_ERROR]
-    const { requiredScope: scope, requiresCredential } = routeOf(req).config
+    const { requiredScope: scope, requiresCredential, orScopes } = routeOf(req).config
     if (bad !== undefined) done(bad)
     else if (scope === undefined && requiresCredential !== true) done()
     else if (req.principal === null) done(unauthenticated())
-    else if (scope !== undefined && !hasScope(req.principal, scope)) done(insufficientScope(scope))
+    else if (scope !== undefined && !hasScope(req.principal, scope) && orScopes?.some(s => hasScope(req.principal, s)) !== true) done(insufficientScope(scope))
     else done()
   })
 }, { name: 'authorization', dependencies: ['auth'] })

@@ -13,6 +13,10 @@ export interface RangedFile {
   readonly lastModified: Date
   readonly contentType: string
   readonly filename: string
+  /** Who may keep it: `private, no-store` unless given (a public, immutable file says so here). */
+  readonly cacheControl?: string
+  /** Shown in the browser (`inline`) rather than saved (`attachment`, the default). */
+  readonly inline?: boolean
   read (from: number, to: number): AsyncIterable<Uint8Array>
 }
 
@@ -51,8 +55,8 @@ export function sendRanged (req: FastifyRequest, reply: FastifyReply, file: Rang
   reply.header('accept-ranges', 'bytes')
     .header('etag', file.etag)
     .header('last-modified', file.lastModified.toUTCString())
-    .header('cache-control', PRIVATE_CACHE)
-    .header('content-disposition', `attachment; filename="${file.filename}"`)
+    .header('cache-control', file.cacheControl ?? PRIVATE_CACHE)
+    .header('content-disposition', `${file.inline === true ? 'inline' : 'attachment'}; filename="${file.filename}"`)
   if (isNotModified(req, file)) return reply.code(304).send()
 
   let from = 0

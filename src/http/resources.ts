@@ -24,6 +24,8 @@ export interface ResourceContext {
   readonly bodies: Ajv
   /** Every event type the registered resources raise (contract §12), in the registry's order. */
   readonly eventTypes: readonly string[]
+  /** Every registered resource (a route may use another's declared capability, never its code). */
+  readonly resources: readonly Resource[]
   /**
    * A route's options with what every versioned route needs: the router constraint that picks
    * this version, `config.apiVersion`, the media types it produces, and whether the OpenAPI
@@ -82,6 +84,47 @@ export interface Resource {
   services? (app: FastifyInstance, ctx: ServicesContext): Promise<void>
   /** A collection another resource may write out whole (found by this capability, never by name). */
   readonly exportable?: Exportable
+  /** Images it keeps that other resources may show (found by this capability, never by name). */
+  readonly images?: ImageCatalogue
+  /** Its rows may hold another resource's images: asked before such an image is deleted. */
+  readonly imageHolder?: ImageHolder
+}
+
+/** What a page needs to show an image of the service. */
+export interface ImageFacts {
+  readonly id: string
+  /** As seen (its orientation applied). */
+  readonly width: number
+  readonly height: number
+  readonly alt: string
+  /** A blurred preview, as a data URL. */
+  readonly placeholder: string
+  /** The path of the image at its own width, in the format the browser's Accept prefers. */
+  readonly url: string
+  /** HTML's `srcset`: the path of each offered width up to the image's own, `<path> <w>w`, comma separated. */
+  readonly srcset: string
+}
+
+/**
+ * The images a resource keeps, as others may show them (in a post's HTML, as its cover):
+ * found by this capability, so that no resource imports another.
+ *
+ * @example
+ * const images = resources.find(r => r.images !== undefined)?.images
+ * const id = images?.idOf(imageUrlInMarkdown)                       // its id, or null for another site's image
+ * const facts = await images?.find(uow, [id], config)                 // Map id → ImageFacts
+ */
+export interface ImageCatalogue {
+  /** Of `ids`, those that exist, by id (their `srcset` from the deployment's settings). */
+  find (store: Repositories, ids: readonly string[], config: Config): Promise<ReadonlyMap<string, ImageFacts>>
+  /** The id of the image a URL of this service names (absolute or not, with or without a version prefix), else null. */
+  idOf (url: string): string | null
+}
+
+/** A resource whose rows may hold images of another (a post's feature image). */
+export interface ImageHolder {
+  /** Whether any row holds the image `id` (then it may not be deleted). */
+  holds (store: Repositories, id: string): Promise<boolean>
 }
 
 /** What the registered resources declare that a resource's schemas may name (a subscription's events). */
@@ -161,6 +204,7 @@ export async function registerResources (app: FastifyInstance, opts: ResourcesOp
         jobs: opts.jobs,
         bodies: opts.bodies,
         eventTypes,
+        resources: opts.resources,
         route: ({ config, schema }) => ({
           constraints: { apiVersion: String(version) },
           config: { ...(config ?? {}), apiVersion: version } as never,

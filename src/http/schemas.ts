@@ -216,8 +216,8 @@ export function documentCrossCutting (documentObject: { openapiObject?: unknown,
         if (/^[24]/.test(status)) Object.assign(headers, RATE_LIMIT_HEADERS)
         if (status === '429' || status === '503') Object.assign(headers, RETRY_AFTER_HEADER)
         response.headers = headers
-        for (const [type, media] of Object.entries(isObject(response.content) ? response.content : {})) {
-          const schema = isObject(media) ? media.schema : undefined
+        for (const [type, mediaType] of Object.entries(isObject(response.content) ? response.content : {})) {
+          const schema = isObject(mediaType) ? mediaType.schema : undefined
           if (!isObject(schema)) continue
           if (!/json/.test(type) && schema.type === 'string' && schema.maxLength === undefined) schema.maxLength = TEXT_BODY_MAX
           // A bare JSON array answer is one page of a collection.

@@ -16,7 +16,7 @@ export const DOCS_CSP = "default-src 'self'; script-src 'self'; style-src 'self'
 
 /**
  * The editor (/admin): its own scripts and style sheets only, nothing inline, nothing from another
- * origin; images also as `data:` (a media's blurred placeholder) and `blob:` (a picked file shown
+ * origin; images also as `data:` (an uploaded image's blurred placeholder) and `blob:` (a picked file shown
  * before upload); requests to this service only.
  */
 export const ADMIN_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; " +

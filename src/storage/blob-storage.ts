@@ -1,15 +1,15 @@
 import type { Readable } from 'node:stream'
 
 /**
- * Where uploaded bytes live: a flat space of immutable blobs under string keys (the media resource
- * names them by the SHA-256 of their bytes, so identical bytes are stored once). Two adapters:
+ * Where uploaded bytes live: a flat space of immutable blobs under string keys (the resource that keeps
+ * uploads names them by the SHA-256 of their bytes, so identical bytes are stored once). Two adapters:
  * `local-blob-storage.ts` (files under a folder) and `s3-blob-storage.ts` (any S3-compatible store).
  *
  * A blob is either wholly there or not there: `put` never leaves a partial blob under its key,
  * whatever happens during the write (a crash, a stream error, a full disk).
  *
  * @example
- * const blobs = openBlobStorage({ kind: 'local', dir: '/var/lib/blog/media' })
+ * const blobs = openBlobStorage({ kind: 'local', dir: '/var/lib/blog/blobs' })
  * await blobs.put('ab/cd…', Readable.from(bytes), { contentType: 'image/webp', length: bytes.length })
  * const body = await blobs.get('ab/cd…', { start: 0, end: 99 })   // the first 100 bytes
  */

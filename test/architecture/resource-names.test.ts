@@ -50,12 +50,15 @@ function parts (word: string): string[] {
  * (`exportId`, `ORDER_NOT_FOUND`, `renderPost`: alone it is English or HTTP, "in order", `post`);
  * and an event type's prefix in a string (`'post.created'`).
  */
-function namings (text: string, name: string): string[] {
+function namings (line: string, name: string): string[] {
   const singular = name.replace(/s$/, '')
   const found: string[] = []
+  // HTTP's "media type" (RFC 9110 §8.3.1: `vendorMediaType`, UNSUPPORTED_MEDIA_TYPE) is not the media resource.
+  const text = line.replace(/\bmedia[ -]types?\b/gi, '')
   for (const [word] of text.matchAll(/[A-Za-z0-9_]+/g)) {
     if (FOREIGN_WORDS.has(word)) continue
     const ps = parts(word)
+    if (ps.some((p, i) => p === 'media' && /^types?$/.test(ps[i + 1] ?? ''))) continue
     if (ps.includes(name) || (ps.length > 1 && ps.includes(singular))) found.push(word)
   }
   for (const [typed] of text.matchAll(new RegExp(`(?<=['"\u0060])${singular}\\.[a-z]+`, 'g'))) found.push(typed)
@@ -110,6 +113,7 @@ describe('resource names outside src/resources/', () => {
     assert.deepEqual(namings('plan.order.map(…)', 'orders'), [])
     assert.deepEqual(namings('in the order they came; method === \'post\'; export const x; .orderBy(\'id\')', 'orders'), [])
     assert.deepEqual(namings('PostgreSQL, postgres://, exportable', 'posts'), [])
+    assert.deepEqual(namings('vendorMediaType, UNSUPPORTED_MEDIA_TYPE, a media type; mediaStore', 'media'), ['mediaStore'])
   })
 
   it('allows nothing it does not need: every exception still names a resource', () => {

@@ -86,7 +86,7 @@ describe('a new resource is its folder plus one registry line (test/fixtures/tic
     const db = await freshDatabase('sqlite')
     try {
       const env = { DATABASE_URL: db.url, DATA_DIR: db.dataDir, LOG_LEVEL: 'silent' }
-      assert.match((await cli(['--help'], env)).out, /scopes: posts:write orders:write tickets:write admin/)
+      assert.match((await cli(['--help'], env)).out, /scopes: posts:write orders:write media:write tickets:write admin/)
       const made = await cli(['keys', 'create', '--name', 'desk', '--scopes', 'tickets:write'], env)
       assert.equal(made.code, 0, made.out)
       assert.match(made.out, /^blog_/)

@@ -47,7 +47,7 @@ for (const kind of await storeKinds()) {
       assert.equal(bad.statusCode, 422)
       assert.equal(json(bad).errors[0].field, 'types')
       // The types are the registered resources', in the registry's order: contract §12's list.
-      assert.equal(json(bad).errors[0].message, '"nope" is not an event type; use any of post.created, post.updated, post.published, post.unpublished, post.deleted, order.created, order.cancelled, export.succeeded, export.failed.')
+      assert.equal(json(bad).errors[0].message, '"nope" is not an event type; use any of post.created, post.updated, post.published, post.unpublished, post.deleted, order.created, order.cancelled, export.succeeded, export.failed, media.created, media.deleted.')
     })
 
     it('streams new events as id/event/data, each principal seeing only what it may', async () => {

@@ -77,6 +77,7 @@ for (const kind of await storeKinds()) {
           excerpt: 'World',
           excerptDerived: true,
           contentHtml: '<p>World</p>\n',
+          featureImage: null,
           publishedAt: now.toISOString(),
         })
         assert.deepEqual(await store.posts.findById(post.id, null), post)

@@ -13,7 +13,7 @@ import { COMMON_ERRORS, NotModifiedSchema, problemResponses, SYSTEM_ERRORS } fro
 import type { PublishedPost, PublishedStats, TagCount, TagsQuery } from './store.ts'
 import { SITEMAP_MEDIA_TYPE, sitemapIndex, urlset } from './sitemap.ts'
 import { ATOM_MEDIA_TYPE, atomFeed, type FeedEntry, feedUpdated, JSON_FEED_MEDIA_TYPE, jsonFeed } from './feeds.ts'
-import { EXCERPT_MAX, renderContent } from './markdown.ts'
+import { type ContentImages, EXCERPT_MAX, renderContent } from './markdown.ts'
 import { parseTagFilter, TAG_MAX, TAGS_MAX } from './tags.ts'
 import { CONTENT_MAX, TITLE_MAX } from './post.ts'
 
@@ -73,7 +73,7 @@ const RenderedSchema = Type.Object({
  * `POST /render`: Markdown to HTML by the renderer posts are stored with, so an editor's preview is
  * byte for byte what is published. Any valid credential; nothing is stored.
  */
-export async function renderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+export async function renderRoutes (app: FastifyInstance, ctx: ResourceContext, images?: (content: string) => Promise<ContentImages>): Promise<void> {
   app.post<{ Body: Static<typeof RenderBodySchema> }>('/render', ctx.route({
     config: { requiresCredential: true },
     schema: {
@@ -85,7 +85,8 @@ export async function renderRoutes (app: FastifyInstance, ctx: ResourceContext):
     },
   }), async (req, reply) => {
     reply.header('cache-control', 'private, no-store')
-    return { html: renderContent(req.body.content).html }
+    // The service's own images in it get their variants, as in a stored post's HTML.
+    return { html: renderContent(req.body.content, images === undefined ? undefined : await images(req.body.content)).html }
   })
 }
 
@@ -113,6 +114,7 @@ const JsonFeedSchema = Type.Object({
     date_modified: Text(30, 'date-time'),
     authors: Type.Array(Type.Object({ name: Text(8192) }, { additionalProperties: false }), { maxItems: 1 }),
     tags: Type.Array(Text(TAG_MAX), { maxItems: TAGS_MAX }),
+    image: Type.Optional(Text(URL_MAX, 'uri')),
   }, { additionalProperties: false }), { maxItems: 20 }),
 }, { additionalProperties: false, description: 'JSON Feed 1.1 (https://www.jsonfeed.org/version/1.1/).' })
 
@@ -120,7 +122,7 @@ const JsonFeedSchema = Type.Object({
 export const FEED_SIZE = 20
 
 function entryOf (p: Post): FeedEntry {
-  return { id: p.id, slug: p.slug, title: p.title, author: p.author, tags: p.tags, excerpt: p.excerpt, contentHtml: p.contentHtml, publishedAt: p.publishedAt!, updatedAt: p.updatedAt, canonicalUrl: p.canonicalUrl }
+  return { id: p.id, slug: p.slug, title: p.title, author: p.author, tags: p.tags, excerpt: p.excerpt, contentHtml: p.contentHtml, publishedAt: p.publishedAt!, updatedAt: p.updatedAt, canonicalUrl: p.canonicalUrl, image: p.featureImage?.url ?? null }
 }
 
 /**

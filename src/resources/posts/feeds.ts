@@ -13,6 +13,8 @@ export interface FeedEntry {
   readonly updatedAt: string
   /** Where the post's original lives, when it is elsewhere (its SEO `canonical_url`). */
   readonly canonicalUrl: string | null
+  /** The feature image's path (`/media/{id}/image`), or null. */
+  readonly image: string | null
 }
 
 /** Where a feed lives and what it is of: `tag` for the feed of one tag. */
@@ -74,10 +76,12 @@ export function atomFeed (entries: readonly FeedEntry[], meta: FeedMeta): string
       entry: entries.map(e => ({
         id: postId(meta, e),
         title: { '@type': 'text', '#text': xmlText(e.title) },
-        // RFC 4287 §4.2.7.2: one `alternate` per type and language; the original elsewhere is `related`.
+        // RFC 4287 §4.2.7.2: one `alternate` per type and language; the original elsewhere is `related`;
+        // a related resource that may be large, here the post's feature image, an `enclosure`.
         link: [
           { '@rel': 'alternate', '@type': 'text/html', '@href': postUrl(meta, e) },
           ...(e.canonicalUrl === null ? [] : [{ '@rel': 'related', '@type': 'text/html', '@href': xmlText(e.canonicalUrl) }]),
+          ...(e.image === null ? [] : [{ '@rel': 'enclosure', '@href': xmlText(`${meta.baseUrl}${e.image}`) }]),
         ],
         published: e.publishedAt,
         updated: e.updatedAt,
@@ -109,6 +113,7 @@ export function jsonFeed (entries: readonly FeedEntry[], meta: FeedMeta): Record
       date_modified: e.updatedAt,
       authors: [{ name: e.author }],
       tags: [...e.tags],
+      ...(e.image === null ? {} : { image: `${meta.baseUrl}${e.image}` }),
     })),
   }
 }

@@ -16,7 +16,8 @@ import type { Resource, ResourceContext, ServicesContext } from '../../http/reso
 import './problems.ts'
 import { postsStore, previewLinksStore, revisionsStore } from './store.ts'
 import { toFieldErrors } from '../../http/validation.ts'
-import type { ListQuery, UnitOfWork } from '../../store/store.ts'
+import type { ListQuery, Repositories, UnitOfWork } from '../../store/store.ts'
+import { type ContentImages, imageSources } from './markdown.ts'
 import type { PostFilter } from './store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { cacheControlFor } from '../../http/caching.ts'
@@ -57,7 +58,22 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   const v = POST_VERSIONS[version]
   const serviceOptions = { revisionsKeep: ctx.config.editorial.revisionsKeep }
   const reader = new PostService(ctx.store, serviceOptions)
-  const writer = (uow: UnitOfWork) => new PostService(uow, { ...serviceOptions, changed: postEvents(uow.events) })
+  // Images of the service in a content are rendered with their variants: the resource that keeps them says what they are.
+  const catalogue = ctx.resources.find(r => r.images !== undefined)?.images
+  const images = catalogue === undefined
+    ? undefined
+    : async (store: Repositories, content: string): Promise<ContentImages> => {
+      const ids = new Map(imageSources(content).flatMap(src => { const id = catalogue.idOf(src); return id === null ? [] : [[src, id] as const] }))
+      if (ids.size === 0) return new Map()
+      const facts = await catalogue.find(store, [...ids.values()], ctx.config)
+      return new Map([...ids].flatMap(([src, id]) => { const f = facts.get(id); return f === undefined ? [] : [[src, f] as const] }))
+    }
+  const writer = (uow: UnitOfWork) => new PostService(uow, {
+    ...serviceOptions,
+    changed: postEvents(uow.events),
+    ...(images === undefined ? {} : { images: async (content: string) => await images(uow, content) }),
+    ...(catalogue === undefined ? {} : { featureImage: async (id: string) => (await catalogue.find(uow, [id], ctx.config)).get(id) ?? null }),
+  })
   const validateBody = ctx.bodies.getSchema(v.body.$id!)!
   const tags = ['posts']
   const PostRef = Type.Ref(v.post)
@@ -125,7 +141,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   })
 
   await tagRoutes(app, ctx)
-  await renderRoutes(app, ctx)
+  await renderRoutes(app, ctx, images === undefined ? undefined : async content => await images(ctx.store, content))
 
   app.post<{ Body: PostBody }>('/posts', ctx.route({
     config: WRITE,
@@ -234,6 +250,8 @@ async function postServices (app: FastifyInstance, { config, store, metrics, bac
 
 export const postsResource: Resource = {
   name: 'posts',
+  // A post's feature image may not be deleted while the post holds it.
+  imageHolder: { holds: async (store, id) => await store.posts.holdsImage(id) },
   description: 'Blog posts',
   path: '/posts',
   schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema, ...PREVIEW_LINK_SCHEMAS],

@@ -1,4 +1,5 @@
 import MarkdownIt from 'markdown-it'
+import type { ImageFacts } from '../../http/resources.ts'
 
 type Token = ReturnType<InstanceType<typeof MarkdownIt>['parse']>[number]
 
@@ -67,9 +68,58 @@ export interface RenderedContent {
   readonly excerpt: string
 }
 
-/** Renders a post's Markdown once, at write time: the HTML and the derived excerpt come from one parse. */
-export function renderContent (content: string): RenderedContent {
-  const env = {}
+/** The service's own images a content shows, by the URL written in it. */
+export type ContentImages = ReadonlyMap<string, ImageFacts>
+
+/** How wide a post's column is at most: the `sizes` of its images, and the width their `src` asks for. */
+const COLUMN = 800
+const SIZES = `(max-width: ${COLUMN}px) 100vw, ${COLUMN}px`
+
+/** Every image URL of a content, as written (after markdown-it's decoding), for looking up the service's own. */
+export function imageSources (content: string): string[] {
+  const found: string[] = []
+  const walk = (list: readonly Token[]) => {
+    for (const t of list) {
+      if (t.type === 'image') found.push(String(t.attrGet('src') ?? ''))
+      if (t.children) walk(t.children)
+    }
+  }
+  walk(md.parse(content, {}))
+  return found
+}
+
+/** The `srcset` entry a browser without `srcset` gets: the narrowest at least a column wide, else the widest. */
+function fallbackSrc (facts: ImageFacts): string {
+  const entries = facts.srcset.split(', ').map(e => { const [url = '', w = ''] = e.split(' '); return { url, w: Number.parseInt(w, 10) } })
+  return (entries.find(e => e.w >= COLUMN) ?? entries.at(-1))?.url ?? facts.url
+}
+
+const defaultImage = md.renderer.rules.image!
+// An image of the service is given its variants: the browser picks the width its layout needs.
+md.renderer.rules.image = (tokens, idx, options, env, self) => {
+  const token = tokens[idx]!
+  const src = String(token.attrGet('src') ?? '')
+  const facts = (env as { images?: ContentImages } | undefined)?.images?.get(src)
+  if (facts === undefined) return defaultImage(tokens, idx, options, env, self)
+  const origin = /^https?:\/\/[^/?#]+/.exec(src)?.[0] ?? ''
+  const alt = self.renderInlineAsText(token.children ?? [], options, env) || facts.alt
+  const srcset = facts.srcset.split(', ').map(e => origin + e).join(', ')
+  const attrs: [string, string][] = [
+    ['src', origin + fallbackSrc(facts)], ['srcset', srcset], ['sizes', SIZES], ['width', String(facts.width)], ['height', String(facts.height)],
+    ['loading', 'lazy'], ['decoding', 'async'], ['alt', alt],
+  ]
+  const title = token.attrGet('title')
+  if (title !== null) attrs.push(['title', String(title)])
+  return `<img ${attrs.map(([k, v]) => `${k}="${md.utils.escapeHtml(v)}"`).join(' ')}>`
+}
+
+/**
+ * Renders a post's Markdown once, at write time: the HTML and the derived excerpt come from one
+ * parse. `images` are the service's own images the content shows (by their URL as written): each
+ * is rendered with its variants (`srcset`, `sizes`), its size, and lazy loading.
+ */
+export function renderContent (content: string, images?: ContentImages): RenderedContent {
+  const env = images === undefined ? {} : { images }
   const tokens = md.parse(content, env)
   return { html: md.renderer.render(tokens, md.options, env), excerpt: shorten(plainText(tokens)) }
 }

@@ -1,7 +1,8 @@
-import { AppError } from '../../errors.ts'
+import { AppError, fieldError, validationFailed } from '../../errors.ts'
+import type { ImageFacts } from '../../http/resources.ts'
 import { writeCurrent } from '../../http/action.ts'
 import './problems.ts'
-import { renderContent } from './markdown.ts'
+import { type ContentImages, renderContent } from './markdown.ts'
 import { publishedAtAfter } from './published-at.ts'
 import { deriveSlug } from './slug.ts'
 import { SlugTakenError } from './posts-repository.ts'
@@ -32,6 +33,10 @@ export interface PostServiceOptions {
   readonly clock?: () => Date
   /** Told of each change, in its unit of work (the events of contract §12). */
   readonly changed?: PostChanged
+  /** The service's own images a content shows, rendered with their variants (absent: rendered as any image). */
+  readonly images?: (content: string) => Promise<ContentImages>
+  /** The facts of image `id`, or null when there is none (then the write is 422 UNKNOWN_MEDIA). */
+  readonly featureImage?: (id: string) => Promise<ImageFacts | null>
 }
 
 function notFound (id: number): AppError {
@@ -47,8 +52,8 @@ function sameTags (a: readonly string[], b: readonly string[]): boolean {
  * from one parse of the content, `published_at` by its one rule, the slug to claim (derived on
  * create when absent; on replace only when it changes), the tags only when they change.
  */
-export function postWrite (input: PostInput, current: Post | null, now: Date): PostWrite {
-  const rendered = renderContent(input.content)
+export function postWrite (input: PostInput, current: Post | null, now: Date, images?: ContentImages): PostWrite {
+  const rendered = renderContent(input.content, images)
   // An excerpt sent back as it was derived (a GET-modify-PUT round trip, a merge patch of other
   // members) stays derived, so it follows the content.
   const derived = input.excerpt === null || (current !== null && current.excerptDerived && input.excerpt === current.excerpt)
@@ -93,6 +98,14 @@ export class PostService {
 
   private get store (): PostStore { return this.repos.posts }
 
+  /** The facts of the feature image a write names; 422 UNKNOWN_MEDIA for an id that names none. */
+  private async featureImage (id: string | null): Promise<ImageFacts | null> {
+    if (id === null) return null
+    const facts = await this.opts.featureImage?.(id) ?? null
+    if (facts === null) throw validationFailed([fieldError('feature_image', 'UNKNOWN_MEDIA')])
+    return facts
+  }
+
   async get (id: number, viewer: Viewer): Promise<Post> {
     const post = await this.store.findById(id, viewer)
     if (!post) throw notFound(id)
@@ -121,7 +134,7 @@ export class PostService {
 
   async create (input: PostInput, author: Principal): Promise<Post> {
     const now = this.clock()
-    const write = postWrite(applySchedule(input, null, now), null, now)
+    const write = { ...postWrite(applySchedule(input, null, now), null, now, await this.opts.images?.(input.content)), featureImage: await this.featureImage(input.featureImage ?? null) }
     let post: Post
     try {
       post = await this.store.create(write, author.subject, now)
@@ -140,7 +153,8 @@ export class PostService {
     // is (an edit, or the scheduled switch, got there first), unless the client named a precondition.
     const { before, after, now } = await writeCurrent(precondition, async () => await this.writable(id, viewer), async current => {
       const now = this.clock()
-      const write = postWrite(applySchedule(build(current), current, now), current, now)
+      const input = build(current)
+      const write = { ...postWrite(applySchedule(input, current, now), current, now, await this.opts.images?.(input.content)), ...(input.featureImage === undefined ? {} : { featureImage: await this.featureImage(input.featureImage) }) }
       const result = await this.store.replace(id, write, current.revision, now)
       if (result.outcome === 'slug-taken') throw slugTaken(write.slug)
       return result.outcome === 'done' ? { outcome: 'done', value: { before: current, after: result.value, now } } : result

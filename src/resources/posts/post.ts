@@ -1,4 +1,5 @@
 import { fieldError, validationFailed } from '../../errors.ts'
+import type { ImageFacts } from '../../http/resources.ts'
 import { normaliseTags } from './tags.ts'
 
 export const POST_STATUSES = ['draft', 'published', 'archived', 'scheduled'] as const
@@ -37,6 +38,8 @@ export interface Post extends PostSeo {
   excerptDerived: boolean
   contentHtml: string
   publishedAt: string | null
+  /** The cover image, as its facts were when the post was last written. */
+  featureImage: ImageFacts | null
 }
 
 /** A post without its content and HTML: what a list reads when its items do not show them. */
@@ -55,6 +58,8 @@ export interface PostInput extends Partial<PostSeo> {
   excerpt: string | null
   /** ISO 8601 UTC, millisecond precision; absent or null unless the status is `scheduled`. */
   publishAt?: string | null
+  /** The id of the cover image, or null. */
+  featureImage?: string | null
 }
 
 /** What the store writes: the input with what the service derives from it. */
@@ -72,6 +77,8 @@ export interface PostWrite extends PostSeo {
   publishedAt: string | null
   /** Set only with status `scheduled` (contract §11). */
   publishAt: string | null
+  /** The cover image's facts (undefined: keep the post's). */
+  featureImage?: ImageFacts | null
 }
 
 /** What a store write may be given: the client's three fields at least; the rest is derived from them when absent. */
@@ -96,6 +103,7 @@ export function normalisePostInput (input: {
   meta_title?: string | null | undefined
   meta_description?: string | null | undefined
   canonical_url?: string | null | undefined
+  feature_image?: string | { id: string } | null | undefined
 }): PostInput {
   const publishAt = input.publish_at == null ? null : Date.parse(input.publish_at)
   // A leap second (…T23:59:60Z) is RFC 3339 but no instant JavaScript can hold.
@@ -111,5 +119,7 @@ export function normalisePostInput (input: {
     metaTitle: input.meta_title ?? null,
     metaDescription: input.meta_description ?? null,
     canonicalUrl: input.canonical_url ?? null,
+    // A read's object is accepted too (a GET-modify-PUT round trip): its id is what counts.
+    featureImage: input.feature_image == null ? null : typeof input.feature_image === 'string' ? input.feature_image : input.feature_image.id,
   }
 }

@@ -10,6 +10,7 @@ import { tagKey } from './tags.ts'
 import { arg, type PreparedQueries, preparedQueries } from '../../store/prepared.ts'
 import { pageOf, pageQuery, pageValues } from '../../store/read-page.ts'
 import type { ListPage, ListQuery, WriteResult } from '../../store/store.ts'
+import type { ImageFacts } from '../../http/resources.ts'
 import type { DuePost, PostFilter, PostStore, PublishedPost, PublishedStats, SlugLookup, TagCount, TagsQuery } from './store.ts'
 import { type Database, type DialectParts, iso, type Timestamp } from '../../store/tables.ts'
 
@@ -30,6 +31,7 @@ type SummaryRow = {
   meta_title: string | null
   meta_description: string | null
   canonical_url: string | null
+  feature_image: string | null
 }
 type PostRow = SummaryRow & { content: string, content_html: string }
 
@@ -51,6 +53,7 @@ function toSummary (row: SummaryRow): PostSummary {
     metaTitle: row.meta_title,
     metaDescription: row.meta_description,
     canonicalUrl: row.canonical_url,
+    featureImage: row.feature_image === null ? null : JSON.parse(row.feature_image) as ImageFacts,
   }
 }
 
@@ -62,8 +65,13 @@ function toPost (row: PostRow): Post {
 }
 
 const SEO_COLUMNS = ['meta_title', 'meta_description', 'canonical_url'] as const
-const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at', 'publish_at', ...SEO_COLUMNS] as const
-const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at', 'publish_at', ...SEO_COLUMNS] as const
+const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at', 'publish_at', ...SEO_COLUMNS, 'feature_image'] as const
+const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at', 'publish_at', ...SEO_COLUMNS, 'feature_image'] as const
+/** The feature image's columns: its facts as JSON (id first), and its id. */
+function featureImageArgs (facts: ImageFacts | null): [string | null, string | null] {
+  return facts === null ? [null, null] : [JSON.stringify(facts), facts.id]
+}
+
 /** The same, named with their table: a list by one tag reads them through a join with post_tags. */
 const LIST_POST_COLUMNS = POST_COLUMNS.map(c => `posts.${c}` as const)
 const LIST_SUMMARY_COLUMNS = SUMMARY_COLUMNS.map(c => `posts.${c}` as const)
@@ -114,6 +122,7 @@ function completed (w: PostWriteInput, creating: boolean, now: Date): PostWrite 
     metaTitle: w.metaTitle ?? null,
     metaDescription: w.metaDescription ?? null,
     canonicalUrl: w.canonicalUrl ?? null,
+    ...(w.featureImage !== undefined ? { featureImage: w.featureImage } : creating ? { featureImage: null } : {}),
   }
 }
 
@@ -316,6 +325,11 @@ export class PostsRepository implements PostStore {
     return Number(rows[0]?.n ?? 0)
   }
 
+  async holdsImage (id: string): Promise<boolean> {
+    const row = await this.db.selectFrom('posts').select('id').where('feature_image_id', '=', id).limit(1).executeTakeFirst()
+    return row !== undefined
+  }
+
   async create (input: PostWriteInput, author: string, now: Date): Promise<Post> {
     const write = completed(input, true, now)
     const ts = this.dialect.timestamp(now)
@@ -337,11 +351,13 @@ export class PostsRepository implements PostStore {
         meta_title: arg(11),
         meta_description: arg(12),
         canonical_url: arg(13),
+        feature_image: arg(14),
+        feature_image_id: arg(15),
       })
       .returning('id'))
     const publishedAt = write.publishedAt === null ? null : this.dialect.timestamp(new Date(write.publishedAt))
     const [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt),
-      write.metaTitle, write.metaDescription, write.canonicalUrl])
+      write.metaTitle, write.metaDescription, write.canonicalUrl, ...featureImageArgs(write.featureImage ?? null)])
     if (row === undefined) throw new Error('INSERT … RETURNING returned no row')
     const id = Number(row.id)
     const slug = await this.claimSlug(id, write.slug ?? { derived: 'post' })
@@ -405,7 +421,7 @@ export class PostsRepository implements PostStore {
     // The slug is claimed before the row changes: the unique index on posts.slug is then never the one to refuse it.
     const slug = write.slug === null ? null : await this.claimSlug(id, write.slug)
     if (write.slug !== null && slug === null) return { outcome: 'slug-taken' }
-    const query = this.prepared.get(`replace|${slug === null ? '' : 'slug'}|${write.tags === null ? '' : 'tags'}`, () => this.db.updateTable('posts')
+    const query = this.prepared.get(`replace|${slug === null ? '' : 'slug'}|${write.tags === null ? '' : 'tags'}|${write.featureImage === undefined ? '' : 'image'}`, () => this.db.updateTable('posts')
       .set(eb => ({
         title: arg(0),
         content: arg(1),
@@ -420,6 +436,7 @@ export class PostsRepository implements PostStore {
         meta_title: arg(13),
         meta_description: arg(14),
         canonical_url: arg(15),
+        ...(write.featureImage === undefined ? {} : { feature_image: arg<string | null>(16), feature_image_id: arg<string | null>(17) }),
         revision: eb('revision', '+', 1),
         ...(slug === null ? {} : { slug: arg<string>(10) }),
         ...(write.tags === null ? {} : { tags: arg<string>(11) }),
@@ -432,6 +449,7 @@ export class PostsRepository implements PostStore {
       write.title, write.content, write.status, this.dialect.timestamp(now), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt,
       id, expectedRevision, slug, write.tags === null ? null : JSON.stringify(write.tags), this.timestampOrNull(write.publishAt),
       write.metaTitle, write.metaDescription, write.canonicalUrl,
+      ...featureImageArgs(write.featureImage ?? null),
     ])
     if (!row) return await this.missingOrStale(id)
     if (write.tags !== null) {

@@ -21,6 +21,7 @@ function common (post: ListedPost) {
     meta_title: post.metaTitle,
     meta_description: post.metaDescription,
     canonical_url: post.canonicalUrl,
+    feature_image: post.featureImage,
   }
 }
 

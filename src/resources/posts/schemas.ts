@@ -39,6 +39,17 @@ const seoFields = {
 /** A title as sent may carry white space around its 1–200 characters, up to this many in all. */
 export const TITLE_RAW_MAX = 1000
 
+const MediaIdSchema = Type.String({ pattern: '^[A-Za-z0-9_-]{22}$', minLength: 22, maxLength: 22 })
+const FeatureImageSchema = Type.Object({
+  id: MediaIdSchema,
+  url: Type.String({ maxLength: 200 }),
+  width: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+  height: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+  alt: Type.String({ maxLength: 500 }),
+  placeholder: Type.String({ maxLength: 2000 }),
+  srcset: Type.String({ maxLength: 4000, description: 'HTML\'s `srcset`: `<url> <w>w`, comma separated.' }),
+}, { additionalProperties: false })
+
 const fields = {
   title: Type.String({ maxLength: TITLE_MAX, description: `1–${TITLE_MAX} characters after trimming; stored trimmed.` }),
   content: Type.String({ maxLength: CONTENT_MAX, description: `0–${CONTENT_MAX} characters.` }),
@@ -55,6 +66,7 @@ const fields = {
   // Escaping and links make HTML longer than its Markdown; 20 times the content's limit bounds it.
   content_html: Type.String({ maxLength: 20 * CONTENT_MAX, description: 'The content read as Markdown (CommonMark, GitHub tables, strikethrough, autolinks) rendered to HTML: raw HTML escaped, only http, https and mailto URLs kept.' }),
   ...seoFields,
+  feature_image: Type.Union([FeatureImageSchema, Type.Null()], { description: 'The cover image, or null: its variants for every offered width up to its own in `srcset`, `url` at its own width in the format the browser prefers.' }),
 }
 
 export const PostV1Schema = Type.Object({ id: IdSchema, ...fields }, { $id: 'PostV1', additionalProperties: false })
@@ -76,7 +88,7 @@ export const PostListItemV2Schema = Type.Composite([
   Type.Object({ _links: Type.Object({ self: Type.Ref(LinkSchema) }, { additionalProperties: false }) }),
 ], { $id: 'PostListItemV2', additionalProperties: false })
 
-const CONTENT_FIELDS = ['slug', 'tags', 'excerpt', 'published_at', 'publish_at', 'content_html', 'meta_title', 'meta_description', 'canonical_url'] as const
+const CONTENT_FIELDS = ['slug', 'tags', 'excerpt', 'published_at', 'publish_at', 'content_html', 'meta_title', 'meta_description', 'canonical_url', 'feature_image'] as const
 export const FIELD_NAMES = {
   1: ['id', 'title', 'content', 'status', 'created_at', 'updated_at', 'author', ...CONTENT_FIELDS],
   2: ['postId', 'title', 'content', 'status', 'created_at', 'updated_at', 'author', ...CONTENT_FIELDS],
@@ -99,6 +111,7 @@ function bodySchema (idName: 'id' | 'postId', $id: string) {
     meta_title: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: META_TITLE_MAX, description: `${META_TITLE_DESCRIPTION} Absent: null.` })),
     meta_description: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: META_DESCRIPTION_MAX, description: `${META_DESCRIPTION_DESCRIPTION} Absent: null.` })),
     canonical_url: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: CANONICAL_URL_MAX, format: 'uri', pattern: HTTP_URL_PATTERN, description: `${CANONICAL_URL_DESCRIPTION} Absent: null.` })),
+    feature_image: Type.Optional(Type.Union([MediaIdSchema, Type.Object({ id: MediaIdSchema }, { additionalProperties: true }), Type.Null()], { description: 'The id of an image (`/media`), the object a read gives (its `id` is used), or null. An unknown id: 422 UNKNOWN_MEDIA. Absent on PUT: none.' })),
     published_at: Type.Optional(Type.Unknown({ ...readOnly })),
     content_html: Type.Optional(Type.Unknown({ ...readOnly })),
     // Whatever their value: they are ignored (contract §1), so a client never fails on them.
@@ -125,6 +138,7 @@ export interface PostBody {
   meta_title?: string | null
   meta_description?: string | null
   canonical_url?: string | null
+  feature_image?: string | { id: string } | null
 }
 
 export const ListPostsQuerySchema = Type.Object({

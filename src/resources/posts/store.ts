@@ -10,6 +10,7 @@ import { RevisionsRepository } from './revisions-repository.ts'
 import * as m0002 from './0002-editorial.ts'
 import * as m0003 from './0003-tag-order.ts'
 import * as m0004 from './0004-review.ts'
+import * as m0005 from './0005-feature-image.ts'
 import { PostsRepository } from './posts-repository.ts'
 import { PreviewLinksRepository, type PreviewLinksTable, type PreviewLinkStore } from './preview-links-repository.ts'
 
@@ -34,6 +35,9 @@ export interface PostsTable {
   meta_title: string | null
   meta_description: string | null
   canonical_url: string | null
+  /** The feature image's facts as JSON, and its id (what a deletion of the image asks about). */
+  feature_image: Generated<string | null>
+  feature_image_id: Generated<string | null>
 }
 
 /** Every slug a post holds: its current one and those it was renamed from (contract §10). */
@@ -104,6 +108,8 @@ export interface TagsQuery {
 }
 
 export interface PostStore {
+  /** Whether any post holds image `id` as its feature image. */
+  holdsImage (id: string): Promise<boolean>
   /** The post if it exists and `viewer` may see it (published, own, or admin). */
   findById (id: number, viewer: Viewer): Promise<Post | null>
   /** Posts `viewer` may see; visibility is part of the query, so pages stay full. */
@@ -188,6 +194,7 @@ export const postsStore: StoreModule = {
     'posts/0002-editorial': m0002.migration,
     'posts/0003-tag-order': m0003.migration,
     'posts/0004-review': m0004.migration,
+    'posts/0005-feature-image': m0005.migration,
   },
   repository: (db, dialect): PostStore => new PostsRepository(db, dialect),
 }

@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto'
+import type { Readable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Counter, type Registry } from 'prom-client'
+import type { Config } from '../../config.ts'
+import { unavailable } from '../../http/problems.ts'
+import { type BlobStorage, BlobStorageUnavailableError } from '../../storage/blob-storage.ts'
+import { openBlobStorage } from '../../storage/open-blob-storage.ts'
+import type { Repositories, Store } from '../../store/store.ts'
+import { type Format, makeVariant } from './image.ts'
+import { blobKey, type VariantKey } from './store.ts'
+
+/** How long one instance may take to compute a variant before another may take over (it died). */
+export const VARIANT_LEASE_MS = 20_000
+/** How often a request waiting for another instance's computation looks whether it is ready. */
+const VARIANT_POLL_MS = 50
+/** A claim on a blob being written outlives the request that writes it (its deadline) by this much. */
+const CLAIM_MARGIN_MS = 60_000
+
+/** What the media routes and jobs of one app share: the storage and the count of variant computations. */
+export interface Library {
+  readonly blobs: Promise<BlobStorage>
+  readonly computations: Counter
+}
+
+const libraries = new WeakMap<Store, Library>()
+
+/** The app's library (made by the resource's services before any route or job uses it). */
+export function libraryOf (store: Store): Library {
+  const library = libraries.get(store)
+  if (library === undefined) throw new Error('the media library is made by the resource\'s services first')
+  return library
+}
+
+export function openLibrary (store: Store, config: Config, metrics: Registry): Library {
+  const blobs = openBlobStorage(config.media.storage)
+  // A storage that cannot be opened is reported by the requests that need it (503), not by an unhandled rejection.
+  blobs.catch(() => {})
+  const library: Library = {
+    blobs,
+    computations: new Counter({ name: 'media_variant_computations_total', help: 'Image variants computed on this instance', registers: [metrics] }),
+  }
+  libraries.set(store, library)
+  return library
+}
+
+/** Runs storage work, answering 503 with Retry-After when the storage is out of reach. */
+export async function storage<T> (library: Library, fn: (blobs: BlobStorage) => Promise<T>): Promise<T> {
+  try {
+    return await fn(await library.blobs)
+  } catch (err) {
+    if (err instanceof BlobStorageUnavailableError) throw unavailable('SERVICE_UNAVAILABLE', `The file storage is out of reach (${err.message}); nothing was recorded.`)
+    throw err
+  }
+}
+
+export async function readAll (body: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  for await (const c of body as AsyncIterable<Buffer>) chunks.push(c)
+  return Buffer.concat(chunks)
+}
+
+/**
+ * Writes `data` as the blob of `sha256`, claimed in the store first so that a sweep running
+ * meanwhile keeps it; the claim is returned, to be let go in the unit of work that records the
+ * row holding the blob (a crash before that leaves a claim that expires, and the sweep removes the blob).
+ */
+export async function writeBlob (library: Library, store: Repositories, sha256: string, data: Buffer, contentType: string, deadlineMs: number): Promise<string> {
+  const token = randomBytes(16).toString('base64url')
+  const key = blobKey(sha256)
+  await store.media.claimBlob(token, key, new Date(Date.now() + deadlineMs + CLAIM_MARGIN_MS))
+  await storage(library, async blobs => { await blobs.put(key, data, { contentType, length: data.length }) })
+  return token
+}
+
+/**
+ * After a row holding the blob committed: a sweep that found the blob unheld just before may have
+ * removed it; it is written again, so that a row never points at a missing blob.
+ */
+export async function ensureBlob (library: Library, sha256: string, data: Buffer, contentType: string): Promise<void> {
+  const blobs = await library.blobs
+  if (await blobs.stat(blobKey(sha256)) === null) await blobs.put(blobKey(sha256), data, { contentType, length: data.length })
+}
+
+/**
+ * The variant `k` of the media whose stored bytes are `original`: read when it exists; else computed
+ * by exactly one request across every instance (the one that takes the lease in the store), while
+ * the others wait for it; a lease whose holder died runs out and is taken over.
+ */
+export async function variantOf (library: Library, store: Store, k: VariantKey, original: string, contentType: string, deadlineMs: number, signal: AbortSignal): Promise<{ sha256: string, bytes: number }> {
+  for (;;) {
+    signal.throwIfAborted()
+    const found = await store.media.variant(k)
+    if (found?.state === 'ready') return found
+    const token = randomBytes(16).toString('base64url')
+    if (found === null || Date.parse(found.leaseUntil) < Date.now()) {
+      if (await store.media.claimVariant(k, token, new Date(Date.now() + VARIANT_LEASE_MS), new Date())) {
+        try {
+          const source = await storage(library, async blobs => await blobs.get(blobKey(original)))
+          if (source === null) throw new Error(`the blob of ${k.mediaId} is missing`)
+          const made = await makeVariant(await readAll(source), k.width, k.format as Format, k.quality)
+          library.computations.inc()
+          const claim = await writeBlob(library, store, made.sha256, made.data, contentType, deadlineMs)
+          const done = await store.transaction(async uow => {
+            const ok = await uow.media.finishVariant(k, token, made.sha256, made.data.length)
+            await uow.media.releaseBlob(claim)
+            return ok
+          })
+          if (done) {
+            await ensureBlob(library, made.sha256, made.data, contentType)
+            return { sha256: made.sha256, bytes: made.data.length }
+          }
+        } catch (err) {
+          await store.media.releaseVariant(k, token).catch(() => {})
+          throw err
+        }
+        continue
+      }
+    }
+    await sleep(VARIANT_POLL_MS, undefined, { signal })
+  }
+}
