@@ -78,6 +78,9 @@ for (const kind of await storeKinds()) {
           excerptDerived: true,
           contentHtml: '<p>World</p>\n',
           featureImage: null,
+          metaTitle: null,
+          metaDescription: null,
+          canonicalUrl: null,
           publishedAt: now.toISOString(),
         })
         assert.deepEqual(await store.posts.findById(post.id, null), post)
