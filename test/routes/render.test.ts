@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import sharp from 'sharp'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
 
 type Headers = Record<string, string>
@@ -30,6 +31,18 @@ for (const kind of await storeKinds()) {
       assert.match(json(res).html, /&lt;script&gt;/)
       assert.doesNotMatch(json(res).html, /href="javascript/)
       assert.equal(res.headers['cache-control'], 'private, no-store')
+    })
+
+    it('renders the service\'s own images with their variants, as a post holding them', async () => {
+      const png = await sharp({ create: { width: 700, height: 350, channels: 3, background: '#3a6' } }).png().toBuffer()
+      const upload = await t.request({ method: 'POST', url: '/media', headers: { ...writer, 'content-type': 'image/png' }, payload: png })
+      assert.equal(upload.statusCode, 201)
+      const markdown = `![A green field](/media/${json(upload).id}/file) and ![elsewhere](https://example.com/x.png)`
+      const post = json(await t.request({ method: 'POST', url: '/posts', headers: writer, payload: { title: 'with an image', content: markdown } }))
+      const res = await render({ content: markdown })
+      assert.equal(json(res).html, post.content_html)
+      assert.match(json(res).html, /srcset="\/media\/[^"]+\?w=320 320w, \/media\/[^"]+\?w=640 640w" sizes="[^"]+" width="700" height="350"/)
+      assert.match(json(res).html, /<img src="https:\/\/example\.com\/x\.png" alt="elsewhere">/)
     })
 
     it('takes any valid credential, also under a version prefix; none is 401, a bad one 401 invalid_token', async () => {
