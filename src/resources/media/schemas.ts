@@ -23,7 +23,7 @@ const fields = {
   bytes: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The length of what `/file` serves.' }),
   width: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'As seen: the EXIF orientation applied.' }),
   height: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
-  sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'Of the stored bytes (metadata stripped).' }),
+  sha256: Type.String({ pattern: '^[0-9a-f]{64}$', minLength: 64, maxLength: 64, description: 'Of the stored bytes (metadata stripped).' }),
   alt: Alt,
   caption: Caption,
   placeholder: Type.String({ maxLength: 2000, pattern: '^data:image/png;base64,', description: 'A blurred preview (ThumbHash) as a PNG data URL, to show while the image loads.' }),
@@ -66,7 +66,7 @@ export const ListMediaQuerySchema = Type.Object({
 export const IMAGE_FORMATS = ['auto', 'webp', 'avif', 'jpeg', 'png'] as const
 export function imageQuerySchema (widths: readonly number[]) {
   return Type.Object({
-    w: Type.Optional(Type.Integer({ enum: [...widths], description: `One of ${widths.join(', ')} (MEDIA_WIDTHS); wider than the original gives the original's width. Absent: the original's width.` })),
+    w: Type.Optional(Type.Integer({ enum: [...widths], minimum: widths[0], maximum: widths.at(-1), description: `One of ${widths.join(', ')} (MEDIA_WIDTHS); wider than the original gives the original's width. Absent: the original's width.` })),
     format: Type.Optional(Type.String({ enum: [...IMAGE_FORMATS], description: '`auto` (default): AVIF or WebP when Accept names it, else the original\'s format.' })),
     q: Type.Optional(Type.Integer({ minimum: 30, maximum: 95, description: 'Quality, 30–95 (default 75).' })),
   }, { additionalProperties: false })
