@@ -31,6 +31,8 @@ import { createValidatorCompiler } from './http/validation.ts'
 import { apiVersionConstraint, unversionedAliases, versioningPlugin } from './http/versioning.ts'
 import { documentCrossCutting, documentRoute, fieldErrorSchema, LinkSchema, problemSchema } from './http/schemas.ts'
 import { JobRunner } from './jobs/job.ts'
+import { adminRoutes } from './routes/admin/admin-routes.ts'
+import { DOCS_THEME_CSS, DOCS_THEME_JS, MARK_SVG, SERVICE_NAME } from './routes/system/brand.ts'
 import { apiDescription, docsRoutes } from './routes/system/docs-routes.ts'
 import { healthRoutes } from './routes/system/health-routes.ts'
 import { IndexSchema, indexRoutes, VersionsSchema } from './routes/system/index-routes.ts'
@@ -112,7 +114,7 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Blog Post Service', version: '1.0.0', description: apiDescription(resources) },
+      info: { title: SERVICE_NAME, version: '1.0.0', description: apiDescription(resources) },
       tags: [
         ...resources.map(r => ({ name: r.name, description: r.description })),
         { name: 'index', description: 'Entry points' },
@@ -148,7 +150,18 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   addJobs(app, jobs, context)
   await app.register(healthRoutes, { store })
   await app.register(docsRoutes)
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true, validatorUrl: null } as never })
+  await app.register(adminRoutes)
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    // BaseLayout: the reference without Swagger UI's top bar (its logo and its box for another document's URL).
+    uiConfig: { deepLinking: true, validatorUrl: null, layout: 'BaseLayout' } as never,
+    theme: {
+      title: `${SERVICE_NAME} · API reference`,
+      css: [{ filename: 'service.css', content: DOCS_THEME_CSS }],
+      js: [{ filename: 'service.js', content: DOCS_THEME_JS }],
+      favicon: [{ filename: 'mark.svg', rel: 'icon', sizes: 'any', type: 'image/svg+xml', content: Buffer.from(MARK_SVG) }],
+    },
+  })
 
   return app
 }

@@ -231,14 +231,14 @@ export function documentCrossCutting (documentObject: { openapiObject?: unknown,
 }
 
 /**
- * @fastify/swagger's per-route `transform`: an operation that needs a scope says that it needs a
- * bearer credential; an action that takes no input marks its body optional. The rest of the route's schema is documented as declared.
+ * @fastify/swagger's per-route `transform`: an operation that needs a scope, or any credential, says
+ * that it needs a bearer credential; an action that takes no input marks its body optional. The rest of the route's schema is documented as declared.
  */
 export function documentRoute ({ schema, url, route }: { schema: object, url: string, route: { config?: unknown } }): { schema: object, url: string } {
   const config = isObject(route.config) ? route.config : {}
-  const scope = config.requiredScope
+  const needsCredential = typeof config.requiredScope === 'string' || config.requiresCredential === true
   // @fastify/swagger marks every request body required; documentCrossCutting reads this mark.
   const optional = config.optionalBody === true ? { [OPTIONAL_BODY]: true } : {}
-  if (typeof scope !== 'string' || 'security' in schema) return { schema: { ...schema, ...optional }, url }
+  if (!needsCredential || 'security' in schema) return { schema: { ...schema, ...optional }, url }
   return { schema: { ...schema, ...optional, security: [{ bearer: [] }] }, url }
 }

@@ -14,6 +14,14 @@ export const API_CSP = "default-src 'none'; base-uri 'none'; form-action 'none';
 export const DOCS_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; " +
   "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
 
+/**
+ * The editor (/admin): its own scripts and style sheets only, nothing inline, nothing from another
+ * origin; images also as `data:` (an uploaded image's blurred placeholder) and `blob:` (a picked file shown
+ * before upload); requests to this service only.
+ */
+export const ADMIN_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; " +
+  "font-src 'self'; manifest-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
 /** Response headers a cross-origin script may read (CORS hides all but a few by default). */
 const EXPOSED_HEADERS = [
   'Location', 'ETag', 'Last-Modified', 'Link', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'X-Request-Id', 'traceparent',
@@ -26,13 +34,13 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
  * Of helmet's headers, those that mean something on a JSON answer (OWASP's REST Security Cheat
  * Sheet, plus CORP and Referrer-Policy). The others govern HTML documents or old browsers and
  * plug-ins (Cross-Origin-Opener-Policy, Origin-Agent-Cluster, X-DNS-Prefetch-Control,
- * X-Download-Options, X-Permitted-Cross-Domain-Policies, X-XSS-Protection): only /docs, the one
- * HTML page, gets them. Each header is work on every answer (docs/performance.md).
+ * X-Download-Options, X-Permitted-Cross-Domain-Policies, X-XSS-Protection): only the HTML pages,
+ * /docs and /admin, get them. Each header is work on every answer (docs/performance.md).
  */
 const API_HEADERS = ['strict-transport-security', 'x-content-type-options', 'x-frame-options', 'referrer-policy', 'cross-origin-resource-policy'] as const
 
-function isDocsPath (url: string): boolean {
-  return url === '/docs' || url.startsWith('/docs/') || url.startsWith('/docs?')
+function isPageOf (prefix: string, url: string): boolean {
+  return url === prefix || url.startsWith(`${prefix}/`) || url.startsWith(`${prefix}?`)
 }
 
 /**
@@ -85,8 +93,9 @@ export const securityPlugin = fp(async function security (app: FastifyInstance, 
   const origins = opts.config.corsOrigins
   const api = apiSecurityHeaders(origins)
   const docs = { ...fixedHeaders(origins), 'content-security-policy': DOCS_CSP }
+  const admin = { ...fixedHeaders(origins), 'content-security-policy': ADMIN_CSP }
   app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
-    reply.headers(isDocsPath(req.url) ? docs : api)
+    reply.headers(isPageOf('/docs', req.url) ? docs : isPageOf('/admin', req.url) ? admin : api)
     done()
   })
 

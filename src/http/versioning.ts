@@ -13,7 +13,7 @@ import { routeOf } from './route.ts'
  */
 const VERSIONS = [
   { version: 1, introduced: '2026-01-01T00:00:00Z', changes: 'names every identifier `id`.' },
-  { version: 2, introduced: '2026-11-01T00:00:00Z', changes: 'names each identifier `<thing>Id` (`ticketId` for a ticket) and adds `_links`.' },
+  { version: 2, introduced: '2026-11-01T00:00:00Z', changes: 'names each identifier `<thing>Id` (`%example%` for a %thing%) and adds `_links`.' },
 ] as const
 
 export type ApiVersion = typeof VERSIONS[number]['version']
@@ -29,9 +29,12 @@ export function idNameOf (version: ApiVersion, thing: string): string {
   return version === DEFAULT_VERSION ? 'id' : `${thing}Id`
 }
 
-/** What each version changes, for the API's description (src/routes/system/docs-routes.ts). */
-export function versionChanges (): { version: ApiVersion, changes: string }[] {
-  return VERSIONS.map(({ version, changes }) => ({ version, changes }))
+/**
+ * What each version changes, for the API's description (src/routes/system/docs-routes.ts), its
+ * example identifier named after `thing`, one of the API's own resources (`thing` → `thingId`).
+ */
+export function versionChanges (thing: string): { version: ApiVersion, changes: string }[] {
+  return VERSIONS.map(({ version, changes }) => ({ version, changes: changes.replace('%example%', idNameOf(version, thing)).replace('%thing%', thing) }))
 }
 
 export const JSON_MEDIA_TYPE = 'application/json; charset=utf-8'

@@ -30,15 +30,17 @@ describe('security headers', () => {
       assert.equal(res.headers['cross-origin-resource-policy'], 'same-origin')
       assert.equal(res.headers['x-powered-by'], undefined)
       assert.match(String(res.headers['strict-transport-security']), /^max-age=\d+/)
-      // Headers for HTML documents and old browsers stay on /docs (below).
+      // Headers for HTML documents and old browsers stay on the HTML pages (below).
       for (const name of DOCUMENT_ONLY) assert.equal(res.headers[name], undefined, `${url} ${name}`)
     }
   })
 
-  it('gives /docs, the one HTML page, the headers that govern documents too', async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/docs' })
-    for (const name of DOCUMENT_ONLY) assert.notEqual(res.headers[name], undefined, name)
-    assert.equal(res.headers['x-frame-options'], 'DENY')
+  it('gives the HTML pages, /docs and /admin, the headers that govern documents too', async () => {
+    for (const url of ['/docs', '/admin']) {
+      const res = await t.app.inject({ method: 'GET', url })
+      for (const name of DOCUMENT_ONLY) assert.notEqual(res.headers[name], undefined, `${url} ${name}`)
+      assert.equal(res.headers['x-frame-options'], 'DENY')
+    }
   })
 
   it('lets /docs load its own scripts and styles, and nothing from elsewhere', async () => {

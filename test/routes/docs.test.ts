@@ -67,6 +67,24 @@ describe('GET /docs in a browser', { skip }, () => {
     await page.close()
   })
 
+  it('shows the service\'s own name, mark and look, not the framework\'s top bar, and a real resource as the version example', async () => {
+    const page = await browser.newPage()
+    await page.goto(`${origin}/docs`, { waitUntil: 'networkidle' })
+    await page.getByText('List posts').first().waitFor({ state: 'visible' })
+    assert.equal(await page.title(), 'Blog Post Service · API reference')
+    const banner = page.getByRole('banner').first()
+    assert.equal((await banner.getByRole('link').first().innerText()).replace(/\s+/g, ' ').trim(), 'Blog Post Service API reference')
+    assert.equal(await banner.locator('svg.mark').count(), 1, 'the service\'s mark')
+    await banner.getByRole('link', { name: 'Editor' }).waitFor()
+    assert.equal(await page.locator('.topbar').count(), 0, 'no Swagger UI top bar')
+    assert.equal(await page.locator('img[alt="Swagger UI"], .topbar-wrapper .link svg').count(), 0, 'no framework logo')
+    assert.equal(await page.locator('.download-url-input').count(), 0, 'no box for another document\'s URL')
+    const text = await page.locator('body').innerText()
+    assert.ok(text.includes('postId'), 'the version text\'s example is a resource the API serves')
+    assert.ok(!text.includes('ticket'), 'and never a test fixture\'s')
+    await page.close()
+  })
+
   it('publishes the maximum page size in the rendered reference', async () => {
     const page = await browser.newPage()
     await page.goto(`${origin}/docs`, { waitUntil: 'networkidle' })

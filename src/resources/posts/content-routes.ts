@@ -13,7 +13,7 @@ import { COMMON_ERRORS, NotModifiedSchema, problemResponses, SYSTEM_ERRORS } fro
 import type { PublishedPost, PublishedStats, TagCount, TagsQuery } from './store.ts'
 import { SITEMAP_MEDIA_TYPE, sitemapIndex, urlset } from './sitemap.ts'
 import { ATOM_MEDIA_TYPE, atomFeed, type FeedEntry, feedUpdated, JSON_FEED_MEDIA_TYPE, jsonFeed } from './feeds.ts'
-import { EXCERPT_MAX } from './markdown.ts'
+import { type ContentImages, EXCERPT_MAX, renderContent } from './markdown.ts'
 import { parseTagFilter, TAG_MAX, TAGS_MAX } from './tags.ts'
 import { CONTENT_MAX, TITLE_MAX } from './post.ts'
 
@@ -59,6 +59,35 @@ export async function tagRoutes (app: FastifyInstance, ctx: ResourceContext): Pr
     version: t => `${t.id}:${t.name}:${t.count}`,
     read: async (req, query) => await ctx.store.posts.tags(query as never as Parameters<Store['posts']['tags']>[0] & { filter: TagsQuery }, req.principal),
   }))
+}
+
+const RenderBodySchema = Type.Object({
+  content: Type.String({ maxLength: CONTENT_MAX, description: 'Markdown, as a post\'s `content`.' }),
+}, { additionalProperties: false })
+
+const RenderedSchema = Type.Object({
+  html: Type.String({ maxLength: 20 * CONTENT_MAX, description: 'The HTML a post with this content holds as `content_html`.' }),
+}, { additionalProperties: false })
+
+/**
+ * `POST /render`: Markdown to HTML by the renderer posts are stored with, so an editor's preview is
+ * byte for byte what is published. Any valid credential; nothing is stored.
+ */
+export async function renderRoutes (app: FastifyInstance, ctx: ResourceContext, images?: (content: string) => Promise<ContentImages>): Promise<void> {
+  app.post<{ Body: Static<typeof RenderBodySchema> }>('/render', ctx.route({
+    config: { requiresCredential: true },
+    schema: {
+      tags: ['posts'],
+      summary: 'Render Markdown as a post\'s HTML',
+      description: 'Any valid credential. `{content}` → `{html}`, exactly as a post holding that content shows `content_html` (raw HTML escaped, links with other schemes than http, https and mailto dropped). Nothing is stored.',
+      body: RenderBodySchema,
+      response: { 200: RenderedSchema, ...problemResponses(...COMMON_ERRORS, 403, 413, 415, 422) },
+    },
+  }), async (req, reply) => {
+    reply.header('cache-control', 'private, no-store')
+    // The service's own images in it get their variants, as in a stored post's HTML.
+    return { html: renderContent(req.body.content, images === undefined ? undefined : await images(req.body.content)).html }
+  })
 }
 
 const FeedQuerySchema = Type.Object({

@@ -18,12 +18,12 @@ import { postsStore, previewLinksStore, revisionsStore } from './store.ts'
 import { aliasesStore } from './aliases.ts'
 import { exportEntry, postsImportable } from './importable.ts'
 import { toFieldErrors } from '../../http/validation.ts'
-import type { ListQuery, UnitOfWork } from '../../store/store.ts'
+import type { ListQuery, Repositories, UnitOfWork } from '../../store/store.ts'
 import { type ContentImages, imageSources } from './markdown.ts'
 import type { PostFilter } from './store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { cacheControlFor } from '../../http/caching.ts'
-import { feedRoutes, sitemapRoutes, TagListItemSchema, TagSchema, tagRoutes } from './content-routes.ts'
+import { feedRoutes, renderRoutes, sitemapRoutes, TagListItemSchema, TagSchema, tagRoutes } from './content-routes.ts'
 import { parseTagFilter } from './tags.ts'
 import { postSortValue } from './posts-repository.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
@@ -64,10 +64,10 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   const catalogue = ctx.resources.find(r => r.images !== undefined)?.images
   const images = catalogue === undefined
     ? undefined
-    : async (uow: UnitOfWork, content: string): Promise<ContentImages> => {
+    : async (store: Repositories, content: string): Promise<ContentImages> => {
       const ids = new Map(imageSources(content).flatMap(src => { const id = catalogue.idOf(src); return id === null ? [] : [[src, id] as const] }))
       if (ids.size === 0) return new Map()
-      const facts = await catalogue.find(uow, [...ids.values()], ctx.config)
+      const facts = await catalogue.find(store, [...ids.values()], ctx.config)
       return new Map([...ids].flatMap(([src, id]) => { const f = facts.get(id); return f === undefined ? [] : [[src, f] as const] }))
     }
   const writer = (uow: UnitOfWork) => new PostService(uow, {
@@ -143,6 +143,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   })
 
   await tagRoutes(app, ctx)
+  await renderRoutes(app, ctx, images === undefined ? undefined : async content => await images(ctx.store, content))
 
   app.post<{ Body: PostBody }>('/posts', ctx.route({
     config: WRITE,

@@ -17,7 +17,9 @@ function escapeHtml (s: string): string {
 export function apiDescription (resources: readonly Resource[]): string {
   const paths = resources.map(r => `\`${r.path}\``).join(', ')
   const scopes = resources.flatMap(r => r.scopes ?? []).map(s => `\`${s}\``).join(', ')
-  const versions = versionChanges().map(({ version, changes }) => `Version ${version} (\`/v${version}/…\`, or \`Accept: ${vendorMediaType(version)}\` on any path): ${changes}`).join(' ')
+  // The version text's example is the first resource the API serves (`things` → a thing, `thingId`).
+  const thing = (resources[0]?.name ?? 'item').replace(/-/g, ' ').replace(/s$/, '')
+  const versions = versionChanges(thing).map(({ version, changes }) => `Version ${version} (\`/v${version}/…\`, or \`Accept: ${vendorMediaType(version)}\` on any path): ${changes}`).join(' ')
   const rows = Object.entries(PROBLEMS).map(([code, p]) => `| ${p.status} | \`${code}\` | ${p.title}: ${p.detail} |`).join('\n')
   const fieldRows = Object.entries(FIELD_CODES).map(([code, text]) => `| \`${code}\` | ${text} |`).join('\n')
   return `An HTTP/JSON API of ${paths}: each is described under its tag.

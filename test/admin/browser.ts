@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import { createRequire } from 'node:module'
+import { gzipSync } from 'node:zlib'
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
+import { buildTestApp, type StoreKind, type TestApp, underCI } from '../helper.ts'
+
+export const CHROMIUM = '/usr/bin/chromium'
+const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+
+/** Under CI a missing browser (or a missing build of the editor) is a failure; elsewhere the suite is skipped with the reason. */
+export function editorMissing (): string | false {
+  const missing = !fs.existsSync(CHROMIUM)
+    ? `${CHROMIUM} is missing (run sh scripts/install-browser.sh)`
+    : !fs.existsSync(new URL('../../dist/admin/index.html', import.meta.url)) ? 'dist/admin is missing (run npm run build)' : null
+  if (missing === null) return false
+  if (underCI()) throw new Error(`CI=true but ${missing}`)
+  process.stderr.write(`# the editor's browser tests are skipped: ${missing}\n`)
+  return missing
+}
+
+/** A page's traffic and faults, recorded from its first request. */
+export interface Watched {
+  readonly page: Page
+  readonly requests: string[]
+  readonly errors: string[]
+}
+
+export interface EditorWorld {
+  readonly t: TestApp
+  readonly origin: string
+  readonly browser: Browser
+  /** A context of its own (its own sessionStorage), with every request and script error recorded. */
+  open (opts?: { width?: number, height?: number }): Promise<Watched & { context: BrowserContext }>
+  close (): Promise<void>
+}
+
+/** The service on a real socket (as the other browser tests start it) and Chromium. */
+export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<string, string> = {}): Promise<EditorWorld> {
+  const t = await buildTestApp(kind, { RATE_LIMIT_MAX: '0', ...env })
+  await t.app.listen({ port: 0, host: '127.0.0.1' })
+  const address = t.app.server.address()
+  assert.ok(address !== null && typeof address === 'object')
+  const origin = `http://127.0.0.1:${address.port}`
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS })
+  return {
+    t,
+    origin,
+    browser,
+    async open ({ width = 1280, height = 900 } = {}) {
+      const context = await browser.newContext({ viewport: { width, height }, baseURL: origin })
+      const page = await context.newPage()
+      const requests: string[] = []
+      const errors: string[] = []
+      page.on('request', req => { requests.push(req.url()) })
+      page.on('pageerror', err => { errors.push(err.message) })
+      page.on('console', msg => { if (msg.type() === 'error') errors.push(msg.text()) })
+      return { context, page, requests, errors }
+    },
+    async close () {
+      await browser.close()
+      await t.close()
+    },
+  }
+}
+
+/** Waits until `check` holds (the page works on its own time), failing after `ms`. */
+export async function eventually (check: () => Promise<boolean>, what: string, ms = 5000): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`)
+    await new Promise(resolve => setTimeout(resolve, 25))
+  }
+}
+
+/** Signs in through the form, as a person does. */
+export async function signIn (page: Page, token: string): Promise<void> {
+  await page.goto('/admin')
+  await page.getByLabel('API key').fill(token)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('heading', { level: 1, name: 'Posts' }).waitFor()
+}
+
+/**
+ * axe-core's audit of the page as it is: the serious and critical violations, described. axe itself
+ * (put into the page by the test) sets inline styles while it checks, which the page's policy
+ * refuses and the browser reports; those reports, made during the audit, are dropped from `errors`.
+ */
+export async function seriousViolations (page: Page, errors: string[] = []): Promise<string[]> {
+  // Expressions, not functions: the tests are compiled without the DOM's types.
+  if (await page.evaluate('typeof window.axe === "undefined"')) await page.evaluate(AXE_SOURCE)
+  const before = errors.length
+  const result = await page.evaluate('axe.run(document)') as { violations: { id: string, impact: string | null, help: string, nodes: { target: unknown }[] }[] }
+  const during = errors.splice(before)
+  errors.push(...during.filter(e => !e.startsWith('Applying inline style violates')))
+  return result.violations
+    .filter(v => v.impact === 'serious' || v.impact === 'critical')
+    .map(v => `${v.impact ?? ''} ${v.id}: ${v.help} (${v.nodes.map(n => JSON.stringify(n.target)).join(', ')})`)
+}
+
+/** The requests that left the service's origin (data: and blob: URLs stay in the page). */
+export function foreign (requests: readonly string[], origin: string): string[] {
+  return requests.filter(u => !/^(data|blob):/.test(u) && new URL(u).origin !== origin)
+}
+
+/** The gzipped size of each script and style sheet the page loaded, each compressed on its own. */
+export async function gzippedAssets (page: Page, origin: string): Promise<Map<string, number>> {
+  const urls = await page.evaluate('performance.getEntriesByType("resource").map(e => e.name).concat(location.href)') as string[]
+  const sizes = new Map<string, number>()
+  for (const url of new Set(urls)) {
+    if (!/\.(js|css)(\?|$)/.test(url)) continue
+    const res = await fetch(url.startsWith('http') ? url : `${origin}${url}`)
+    sizes.set(new URL(url).pathname, gzipSync(Buffer.from(await res.arrayBuffer()), { level: 9 }).length)
+  }
+  return sizes
+}

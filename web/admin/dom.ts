@@ -1,0 +1,56 @@
+type Child = Node | string | null | undefined | false
+type Attr = string | number | boolean | null | undefined | ((event: never) => void)
+
+/**
+ * Makes an element: attributes by name (`true` for a boolean one; `null`, `undefined` and `false`
+ * leave it out), listeners as `on<event>`, then the children. Never a `style` attribute: the page's
+ * Content-Security-Policy refuses inline styles, so looks live in style.css.
+ */
+export function h<K extends keyof HTMLElementTagNameMap> (tag: K, attrs: Record<string, Attr> = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag)
+  for (const [name, value] of Object.entries(attrs)) {
+    if (typeof value === 'function') el.addEventListener(name.slice(2), value as EventListener)
+    else if (value === true) el.setAttribute(name, '')
+    else if (value !== false && value !== null && value !== undefined) el.setAttribute(name, String(value))
+  }
+  el.append(...children.filter((c): c is Node | string => c !== null && c !== undefined && c !== false))
+  return el
+}
+
+let ids = 0
+/** An id unique in the page, for labels and descriptions. */
+export function uid (prefix: string): string {
+  return `${prefix}-${++ids}`
+}
+
+/** A labelled form control with a place for its error under it. */
+export function field (label: string, control: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string): {
+  readonly row: HTMLElement
+  readonly error: HTMLElement
+} {
+  control.id ||= uid('field')
+  const error = h('p', { class: 'field-error', id: `${control.id}-error`, hidden: true })
+  const hintEl = hint === undefined ? null : h('p', { class: 'hint', id: `${control.id}-hint` }, hint)
+  control.setAttribute('aria-describedby', [hintEl?.id, error.id].filter(Boolean).join(' '))
+  const row = h('div', { class: 'row' }, h('label', { for: control.id }, label), control, hintEl, error)
+  return { row, error }
+}
+
+/** Local date and time as an `<input type="datetime-local">` value, seconds included. */
+export function toLocalInput (iso: string | null | undefined): string {
+  if (iso === null || iso === undefined) return ''
+  const d = new Date(iso)
+  if (Number.isNaN(d.getTime())) return ''
+  const p = (n: number) => String(n).padStart(2, '0')
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`
+}
+
+/** A date as people here read it. */
+export function when (iso: string): string {
+  return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })
+}
+
+/** Starts async work whose failures it handles itself; anything left over is a bug, shown in the console. */
+export function start (work: Promise<unknown>): void {
+  work.catch((err: unknown) => { console.error(err) })
+}
