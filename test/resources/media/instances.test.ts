@@ -5,20 +5,32 @@ import { SignJWT } from 'jose'
 import { buildApp } from '../../../src/app.ts'
 import { type AppContext, createContext, openStore } from '../../../src/context.ts'
 import { freshDatabase, JWT_SECRET, postgresAvailable, testConfig } from '../../helper.ts'
+import { type S3Server, S3RVER_CREDENTIALS, startS3 } from '../../support/s3.ts'
 import { noisyJpeg } from './images.ts'
 
 /**
- * Two instances on one PostgreSQL database and one storage (here a folder both use, as a bucket
- * would be shared): the first requests for a variant, spread over both, make one computation.
+ * Two instances on one PostgreSQL database and one S3-compatible bucket (a real S3-protocol
+ * server): the first requests for a variant, spread over both, make one computation.
  */
-describe('variants across two instances (postgres)', { skip: !(await postgresAvailable()) }, () => {
+describe('variants across two instances (postgres, s3)', { skip: !(await postgresAvailable()) }, () => {
   let db: Awaited<ReturnType<typeof freshDatabase>>
+  let s3: S3Server
   const apps: FastifyInstance[] = []
   const contexts: AppContext[] = []
   before(async () => {
     db = await freshDatabase('postgres')
+    s3 = await startS3()
+    const storage = {
+      MEDIA_STORAGE: 's3',
+      S3_BUCKET: s3.bucket,
+      S3_ENDPOINT: s3.endpoint,
+      S3_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+      S3_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+      S3_FORCE_PATH_STYLE: 'true',
+    }
     for (let i = 0; i < 2; i++) {
-      const config = testConfig(db.url, db.dataDir)
+      // Each instance a data folder of its own: nothing but the database and the bucket is shared.
+      const config = testConfig(db.url, `${db.dataDir}-${i}`, storage)
       const store = await openStore(config)
       await store.migrate()
       const context = await createContext(config, { store })
@@ -32,6 +44,7 @@ describe('variants across two instances (postgres)', { skip: !(await postgresAva
     for (const app of apps) await app.close()
     for (const c of contexts) await c.store.close()
     await db.drop()
+    await s3.close()
   })
 
   it('ten concurrent first requests for one variant on two instances make exactly one computation', async () => {
