@@ -2,14 +2,14 @@
  * `npm run bench`'s bare Fastify server: the same routes, data and SQL as the reference server,
  * on Fastify with its defaults (no logger, no plugins, no schemas). Shows what the framework costs.
  *
- * With BENCH_FLOOR=1 it is the floor: the same server carrying only what the contract puts on
+ * With BENCH_FLOOR=1 it is the floor: the same server carrying only what the API puts on
  * every answer whatever the request, without any of the work behind it: the response headers a
  * read of this service sends (request id, traceparent, the security set, API-Version, RateLimit,
  * and on reads ETag, Last-Modified, Cache-Control, Vary), each made per request where the service
  * makes it per request, and one log line per request at info with the service's fields, through
  * a child logger carrying the request id, as the service logs. No negotiation, validation, rate
  * limiting, shedding, conditional requests, metrics or tracing context: what any implementation on
- * Fastify pays before it does the contract's work, so the ceiling no such implementation can pass.
+ * Fastify pays before it does the API's work, so the ceiling no such implementation can pass.
  *
  *   BENCH_DB=/tmp/x.db PORT=3912 node --import tsx bench/bare-fastify-server.ts
  */

@@ -1,6 +1,6 @@
 /**
  * The ceiling of `npm run bench`: bare node:http and better-sqlite3, the same data and SQL as
- * the service, no framework and none of the contract's work. Not a server to use.
+ * the service, no framework and none of the API's work. Not a server to use.
  *
  *   BENCH_DB=/tmp/x.db PORT=3911 node --import tsx bench/reference-server.ts
  */

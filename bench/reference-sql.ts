@@ -59,7 +59,7 @@ export function openPosts (file: string) {
 const POST_FIELDS = ['id', 'title', 'content', 'status', 'publish_at', 'created_at', 'updated_at', 'author', 'slug', 'tags', 'excerpt', 'published_at', 'content_html'] as const
 
 /**
- * A post as the service shows it (contract §10 added the slug, tags, excerpt, published_at and the
+ * A post as the service shows it (the content model added the slug, tags, excerpt, published_at and the
  * rendered HTML), field for field: the same body for every server, so each writes and escapes
  * the same bytes and the ratios measure the work around them.
  */

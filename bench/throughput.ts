@@ -8,9 +8,9 @@
  *     pays to store and read a post, the figure users compare with,
  *   - the ceiling: bare node:http + better-sqlite3 with the same data and SQL (bench/reference-server.ts),
  *   - bare Fastify with the same (bench/bare-fastify-server.ts),
- *   - the floor: that bare Fastify server carrying only the headers and the log line the contract
+ *   - the floor: that bare Fastify server carrying only the headers and the log line the API
  *     puts on every answer, none of the work behind them (the same file, BENCH_FLOOR=1): what any
- *     implementation of the contract on Fastify pays at the least;
+ *     implementation of the API on Fastify pays at the least;
  * each on a copy of the same 10 000 posts of ~2 KB, pinned to core 0, driven in turn by wrk pinned
  * to core 1 (64 connections), the scenarios interleaved over BENCH_ROUNDS rounds. Then read one
  * and a deep cursor page at 1 000 000 posts (seeded with SQL), and the service on PostgreSQL when
@@ -70,7 +70,7 @@ const LABEL: Record<ServerKind, string> = {
   bare: 'bare ceiling: node:http + a plain table',
   ceiling: 'bare node:http (ceiling)',
   fastify: 'bare Fastify',
-  floor: 'floor: bare Fastify + the contract\'s headers and log line',
+  floor: 'floor: bare Fastify + the API\'s headers and log line',
   service: 'this service',
   baseline: `this service at ${BASELINE === undefined ? '' : baselineRevision(BASELINE)} (BENCH_BASELINE)`,
 }
@@ -469,7 +469,7 @@ async function main (): Promise<void> {
     const of = (name: string, kind: ServerKind) => rps(results.get(`${name}|${kind}`)!)
     /** Whether every one of these scenarios ran (BENCH_SCENARIOS may leave some out). */
     const ran = (...names: string[]) => names.every(n => results.has(`${n}|service`))
-    // Targets set against the floor (issue 25): what the contract's headers and log line leave.
+    // Targets set against the floor (issue 25): what the API's headers and log line leave.
     // Each line gives this service's ratio to the ceiling and to the floor, and the floor's own.
     const targetsByScenario: [string, { floor?: number, ceiling?: number }][] = [
       ['read one', { floor: 0.8, ceiling: 0.5 }],

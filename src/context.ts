@@ -83,7 +83,7 @@ export async function createContext (config: Config, overrides: ContextOverrides
   }
 }
 
-/** The scopes a credential can carry (contract §5): each resource's, and `admin`, which alone permits everything. */
+/** The scopes a credential can carry: each resource's, and `admin`, which alone permits everything. */
 export function knownScopes (resources: readonly Resource[] = RESOURCES): string[] {
   return [...resources.flatMap(r => r.scopes ?? []), 'admin']
 }

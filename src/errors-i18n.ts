@@ -1,6 +1,6 @@
 import { type CoreProblemCode, FIELD_CODES, type ProblemCode, type ProblemDef, PROBLEMS } from './errors.ts'
 
-/** Languages of problem `title` and `detail` besides English (contract §4, Accept-Language). */
+/** Languages of problem `title` and `detail` besides English (Accept-Language). */
 export const PROBLEM_LANGUAGES = ['en', 'de', 'fr', 'es'] as const
 export type ProblemLanguage = typeof PROBLEM_LANGUAGES[number]
 

@@ -2,7 +2,7 @@ import type { Message } from './messages.ts'
 
 /**
  * The one catalogue of problem codes. Every error the service sends carries one of these
- * codes; the same problem always gives the same status and code (contract §6).
+ * codes; the same problem always gives the same status and code.
  * `docs/errors.md` and the OpenAPI document are generated from this table's content, with the
  * codes resources register (below).
  */

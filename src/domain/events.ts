@@ -1,5 +1,5 @@
 /**
- * The events a change can raise (contract §12): each resource names those its changes raise
+ * The events a change can raise: each resource names those its changes raise
  * (`Resource.eventTypes`); the list is theirs in the order given (the registry's).
  */
 export function eventTypesOf (sources: readonly { readonly eventTypes?: readonly string[] }[]): readonly string[] {

@@ -8,7 +8,7 @@ export interface Principal {
 
 export type Viewer = Principal | null
 
-/** `admin` alone permits everything (contract §5). */
+/** `admin` alone permits everything. */
 export function isAdmin (viewer: Viewer): boolean {
   return viewer !== null && viewer.scopes.has('admin')
 }
@@ -17,7 +17,7 @@ export function hasScope (viewer: Viewer, scope: string): boolean {
   return viewer !== null && (viewer.scopes.has(scope) || viewer.scopes.has('admin'))
 }
 
-/** The ownership rule every resource shares: its owner or an admin may change it (contract §5). */
+/** The ownership rule every resource shares: its owner or an admin may change it. */
 export function mayChange (viewer: Viewer, owner: string): boolean {
   return viewer !== null && (viewer.subject === owner || isAdmin(viewer))
 }

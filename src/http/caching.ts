@@ -12,7 +12,7 @@ export const PUBLIC_CACHE = 'public, max-age=60, stale-while-revalidate=300'
 export const PRIVATE_CACHE = 'private, no-store'
 
 /**
- * Contract §4: what everyone may read (audience `public`), read anonymously, may be cached by
+ * What everyone may read (audience `public`), read anonymously, may be cached by
  * anyone; anything read with credentials, or only its owner may see, may not be stored at all.
  */
 export function cacheControlFor (req: FastifyRequest, audience: Audience): string {

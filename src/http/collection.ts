@@ -4,7 +4,7 @@ import type { Audience } from './caching.ts'
 import { type CollectionSpec, type CursorCodec, type ListRequest, parseListRequest, pagingQueryProperties, type PagingQuery, sendPage, storeQueryOf } from './paging.ts'
 import { linkBase } from './versioning.ts'
 
-/** What a collection's list route needs beyond the shared paging rules (contract §3). */
+/** What a collection's list route needs beyond the shared paging rules. */
 export interface ListSpec<T, K extends string, F> {
   readonly collection: CollectionSpec<K>
   /** Every field name an item may hold in this version (what `fields` may name). */

@@ -145,7 +145,7 @@ function checkBodyType (req: FastifyRequest): void {
 }
 
 /**
- * Request bodies are JSON only (contract §4): the framework's text/plain parser is removed, one
+ * Request bodies are JSON only: the framework's text/plain parser is removed, one
  * strict JSON parser serves every JSON media type, and each route's `bodyTypes` is enforced before
  * the body is read, so the answer is 415, not 400. A vendor type names the version of the body:
  * it must be the version serving the request.
@@ -168,7 +168,7 @@ export const contentTypePlugin = fp(async function contentType (app: FastifyInst
   // whatever their body; known routes have refused a wrong type in preParsing already.
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => { done(null, undefined) })
 
-  // A route that takes no body (GET, DELETE) ignores a JSON one (contract §4: a body must be JSON,
+  // A route that takes no body (GET, DELETE) ignores a JSON one (a body must be JSON,
   // else 415) and body headers without a body. Fastify would refuse a malformed Content-Type
   // (`""`, `a;;;`) with its own 415 before any hook could say so: the header goes once checked.
   // Hooks with a callback, not async: they run on every request (a promise and a microtask each).

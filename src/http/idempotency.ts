@@ -21,7 +21,7 @@ declare module 'fastify' {
   }
 }
 
-/** 1–255 visible ASCII characters (contract §4): no space, no control, nothing beyond 0x7E. */
+/** 1–255 visible ASCII characters: no space, no control, nothing beyond 0x7E. */
 const KEY = /^[\x21-\x7e]{1,255}$/
 
 /** The replayed headers: those that describe the stored response, not this exchange. */
@@ -77,7 +77,7 @@ export async function completeIdempotentWrite (req: FastifyRequest, uow: UnitOfW
 }
 
 /**
- * Idempotency-Key on every POST (contract §4; IETF httpapi idempotency-key draft; Stripe's
+ * Idempotency-Key on every POST (IETF httpapi idempotency-key draft; Stripe's
  * behaviour): a key is scoped to principal, method and path, and bound to a fingerprint of the
  * body. Only successful answers are stored and replayed; a request refused before its effect
  * (401, 403, 415, 422, …) or failing (5xx) releases the key, so the client can fix and retry.

@@ -15,7 +15,7 @@ import { linkBase } from './versioning.ts'
 export const DEFAULT_PAGE_SIZE = 20
 export const MAX_PAGE_SIZE = 100
 
-/** Query parameters every collection shares (contract §3); a collection adds its filters. */
+/** Query parameters every collection shares; a collection adds its filters. */
 export const pagingQueryProperties = {
   sort: Type.String({ minLength: 1, maxLength: 200, description: 'Comma-separated sort keys: `-key` or `key:desc` for descending, `key` or `key:asc` for ascending. `id` is always added as the last tie-breaker.' }),
   page: Type.Integer({ minimum: 1, maximum: 10_000_000, description: 'Page number (offset paging). Cannot be combined with `cursor`.' }),
@@ -87,7 +87,7 @@ function parseSort<K extends string> (raw: string, spec: CollectionSpec<K>, erro
     }
     terms.push({ key: key as K, direction })
   }
-  // The last tie-breaker makes the order total, in the direction of the last key (contract §3).
+  // The last tie-breaker makes the order total, in the direction of the last key.
   const last = terms.at(-1)
   if (last && !terms.some(t => t.key === 'id')) terms.push({ key: 'id' as K, direction: last.direction })
   return terms

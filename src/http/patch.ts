@@ -57,7 +57,7 @@ export const JsonPatchSchema = Type.Array(Type.Object({
 
 export const MergePatchSchema = Type.Object({}, { $id: 'MergePatch', additionalProperties: true, description: 'RFC 7396 JSON Merge Patch: members to set; `null` removes (a removed status falls back to its default).' })
 
-/** The PATCH body: the format is chosen by Content-Type (contract §2). */
+/** The PATCH body: the format is chosen by Content-Type. */
 export const patchBodySchema = {
   content: {
     [MERGE_PATCH]: { schema: Type.Ref(MergePatchSchema) },

@@ -20,7 +20,7 @@ export function unavailable (code: 'SERVICE_UNAVAILABLE' | 'REQUEST_TIMEOUT' = '
   return new AppError(code, detail, { headers: { 'retry-after': String(RETRY_AFTER_S) } })
 }
 
-/** The one error body (RFC 9457 with the contract's extension members). */
+/** The one error body (RFC 9457 with the API's extension members). */
 export interface Problem {
   type: string
   title: string

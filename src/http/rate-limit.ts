@@ -121,7 +121,7 @@ export function limitHeader (remaining: number, resetS: number): string {
 }
 
 /**
- * Rate limits (contract §7): RATE_LIMIT_MAX requests per RATE_LIMIT_WINDOW_S per principal,
+ * Rate limits: RATE_LIMIT_MAX requests per RATE_LIMIT_WINDOW_S per principal,
  * or per client address when anonymous; shared by every instance through Redis when REDIS_URL
  * is set. Runs between the auth plugin (which sets `req.principal`) and the authorization plugin,
  * so a request with a bad credential counts against its address before it gets its 401: guessing

@@ -5,7 +5,7 @@ import { AppError } from '../errors.ts'
 /** Request line target (path and query) longer than this: 414. Node's own limit on all headers is 16 KiB. */
 export const MAX_URL_LENGTH = 8 * 1024
 
-/** Contract §7: an over-long URL is refused before any work (414); RFC 9112 §3.2's Host rule (400). */
+/** An over-long URL is refused before any work (414); RFC 9112 §3.2's Host rule (400). */
 export const requestTargetPlugin = fp(async function requestTarget (app: FastifyInstance) {
   app.addHook('onRequest', (req, _reply, done) => {
     if ((req.raw.url ?? '').length > MAX_URL_LENGTH) {

@@ -22,7 +22,7 @@ export interface ResourceContext {
   readonly jobs: JobWaker
   /** Compiles against every shared schema: `bodies.getSchema('CreateTicketBody')` validates a whole body. */
   readonly bodies: Ajv
-  /** Every event type the registered resources raise (contract §12), in the registry's order. */
+  /** Every event type the registered resources raise, in the registry's order. */
   readonly eventTypes: readonly string[]
   /** Every registered resource (a route may use another's declared capability, never its code). */
   readonly resources: readonly Resource[]
@@ -268,7 +268,7 @@ export async function registerResources (app: FastifyInstance, opts: ResourcesOp
         route: ({ config, schema }) => ({
           constraints: { apiVersion: String(version) },
           config: { ...(config ?? {}), apiVersion: version } as never,
-          // A route without query parameters refuses any (contract §3: a typo must not pass unnoticed).
+          // A route without query parameters refuses any (a typo must not pass unnoticed).
           schema: { hide: !documented, produces, querystring: NO_QUERY, ...schema },
         }),
       }

@@ -76,7 +76,7 @@ export const NotModifiedSchema = Type.Null({ description: 'Not modified: the cop
 export const NoContentSchema = Type.Null({ description: 'No content.' })
 
 /**
- * A representation in every version (contract §8), its identifier named as `idNameOf` says
+ * A representation in every version, its identifier named as `idNameOf` says
  * (`thing`: `ticket` → `id`, `ticketId`); the rest is alike. `partial` makes every member optional
  * (list items with `fields`).
  */
@@ -111,7 +111,7 @@ const RETRY_AFTER_HEADER = {
   'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 86_400 } },
 }
 const header = (description: string, schema: Json = { type: 'string', maxLength: 8192 }) => ({ description, schema })
-/** What every conditional read, and every write's answer, says about its representation (contract §4). */
+/** What every conditional read, and every write's answer, says about its representation. */
 const VALIDATOR_HEADERS = {
   ETag: header('The representation\'s entity tag (weak for lists): send it back in `If-None-Match` (304 when unchanged) or `If-Match` (412 when changed).', { type: 'string', maxLength: 100 }),
   'Cache-Control': header('`public, max-age=60, stale-while-revalidate=300` for what everyone may read, read without credentials; `private, no-store` otherwise.', { type: 'string', maxLength: 100 }),
@@ -188,7 +188,7 @@ function annotateIntegers (node: unknown): void {
 
 /**
  * The OpenAPI document's cross-cutting facts, stated once for every operation instead of per
- * route (contract §4, §7): every response may carry the rate-limit and CORS headers, every
+ * route: every response may carry the rate-limit and CORS headers, every
  * operation can answer 429 and 415 (a body that is not JSON is refused on every route, also on
  * those that take none), and 429 and 503 carry Retry-After; conditional reads, pages and
  * writes name their validators, paging, Prefer and Idempotency headers. Used as @fastify/swagger's `transformObject`.

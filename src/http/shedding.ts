@@ -529,7 +529,7 @@ function shedByWait (app: FastifyInstance, config: Pick<Config, 'overloadMaxWait
 }
 
 /**
- * Contract §7: under load, requests are shed with 503 SERVICE_UNAVAILABLE and Retry-After at once,
+ * Under load, requests are shed with 503 SERVICE_UNAVAILABLE and Retry-After at once,
  * never queued: by the time they waited (LoadShedder), by the count in flight, and by the
  * event loop's mean delay (under-pressure). Probes are never shed.
  */

@@ -187,7 +187,7 @@ function strictIntegers (validate: ValidateFunction, schema: { properties?: Reco
 /** A body with thousands of violations gets the first ones: enough to fix, not megabytes to read. */
 export const MAX_FIELD_ERRORS = 100
 
-/** Turns ajv's errors into the contract's `errors[]`: one entry per violated constraint. */
+/** Turns ajv's errors into the API's `errors[]`: one entry per violated constraint. */
 export function toFieldErrors (errors: readonly ErrorObject[], context: string): FieldError[] {
   const out: FieldError[] = []
   const seen = new Set<string>()

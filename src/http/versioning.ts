@@ -22,7 +22,7 @@ export const API_VERSIONS: readonly ApiVersion[] = VERSIONS.map(v => v.version)
 export const DEFAULT_VERSION: ApiVersion = VERSIONS[0].version
 
 /**
- * The name of a representation's identifier in `version` (contract §8): `id` in version 1,
+ * The name of a representation's identifier in `version`: `id` in version 1,
  * `<thing>Id` from version 2 on (`ticket` → `ticketId`).
  */
 export function idNameOf (version: ApiVersion, thing: string): string {
@@ -78,7 +78,7 @@ export function notAcceptable (n: Negotiation & { ok: false }): AppError {
 interface Candidate { version: ApiVersion | null, vendor: boolean, q: number, order: number }
 
 /**
- * Contract §8: the version comes from the path (`/v2/…`) or the vendor media type in Accept;
+ * The version comes from the path (`/v2/…`) or the vendor media type in Accept;
  * neither → 1; both disagreeing → 406; an unknown version in Accept → 406.
  */
 export function negotiate (url: string, accept: string | undefined): Negotiation {
@@ -277,7 +277,7 @@ const CORE_UNVERSIONED_PATHS = ['/healthz', '/readyz', '/openapi.json', '/docs',
 
 /**
  * Fastify's `rewriteUrl`: maps a version-prefixed alias of an unversioned path onto that path.
- * /v1/healthz, /v2/openapi.json, …: every path answers under a version prefix (contract §2); the
+ * /v1/healthz, /v2/openapi.json, …: every path answers under a version prefix; the
  * core's and `paths` (those resources declare, `Resource.unversionedPaths`) are the same for every
  * version, so the prefix is dropped before routing.
  */

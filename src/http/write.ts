@@ -26,7 +26,7 @@ export function writtenResource (req: FastifyRequest, kind: string, r: Revisione
 }
 
 /**
- * The answer to a write (contract §2, §4), in one place for every resource: Location, ETag,
+ * The answer to a write, in one place for every resource: Location, ETag,
  * Last-Modified, `private, no-store`; with `Prefer: return=minimal` no body (a 200 becomes 204),
  * and `Preference-Applied` says which `return` preference was honoured. The body is serialised
  * here, with the route's response schema, so the bytes can be stored for an Idempotency-Key replay.

@@ -84,7 +84,7 @@ const SOCKETS_PER_RECEIVER = 16
 const ANSWER_CAP = 16 * 1024
 /** An idle connection to a receiver is closed after this: sooner than a server's usual keep-alive (Node's is 5 s). */
 const IDLE_MS = 4_000
-/** The User-Agent of every webhook (contract §12). */
+/** The User-Agent of every webhook. */
 export const WEBHOOK_USER_AGENT = `blog-post-service/${process.env.npm_package_version ?? '0.1.0'}`
 const MAX_DELAY_MS = 60 * 60_000
 

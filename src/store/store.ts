@@ -177,7 +177,7 @@ export interface WebhookStore {
   oldestEventHeld (): Promise<number | null>
 }
 
-/** What a change raises (contract §12), recorded in its unit of work. */
+/** What a change raises, recorded in its unit of work. */
 export interface EventInput {
   readonly type: string
   /** The resource's version-1 representation after the change (a deletion's: `{id}`). */

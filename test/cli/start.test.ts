@@ -92,7 +92,7 @@ describe('npm start (the bundled build)', () => {
 
   it('answers as the TypeScript sources do, request for request (same database, same settings)', async () => {
     // The rest of the suite runs the sources; this holds the bundle to the same answers. Ids and
-    // dates that differ per answer are left out; everything else (status, the contract's
+    // dates that differ per answer are left out; everything else (status, the API's
     // headers, every byte of the body) must be equal.
     const config = loadConfig(settings)
     const store = await openStore(config)

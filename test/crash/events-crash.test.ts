@@ -9,7 +9,7 @@ import { recordResult } from '../reliability-record.ts'
 import { receiver, until } from '../support/receiver.ts'
 
 /**
- * At least once across crashes (contract §12): writers raise events while two subscriptions are
+ * At least once across crashes: writers raise events while two subscriptions are
  * served, and the instance is killed (SIGKILL) at a random moment, so some kills land in a fan-out
  * unit or with deliveries in flight. After the last round a fresh instance finishes the work; then
  * every event of a committed change has reached every matching subscription at least once, and

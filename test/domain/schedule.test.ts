@@ -19,7 +19,7 @@ function codes (f: () => unknown): string[] {
   return []
 }
 
-describe('applySchedule (contract §11)', () => {
+describe('applySchedule', () => {
   it('accepts scheduled with a publish_at a millisecond ahead, and refuses one a millisecond behind or equal to now', () => {
     assert.deepEqual(applySchedule(input('scheduled', later), null, now), input('scheduled', later))
     assert.deepEqual(codes(() => applySchedule(input('scheduled', earlier), null, now)), ['publish_at:PUBLISH_AT_IN_PAST'])

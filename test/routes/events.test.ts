@@ -46,7 +46,7 @@ for (const kind of await storeKinds()) {
       const bad = await t.request({ method: 'GET', url: '/events?types=order.created,nope', headers: { ...admin, accept: 'text/event-stream' } })
       assert.equal(bad.statusCode, 422)
       assert.equal(json(bad).errors[0].field, 'types')
-      // The types are the registered resources', in the registry's order: contract §12's list.
+      // The types are the registered resources', in the registry's order.
       assert.equal(json(bad).errors[0].message, '"nope" is not an event type; use any of post.created, post.updated, post.published, post.unpublished, post.deleted, order.created, order.cancelled, export.succeeded, export.failed, media.created, media.deleted.')
     })
 
@@ -67,7 +67,7 @@ for (const kind of await storeKinds()) {
       assert.deepEqual(ids(mine), [a.id], 'carol sees her order, not dave\'s')
     })
 
-    it('raises the post events of §12: created and published on a published create, unpublished, deleted; each seen by whom it may', async () => {
+    it('raises the post events: created and published on a published create, unpublished, deleted; each seen by whom it may', async () => {
       const alice = await t.auth('alice', ['posts:write'])
       const all = await stream(admin)
       const bob = await stream(dave)

@@ -7,7 +7,7 @@ import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
 const PROBLEM_MEMBERS = ['type', 'title', 'status', 'detail', 'instance', 'code', 'trace_id', 'request_id']
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 
-/** Asserts the contract's one error body, and that its ids are those of the response headers. */
+/** Asserts the API's one error body, and that its ids are those of the response headers. */
 function assertProblem (res: LightMyRequestResponse, status: number, code: string): Record<string, unknown> {
   assert.equal(res.statusCode, status, res.body)
   assert.equal(res.headers['content-type'], 'application/problem+json')
@@ -235,7 +235,7 @@ for (const kind of await storeKinds()) {
     })
 
     describe('problem bodies', () => {
-      it('have exactly the contract\'s members, and errors[] only on 422', async () => {
+      it('have exactly the API\'s members, and errors[] only on 422', async () => {
         const alice = await t.auth('alice')
         const cases: [LightMyRequestResponse, number, string][] = [
           [await t.request({ method: 'POST', url: '/posts', headers: { ...alice, 'content-type': 'application/json' }, payload: '{' }), 400, 'MALFORMED_JSON'],

@@ -153,7 +153,7 @@ for (const kind of await storeKinds()) {
       }
     }
 
-    // Contract §10: the new sort keys page at constant cost, and ?tag= is an index lookup, not a scan.
+    // The new sort keys page at constant cost, and ?tag= is an index lookup, not a scan.
     for (const key of ['published_at', 'slug'] as const) {
       for (const direction of ['asc', 'desc'] as SortDirection[]) {
         it(`reads a keyset page by ${key} ${direction} from an index, without sorting`, async () => {

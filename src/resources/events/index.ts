@@ -49,7 +49,7 @@ function resumeAfter (header: string | string[] | undefined, query: string | und
   return Number(raw)
 }
 
-/** Contract §12, change stream: `GET /events` as Server-Sent Events. */
+/** Change stream: `GET /events` as Server-Sent Events. */
 async function eventRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   app.get<{ Querystring: { after?: string, types?: string } }>('/events', ctx.route({
     config: { requiresCredential: true, longLived: true },

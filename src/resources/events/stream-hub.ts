@@ -7,7 +7,7 @@ import type { Store, StoredEvent } from '../../store/store.ts'
 
 /** Events read per query, live or catching up. */
 const PAGE = 500
-/** A comment line on every stream this often: at least every 15 s (contract §12), with room for a busy loop. */
+/** A comment line on every stream this often: at least every 15 s, with room for a busy loop. */
 export const HEARTBEAT_MS = 10_000
 /**
  * A reader this far behind (bytes waiting in its socket) is ended; it resumes with Last-Event-ID.
@@ -37,7 +37,7 @@ export class EventStream {
     public cursor: number
   ) {}
 
-  /** Contract §12: admin sees every event; others those of published posts and of their own resources. Pings are for one subscription, never here. */
+  /** Admin sees every event; others those of published posts and of their own resources. Pings are for one subscription, never here. */
   private wants (e: StoredEvent): boolean {
     if (e.webhookId !== null) return false
     if (this.types !== null && !this.types.has(e.type)) return false

@@ -20,7 +20,7 @@ export interface ExportWorkerOptions {
   readonly source: Exportable
   /** The `data` of the webhook: the job as GET /exports/{id} shows it. */
   readonly renderJob: (job: ExportJob) => unknown
-  /** The event of a job that ended (contract §12): its version-1 representation. */
+  /** The event of a job that ended: its version-1 representation. */
   readonly jobEvent: (job: ExportJob) => EventInput
   /** Called after a commit that queued a webhook, so it goes out now rather than at the next poll. */
   readonly webhookQueued: () => void
@@ -133,7 +133,7 @@ export class ExportWorker implements Job {
   private async write (lease: ExportLease, signal: AbortSignal): Promise<void> {
     const { store, source } = this.opts
     const job = lease.job
-    // Exports are made by admins only (contract §5), and an admin sees every post.
+    // Exports are made by admins only, and an admin sees every post.
     const viewer: Principal = { subject: job.owner, scopes: new Set(['admin']), kind: 'jwt' }
     const filter = job.filter.status === undefined ? {} : { status: job.filter.status }
     const sort = [{ key: 'id' as const, direction: 'asc' as const }]

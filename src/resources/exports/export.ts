@@ -18,7 +18,7 @@ export interface ExportRequest {
   readonly callbackUrl: string | null
 }
 
-/** An export job as the store keeps it. Only its owner sees it (contract §5: admins create them). */
+/** An export job as the store keeps it. Only its owner sees it (admins create them). */
 export interface ExportJob {
   readonly id: number
   readonly owner: string
@@ -59,10 +59,10 @@ export function progressOf (job: Pick<ExportJob, 'status' | 'exported' | 'total'
   return Math.min(99, Math.floor((job.exported / job.total) * 100))
 }
 
-/** The events a job's end raises (contract §12). */
+/** The events a job's end raises. */
 export const EXPORT_EVENT_TYPES = ['export.succeeded', 'export.failed'] as const
 
-/** The event a callback URL receives when a job ends (contract §2). */
+/** The event a callback URL receives when a job ends. */
 export function exportEventType (status: ExportStatus): typeof EXPORT_EVENT_TYPES[number] {
   return status === 'succeeded' ? 'export.succeeded' : 'export.failed'
 }

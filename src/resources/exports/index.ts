@@ -47,7 +47,7 @@ async function exportRequest (body: CreateExportBody, ctx: ResourceContext): Pro
   return { format: body.format, filter: body.filter?.status === undefined ? {} : { status: body.filter.status }, callbackUrl }
 }
 
-/** Contract §2, export rows: a 202 job, polled or announced by webhook, and its file with byte ranges. */
+/** Export rows: a 202 job, polled or announced by webhook, and its file with byte ranges. */
 async function exportRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   const { version, store } = ctx
   const v = EXPORT_VERSIONS[version]

@@ -48,7 +48,7 @@ const fields = {
 export const ExportV1Schema = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), ...fields }, { $id: 'ExportV1', additionalProperties: false })
 export const ExportV2Schema = Type.Object({ exportId: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), ...fields }, { $id: 'ExportV2', additionalProperties: false })
 
-/** The webhook body: `{type, data}` with `data` the job (contract §2). */
+/** The webhook body: `{type, data}` with `data` the job. */
 export const ExportEventV1Schema = Type.Object({
   type: Type.Union([Type.Literal('export.succeeded'), Type.Literal('export.failed')]),
   data: Type.Ref(ExportV1Schema),

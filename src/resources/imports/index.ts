@@ -97,7 +97,7 @@ async function findOwn (store: Store, id: number, principal: Principal): Promise
   return job
 }
 
-/** Contract rows POST /imports and GET /imports/{id}: a 202 job, polled for its progress and report. */
+/** POST /imports and GET /imports/{id}: a 202 job, polled for its progress and report. */
 async function importRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   const { version, store } = ctx
   const max = ctx.config.imports.maxBytes

@@ -194,7 +194,7 @@ function entriesOf (item: ItemState): Entry[] {
   const id = (f.get('wp:post_id') ?? '').trim()
   const guid = (f.get('guid') ?? '').trim()
   const title = (f.get('title') ?? '').trim()
-  // The source identity (contract: WXR guid and wp:post_id): the same post of the same site in any of its exports.
+  // The source identity (WXR guid and wp:post_id): the same post of the same site in any of its exports.
   const key = `${id}|${guid}`
   out.push({ kind: 'post', key, label: `post ${id === '' ? '?' : id}${title === '' ? '' : ` "${title.slice(0, 80)}"`}`, post: postOf(item) })
   return out

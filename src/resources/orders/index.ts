@@ -32,15 +32,15 @@ function renderOrder (o: Order, idName: string, base: string) {
   return { ...orderData(o, idName), _links: { self: { href: self }, items: { href: `${self}/items` }, ...actions } }
 }
 
-/** The events an order's change raises (contract §12). */
+/** The events an order's change raises. */
 const ORDER_EVENT_TYPES = ['order.created', 'order.cancelled'] as const
 
-/** The order's event (contract §12): its version-1 representation, seen by its owner (and admins). */
+/** The order's event: its version-1 representation, seen by its owner (and admins). */
 function orderEvent (type: typeof ORDER_EVENT_TYPES[number], o: Order): EventInput {
   return { type, data: renderOrder(o, 'id', ''), owner: o.owner, public: false }
 }
 
-/** Contract §2, order rows: the caller's own orders (admin: all), a state machine, items. */
+/** Order rows: the caller's own orders (admin: all), a state machine, items. */
 async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   const { version, store } = ctx
   const idName = idNameOf(version, 'order')

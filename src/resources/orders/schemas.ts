@@ -21,7 +21,7 @@ const fields = {
 }
 const OrderLinksSchema = Type.Object({ self: Type.Ref(LinkSchema), items: Type.Ref(LinkSchema), cancel: Type.Optional(Type.Ref(LinkSchema)) }, { additionalProperties: false })
 
-/** The order: `id` (v1) or `orderId` (v2), with `_links` in both (contract §1). */
+/** The order: `id` (v1) or `orderId` (v2), with `_links` in both. */
 export const [OrderV1Schema, OrderV2Schema] = versionedSchemas('Order', 'order', { ...fields, _links: OrderLinksSchema })
 /** A list item: every field but items, unless `include=items`; exactly `fields` when given; always `_links.self`. */
 export const [OrderListItemV1Schema, OrderListItemV2Schema] = versionedSchemas('OrderListItem', 'order', {

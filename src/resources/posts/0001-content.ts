@@ -12,7 +12,7 @@ const BATCH = 1000
 interface OldPost { id: number | string, title: string, content: string, status: string, created_at: string | Date }
 
 /**
- * Every existing post, in id order, gets what contract §10 gives a new one: a derived slug (unique:
+ * Every existing post, in id order, gets what a new one gets: a derived slug (unique:
  * `-2`, `-3` … in id order), its rendered HTML and derived excerpt, and `published_at` = `created_at`
  * when it is published. Tags start empty.
  */
@@ -33,7 +33,7 @@ async function backfill (db: Kysely<unknown>): Promise<void> {
   }
 }
 
-/** Full-text search also over the tags (contract §10): the index is made again with them. */
+/** Full-text search also over the tags: the index is made again with them. */
 async function searchWithTags (db: Kysely<unknown>, t: ColumnTypes): Promise<void> {
   if (t.kind === 'postgres') {
     await sql`ALTER TABLE posts DROP COLUMN search_vector`.execute(db)
@@ -70,7 +70,7 @@ export const migration: SharedMigration = (t: ColumnTypes) => ({
     await sql`ALTER TABLE posts ADD COLUMN excerpt_derived INTEGER NOT NULL DEFAULT 1`.execute(db)
     await sql`ALTER TABLE posts ADD COLUMN content_html TEXT NOT NULL DEFAULT ''`.execute(db)
     await sql.raw(`ALTER TABLE posts ADD COLUMN published_at ${t.timestamp}`).execute(db)
-    // Contract §10: nulls sort last both ways. One sort column per direction, null replaced by the
+    // Nulls sort last both ways. One sort column per direction, null replaced by the
     // far end of time, so each direction is one plain index range (constant-cost keyset paging).
     for (const [dir, end] of [['asc', NULL_PUBLISHED_ASC], ['desc', NULL_PUBLISHED_DESC]] as const) {
       const expr = pg ? `COALESCE(published_at, TIMESTAMPTZ '${end}')` : `COALESCE(published_at, '${end}')`

@@ -32,12 +32,12 @@ const ListTagsQuerySchema = Type.Object({
 export const tagsCollection: CollectionSpec<'name' | 'count'> = {
   name: 'tags',
   sortKeys: ['name', 'count'],
-  // Contract §10: most used first, then by name.
+  // Most used first, then by name.
   defaultSort: '-count,name',
   includes: [],
 }
 
-/** `GET /tags` (contract §10): every tag on a post the caller may see, with counts, paged as every list. */
+/** `GET /tags`: every tag on a post the caller may see, with counts, paged as every list. */
 export async function tagRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   app.get('/tags', ctx.route({
     schema: {
@@ -118,7 +118,7 @@ const JsonFeedSchema = Type.Object({
   }, { additionalProperties: false }), { maxItems: 20 }),
 }, { additionalProperties: false, description: 'JSON Feed 1.1 (https://www.jsonfeed.org/version/1.1/).' })
 
-/** How many posts a feed holds (contract §13). */
+/** How many posts a feed holds. */
 export const FEED_SIZE = 20
 
 function entryOf (p: Post): FeedEntry {
@@ -126,7 +126,7 @@ function entryOf (p: Post): FeedEntry {
 }
 
 /**
- * `GET /feed.atom` and `GET /feed.json` (contract §13): the 20 most recently published public posts,
+ * `GET /feed.atom` and `GET /feed.json`: the 20 most recently published public posts,
  * the same for every caller and every version. A strong ETag over what decides the bytes (each
  * entry's revision, the base URL, the tag), Last-Modified from the newest entry, 304.
  */

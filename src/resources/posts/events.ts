@@ -2,12 +2,12 @@ import type { PostChanged } from './post-service.ts'
 import type { EventStore } from '../../store/store.ts'
 import { renderPost } from './representation.ts'
 
-/** The events a post's change raises (contract §12). */
+/** The events a post's change raises. */
 export const POST_EVENT_TYPES = ['post.created', 'post.updated', 'post.published', 'post.unpublished', 'post.deleted'] as const
 export type PostEventType = typeof POST_EVENT_TYPES[number]
 
 /**
- * Records the events of a post's change in the unit of work that made it (contract §12): `data` is
+ * Records the events of a post's change in the unit of work that made it: `data` is
  * the version-1 post after the change (`post.deleted`: `{id}`); the author and admins see them on the
  * stream, everyone when the post is published after the change (or was, for `post.deleted`).
  *

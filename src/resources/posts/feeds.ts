@@ -1,6 +1,6 @@
 import { XMLBuilder } from 'fast-xml-parser'
 
-/** What a feed shows of a post (contract §13). */
+/** What a feed shows of a post. */
 export interface FeedEntry {
   readonly id: number
   readonly slug: string

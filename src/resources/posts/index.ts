@@ -54,7 +54,7 @@ export const postsCollection: CollectionSpec<PostSortKey> = {
 
 const WRITE = { requiredScope: 'posts:write' } as const
 
-/** Contract §2, post rows. Handlers are thin: cross-cutting work happens in src/http. */
+/** Post rows. Handlers are thin: cross-cutting work happens in src/http. */
 async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   const { version, cursors } = ctx
   const v = POST_VERSIONS[version]
@@ -96,7 +96,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
     fieldNames: FIELD_NAMES[version],
     defaultFields: () => [v.idName, 'title'],
     data: (p: PostSummary & { content?: string, contentHtml?: string }) => postData(p, version),
-    // Contract §1: list items of version 1 are `{id, title}` alone.
+    // List items of version 1 are `{id, title}` alone.
     selfLink: version === 2,
     audience: 'public',
     sortValue: (p, term) => postSortValue(p, term.key, term.direction),
@@ -236,7 +236,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   await previewLinkRoutes(app, ctx, reader)
 }
 
-/** The scheduled switch, run by every instance (contract §11). */
+/** The scheduled switch, run by every instance. */
 async function postServices (app: FastifyInstance, { config, store, metrics, background }: ServicesContext): Promise<void> {
   const published = new Counter({ name: 'scheduled_posts_published_total', help: 'Scheduled posts this instance published at their publish_at', registers: [metrics] })
   const scheduler = new PublishScheduler({

@@ -3,7 +3,7 @@ import type { ImageFacts } from '../../http/resources.ts'
 
 type Token = ReturnType<InstanceType<typeof MarkdownIt>['parse']>[number]
 
-/** Contract §10: a derived excerpt holds the first 200 characters of the plain text; a given one at most 500. */
+/** A derived excerpt holds the first 200 characters of the plain text; a given one at most 500. */
 export const EXCERPT_DERIVED_LENGTH = 200
 export const EXCERPT_MAX = 500
 

@@ -31,7 +31,7 @@ export interface PostServiceOptions {
   /** REVISIONS_KEEP: how many of a post's newest revisions are kept. */
   readonly revisionsKeep: number
   readonly clock?: () => Date
-  /** Told of each change, in its unit of work (the events of contract §12). */
+  /** Told of each change, in its unit of work (the events). */
   readonly changed?: PostChanged
   /** The service's own images a content shows, rendered with their variants (absent: rendered as any image). */
   readonly images?: (content: string) => Promise<ContentImages>
@@ -202,7 +202,7 @@ export class PostService {
    */
   async publishScheduled (due: DuePost): Promise<Post | null> {
     const now = this.clock()
-    // published_at = publish_at (contract §11), by the one rule of §10: only a first publication sets it.
+    // published_at = publish_at, by the one rule of published_at: only a first publication sets it.
     const publishedAt = publishedAtAfter(due.publishedAt, 'published', new Date(due.publishAt))
     const result = await this.store.publishScheduled(due.id, due.revision, publishedAt, now)
     if (result.outcome !== 'done') return null
@@ -223,7 +223,7 @@ export class PostService {
     return revision
   }
 
-  /** Contract §11: revisions exist only for the post's author and admins; to anyone else, none does. */
+  /** Revisions exist only for the post's author and admins; to anyone else, none does. */
   private async history (id: number, viewer: Viewer): Promise<Post> {
     const post = await this.get(id, viewer)
     if (!mayChange(viewer, post.author)) throw new AppError('REVISION_NOT_FOUND', `Post ${id} has no revisions you may see.`)

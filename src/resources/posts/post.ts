@@ -75,7 +75,7 @@ export interface PostWrite extends PostSeo {
   excerptDerived: boolean
   contentHtml: string
   publishedAt: string | null
-  /** Set only with status `scheduled` (contract §11). */
+  /** Set only with status `scheduled`. */
   publishAt: string | null
   /** The cover image's facts (undefined: keep the post's). */
   featureImage?: ImageFacts | null

@@ -135,7 +135,7 @@ function viewerKind (viewer: Viewer): ViewerKind {
 type PostsEb = ExpressionBuilder<Database, 'posts'>
 
 /**
- * The equality and range filters of a post list (contract §3, §10), in the order their values are
+ * The equality and range filters of a post list, in the order their values are
  * bound: each present filter binds `values` and adds its condition.
  */
 const FILTERS: readonly {

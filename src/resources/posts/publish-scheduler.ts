@@ -21,7 +21,7 @@ export interface PublishSchedulerOptions {
 const BATCH = 100
 
 /**
- * Publishes scheduled posts when their time comes (contract §11). Any number of instances run
+ * Publishes scheduled posts when their time comes. Any number of instances run
  * one each: every switch is a compare-and-set on the post's revision in a unit of work that also
  * records the revision (and the event), so one instance wins each post and the others find it
  * `stale` — published once, whatever the race. The scheduler sleeps until the earliest due time

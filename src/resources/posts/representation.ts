@@ -25,7 +25,7 @@ function common (post: ListedPost) {
   }
 }
 
-/** The single-post representation of each version (contract §1, §8, §10). */
+/** The single-post representation of each version. */
 export function renderPost (post: Post, version: ApiVersion, base: string) {
   if (version === 1) return { id: post.id, ...common(post) }
   const self = `${base}/posts/${post.id}`

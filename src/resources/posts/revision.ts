@@ -3,7 +3,7 @@ import type { PostSeo, PostStatus } from './post.ts'
 /** The editor of the changes the service makes on its own (the scheduled switch). */
 export const SYSTEM_EDITOR = 'system'
 
-/** A post's values after one change (contract §11). Revisions never change once recorded. */
+/** A post's values after one change. Revisions never change once recorded. */
 export interface Revision extends PostSeo {
   postId: number
   /** 1, 2, 3 … per post: the post's revision the change made. */

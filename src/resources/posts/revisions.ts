@@ -32,7 +32,7 @@ export interface PostRouteParts {
 // so that a database reset that reuses numbers gives new tags).
 const validated = (r: RevisionSummary) => ({ id: r.number, revision: r.number, updatedAt: r.createdAt })
 
-/** Contract §11, revisions: list, read and restore, for the post's author and admins only. */
+/** Revisions: list, read and restore, for the post's author and admins only. */
 export async function revisionRoutes (app: FastifyInstance, ctx: ResourceContext, { reader, writer, written }: PostRouteParts): Promise<void> {
   const v = POST_VERSIONS[ctx.version]
   const tags = ['posts']

@@ -16,7 +16,7 @@ function sameInstant (a: string | null | undefined, b: string | null): boolean {
 }
 
 /**
- * Contract §11: `publish_at` goes with status `scheduled` and nothing else, and lies in the future.
+ * `publish_at` goes with status `scheduled` and nothing else, and lies in the future.
  * `current` is the post being changed (null on create). Two readings make a GET-modify-write
  * round trip work: the `publish_at` the post already has, sent back with another status, means
  * the status left `scheduled` and the time is cleared; sent back with `scheduled`, it keeps the

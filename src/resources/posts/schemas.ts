@@ -102,7 +102,7 @@ function bodySchema (idName: 'id' | 'postId', $id: string) {
     content: fields.content,
     status: Type.Optional({ ...StatusSchema, description: 'Default `published`.' }),
     publish_at: Type.Optional(PublishAtBodySchema),
-    // Contract §10: every way a slug can be wrong is INVALID_FORMAT.
+    // Every way a slug can be wrong is INVALID_FORMAT.
     slug: Type.Optional(Type.String({ ...fields.slug, 'x-error-code': 'INVALID_FORMAT', description: `${fields.slug.description} 1–${SLUG_MAX} characters, lowercase ASCII letters and digits joined by single hyphens. On PUT and PATCH, absent keeps the current slug; a new one keeps the old as an alias.` })),
     tags: Type.Optional(Type.Array(Type.String({ trimmedLength: { minimum: 1, maximum: TAG_MAX }, maxLength: TAG_MAX * 4 }), { maxItems: TAGS_MAX, description: `At most ${TAGS_MAX}, each 1–${TAG_MAX} characters after trimming; compared case-insensitively (the first spelling is kept). Default none.` })),
     // One schema with two types (not a union), so a string too long is reported once, as TOO_LONG.
@@ -114,7 +114,7 @@ function bodySchema (idName: 'id' | 'postId', $id: string) {
     feature_image: Type.Optional(Type.Union([MediaIdSchema, Type.Object({ id: MediaIdSchema }, { additionalProperties: true }), Type.Null()], { description: 'The id of an image (`/media`), the object a read gives (its `id` is used), or null. An unknown id: 422 UNKNOWN_MEDIA. Absent on PUT: none.' })),
     published_at: Type.Optional(Type.Unknown({ ...readOnly })),
     content_html: Type.Optional(Type.Unknown({ ...readOnly })),
-    // Whatever their value: they are ignored (contract §1), so a client never fails on them.
+    // Whatever their value: they are ignored, so a client never fails on them.
     created_at: Type.Optional(Type.Unknown({ ...readOnly })),
     updated_at: Type.Optional(Type.Unknown({ ...readOnly })),
     author: Type.Optional(Type.Unknown({ ...readOnly })),
@@ -175,7 +175,7 @@ const revisionFields = {
   ...seoFields,
 }
 
-/** A post's values after one change (contract §11); the same in every version. */
+/** A post's values after one change; the same in every version. */
 export const RevisionSchema = Type.Object(revisionFields, { $id: 'Revision', additionalProperties: false })
 export const RevisionListItemSchema = Type.Partial(Type.Object(revisionFields), { $id: 'RevisionListItem', additionalProperties: false })
 export const REVISION_FIELD_NAMES = ['number', 'title', 'status', 'slug', 'publish_at', 'editor', 'created_at', 'meta_title', 'meta_description', 'canonical_url'] as const
@@ -184,7 +184,7 @@ export const ListRevisionsQuerySchema = Type.Object(Type.Partial(Type.Object(pag
 /** Every schema posts share with the app (each has an `$id`, so the document names it). */
 export const POST_SCHEMAS = [PostV1Schema, PostV2Schema, PostListItemV1Schema, PostListItemV2Schema, PostBodyV1Schema, PostBodyV2Schema, RevisionSchema, RevisionListItemSchema]
 
-/** What differs between the versions of a post (contract §8). */
+/** What differs between the versions of a post. */
 export const POST_VERSIONS = {
   1: { idName: 'id', post: PostV1Schema, item: PostListItemV1Schema, body: PostBodyV1Schema, readOnly: ['id', 'created_at', 'updated_at', 'author', 'published_at', 'content_html'] },
   2: { idName: 'postId', post: PostV2Schema, item: PostListItemV2Schema, body: PostBodyV2Schema, readOnly: ['postId', 'created_at', 'updated_at', 'author', '_links', 'published_at', 'content_html'] },

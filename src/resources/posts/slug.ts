@@ -1,6 +1,6 @@
 import transliterate from '@sindresorhus/transliterate'
 
-/** Contract §10: a slug is 1–100 lowercase ASCII letters and digits in runs joined by single hyphens. */
+/** A slug is 1–100 lowercase ASCII letters and digits in runs joined by single hyphens. */
 export const SLUG_MAX = 100
 export const SLUG_PATTERN = '^[a-z0-9]+(-[a-z0-9]+)*$'
 const SLUG = new RegExp(SLUG_PATTERN)
@@ -18,7 +18,7 @@ function cut (s: string, max: number): string {
 }
 
 /**
- * The slug derived from a title (contract §10): Unicode folded to ASCII by a transliteration
+ * The slug derived from a title: Unicode folded to ASCII by a transliteration
  * library (`Crème brûlée!` → `creme-brulee`), every run of other characters one `-`, no `-` at
  * either end, at most 100 characters; `post` when nothing is left.
  */

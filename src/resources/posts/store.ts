@@ -41,7 +41,7 @@ export interface PostsTable {
   feature_image_id: Generated<string | null>
 }
 
-/** Every slug a post holds: its current one and those it was renamed from (contract §10). */
+/** Every slug a post holds: its current one and those it was renamed from. */
 export interface PostSlugsTable {
   slug: string
   post_id: number
@@ -145,7 +145,7 @@ export interface PostStore {
   /** Every tag on a post `viewer` may see, with how many such posts hold it. */
   tags (query: ListQuery<string, TagsQuery>, viewer: Viewer): Promise<ListPage<TagCount>>
   /**
-   * The scheduled switch (contract §11): a post still `scheduled` at `expectedRevision` becomes
+   * The scheduled switch: a post still `scheduled` at `expectedRevision` becomes
    * `published` with `publish_at` cleared and `published_at` as given, in one compare-and-set, so
    * of several instances racing (or an edit racing the switch) one wins and the others get `stale`.
    */

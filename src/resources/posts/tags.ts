@@ -1,4 +1,4 @@
-/** Contract §10: at most 20 tags per post, each 1–50 characters after trimming. */
+/** At most 20 tags per post, each 1–50 characters after trimming. */
 export const TAGS_MAX = 20
 export const TAG_MAX = 50
 

@@ -65,7 +65,7 @@ function deliveryData (d: WebhookDelivery | PagedDelivery): Record<string, unkno
   }
 }
 
-/** Contract §12, webhook subscriptions (`admin`). */
+/** Webhook subscriptions (`admin`). */
 /** How often a deletion looks again whether a sender still holds one of the subscription's deliveries. */
 const HELD_POLL_MS = 25
 

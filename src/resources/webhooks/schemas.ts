@@ -4,7 +4,7 @@ import { type CollectionSpec, pagingQueryProperties } from '../../http/paging.ts
 import type { SchemasContext } from '../../http/resources.ts'
 import { LinkSchema, versionedSchemas } from '../../http/schemas.ts'
 
-/** A subscription's URL: at most 2 000 characters (contract §12). */
+/** A subscription's URL: at most 2 000 characters. */
 export const WEBHOOK_URL_MAX = 2000
 
 export const WebhookIdParamsSchema = Type.Object({

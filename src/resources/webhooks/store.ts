@@ -5,7 +5,7 @@ import { type OwnedColumns, type OwnedRecord, OwnedRows } from '../../store/owne
 import type { Database, DialectParts, Timestamp } from '../../store/tables.ts'
 import * as m from './0001-webhooks.ts'
 
-/** After this many deliveries in a row were given up, a subscription is disabled (contract §12). */
+/** After this many deliveries in a row were given up, a subscription is disabled. */
 export const DISABLE_AFTER_FAILURES = 20
 /** How long the previous secret still signs after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 3600_000

@@ -19,7 +19,7 @@ const FANNED_OUT = 'events_fanned_out'
 const PRUNED_THROUGH = 'events_pruned_through'
 
 /**
- * The events table: an outbox written in the unit of work of each change (contract §12). Ids
+ * The events table: an outbox written in the unit of work of each change. Ids
  * follow commit order (see DialectParts.eventsLock), so a reader that remembers the last id it
  * saw and asks for what follows never misses an event that committed late.
  */

@@ -36,7 +36,7 @@ describe('slug derivation', () => {
     assert.deepEqual(firstFreeSlug('hello', new Set(['hello', 'hello-2', 'hello-4'])), { slug: 'hello-3', n: 3 })
   })
 
-  it('checks the contract pattern and length from both sides', () => {
+  it('checks the slug pattern and length from both sides', () => {
     assert.ok(isSlug('a'.repeat(100)))
     assert.ok(!isSlug('a'.repeat(101)))
     for (const bad of ['', 'A', 'a--b', '-a', 'a-', 'a b', 'é']) assert.ok(!isSlug(bad), bad)

@@ -4,7 +4,7 @@ import { type ColumnTypes, forwardOnly, type SharedMigration } from '../column-t
 // Frozen: never edit a migration that has shipped; add a new one.
 export const migration: SharedMigration = (t: ColumnTypes) => ({
   async up (db: Kysely<unknown>): Promise<void> {
-    // The event log (contract §12), written in the unit of work of the change it records. `owner`
+    // The event log, written in the unit of work of the change it records. `owner`
     // and `public` decide who sees it on the stream; `webhook_id` marks an event for one
     // subscription alone (a ping), which neither the stream nor other subscriptions see.
     await sql.raw(`

@@ -6,7 +6,7 @@ export const migration: SharedMigration = () => ({
   async up (db: Kysely<unknown>): Promise<void> {
     // The sender's two queues, each its own partial index, so that a claim reads only what it takes
     // however long the other queue is. First attempts of subscription deliveries, per subscription
-    // in event order (they start in that order, contract §12); and deliveries free to go in any
+    // in event order (they start in that order); and deliveries free to go in any
     // order once due: export callbacks and retries. The claim's WHERE repeats these predicates
     // word for word (literals, not parameters), so both planners match the indexes.
     await sql`CREATE INDEX webhook_deliveries_first_idx ON webhook_deliveries (webhook_id, event_id, created_at)
