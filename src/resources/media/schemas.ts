@@ -59,7 +59,7 @@ export type MediaListSortKey = 'id' | 'created_at'
 export const MEDIA: CollectionSpec<MediaListSortKey> = { name: 'media', sortKeys: ['id', 'created_at'], defaultSort: '-created_at', includes: [] }
 
 export const ListMediaQuerySchema = Type.Object({
-  q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Matches filename, alt and caption (case-insensitive substring).' })),
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]*$', description: 'Matches filename, alt and caption (case-insensitive substring); no NUL (PostgreSQL text holds none).' })),
   ...Type.Partial(Type.Object(pagingQueryProperties)).properties,
 }, { additionalProperties: false })
 

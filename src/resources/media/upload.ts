@@ -2,6 +2,7 @@ import type {} from '@fastify/multipart'
 import type { Readable } from 'node:stream'
 import type { FastifyRequest } from 'fastify'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
+import { message } from '../../messages.ts'
 
 /** What an upload brings besides its bytes. */
 export interface Received {
@@ -87,6 +88,8 @@ async function readForm (req: FastifyRequest, max: number): Promise<Received> {
         if (!FIELDS.has(part.fieldname)) throw validationFailed([fieldError(part.fieldname, 'UNKNOWN_FIELD')])
         const value = String(part.value)
         if (value.length > FIELD_LIMITS[part.fieldname]!) throw validationFailed([fieldError(part.fieldname, 'TOO_LONG', `At most ${FIELD_LIMITS[part.fieldname]!} characters.`)])
+        // As in JSON bodies: PostgreSQL text cannot hold NUL, so no store takes it.
+        if (value.includes('\u0000')) throw validationFailed([fieldError(part.fieldname, 'INVALID_FORMAT', message('NUL_CHARACTER'))])
         values[part.fieldname] = value
       }
     }

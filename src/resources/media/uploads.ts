@@ -61,7 +61,7 @@ export function resumableUploads (config: Config, record: RecordUpload): { serve
       try {
         const bytes = await fsp.readFile(file)
         const meta = upload.metadata ?? {}
-        const id = await record(meta.owner ?? '', bytes, sanitiseFilename(meta.filename), (meta.alt ?? '').slice(0, 500))
+        const id = await record(meta.owner ?? '', bytes, sanitiseFilename(meta.filename), (meta.alt ?? '').replaceAll('\u0000', '').slice(0, 500))
         return { status_code: 204, headers: { 'Media-Location': `/media/${id}` } }
       } catch (err) {
         if (err instanceof AppError) throw Object.assign(new Error(err.message), { status_code: err.status, body: `${err.code}: ${err.message}\n` })
