@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import fsp from 'node:fs/promises'
-import type { IncomingMessage } from 'node:http'
 import path from 'node:path'
+import { Readable } from 'node:stream'
+import type { ReadableStream as WebReadableStream } from 'node:stream/web'
 import { FileStore } from '@tus/file-store'
 import { Server, type Upload } from '@tus/server'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.ts'
 import { isAdmin, type Principal } from '../../domain/principal.ts'
-import { AppError } from '../../errors.ts'
+import { AppError, type ProblemCode } from '../../errors.ts'
 import { COMMON_ERRORS, problemResponses } from '../../http/schemas.ts'
 import type { Store } from '../../store/store.ts'
 import { processUpload } from './image.ts'
@@ -25,14 +26,43 @@ export function uploadStore (config: Config): { store: FileStore, directory: str
   return { directory, store: new FileStore({ directory, expirationPeriodInMilliseconds: config.media.uploadExpiryH * 3600_000 }) }
 }
 
-/** Who sent each request tus is handling (its hooks see a web Request wrapping the Node one). */
-const owners = new WeakMap<IncomingMessage, string>()
+/** Who sent each request tus is handling: its hooks see the web Request handed to it. */
+const owners = new WeakMap<object, string>()
+/** A refusal of the service's own (an image refused as POST /media refuses it), answered as such. */
+const refusals = new WeakMap<object, AppError>()
 
-function ownerOf (req: { runtime?: { node?: { req?: IncomingMessage } } }): string {
-  const node = req.runtime?.node?.req
-  const owner = node === undefined ? undefined : owners.get(node)
+function ownerOf (req: object): string {
+  const owner = owners.get(req)
   if (owner === undefined) throw new Error('a resumable upload without its caller')
   return owner
+}
+
+/** tus's refusals (plain text) as the service's problems, by status; 410 (expired) is a missing upload. */
+const TUS_PROBLEMS: Readonly<Record<number, ProblemCode>> = {
+  400: 'BAD_REQUEST',
+  403: 'FORBIDDEN',
+  404: 'UPLOAD_NOT_FOUND',
+  409: 'CONFLICT',
+  410: 'UPLOAD_NOT_FOUND',
+  412: 'PRECONDITION_FAILED',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+}
+
+/** The Node request as the web Request @tus/server's `handleWeb` takes, its body streamed unread. */
+function webRequest (req: FastifyRequest): Request {
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v)
+  }
+  // Only tus's own type is handed on unread; any other body was parsed (or refused) by the core.
+  const hasBody = (req.method === 'POST' || req.method === 'PATCH') && req.headers['content-type']?.split(';')[0]?.trim().toLowerCase() === TUS_BODY
+  return new Request(new URL(req.url, 'http://localhost'), {
+    method: req.method,
+    headers,
+    ...(hasBody ? { body: Readable.toWeb(req.raw) as ReadableStream, duplex: 'half' } : {}),
+  } as RequestInit)
 }
 
 /**
@@ -56,7 +86,7 @@ export function resumableUploads (config: Config, record: RecordUpload): { serve
       return { metadata: { ...upload.metadata, owner: ownerOf(req as never) } }
     },
     exposedHeaders: ['Media-Location'],
-    async onUploadFinish (_req, upload: Upload) {
+    async onUploadFinish (req, upload: Upload) {
       const file = path.join(directory, upload.id)
       try {
         const bytes = await fsp.readFile(file)
@@ -64,7 +94,10 @@ export function resumableUploads (config: Config, record: RecordUpload): { serve
         const id = await record(meta.owner ?? '', bytes, sanitiseFilename(meta.filename), (meta.alt ?? '').replaceAll('\u0000', '').slice(0, 500))
         return { status_code: 204, headers: { 'Media-Location': `/media/${id}` } }
       } catch (err) {
-        if (err instanceof AppError) throw Object.assign(new Error(err.message), { status_code: err.status, body: `${err.code}: ${err.message}\n` })
+        if (err instanceof AppError) {
+          refusals.set(req, err)
+          throw Object.assign(new Error(err.message), { status_code: err.status, body: `${err.code}: ${err.message}\n` })
+        }
         throw err
       } finally {
         // Finished or refused, the partial file has served its purpose: nothing half-stored is kept.
@@ -101,9 +134,23 @@ export async function uploadRoutes (app: FastifyInstance, ctx: { config: Config,
       // Someone else's upload does not exist for the caller.
       if (upload !== null && upload.metadata?.owner !== principal.subject && !isAdmin(principal)) throw new AppError('UPLOAD_NOT_FOUND', `No upload ${id} exists, or it is not yours.`)
     }
-    owners.set(req.raw, principal.subject)
-    reply.hijack()
-    await tus.server.handle(req.raw, reply.raw)
+    const request = webRequest(req)
+    owners.set(request, principal.subject)
+    const response = await tus.server.handleWeb(request)
+    if (response.status >= 400) {
+      const refusal = refusals.get(request)
+      if (refusal !== undefined) throw refusal
+      const text = (await response.text()).trim()
+      const code = TUS_PROBLEMS[response.status]
+      if (code === undefined) throw new Error(`tus answered ${response.status}: ${text}`)
+      throw new AppError(code, `${text.replace(/\.?$/, '')}.`)
+    }
+    reply.code(response.status)
+    for (const [name, value] of response.headers) {
+      if (name !== 'content-length' && name !== 'content-type') reply.header(name, value)
+    }
+    if (response.body === null) return await reply.send()
+    return await reply.send(Readable.fromWeb(response.body as WebReadableStream))
   }
 
   await app.register(async scope => {
