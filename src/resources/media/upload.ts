@@ -1,5 +1,5 @@
 import type {} from '@fastify/multipart'
-import type { Readable } from 'node:stream'
+import { Readable } from 'node:stream'
 import type { FastifyRequest } from 'fastify'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { message } from '../../messages.ts'
@@ -112,7 +112,8 @@ export async function receiveUpload (req: FastifyRequest, max: number): Promise<
     if (req.headers['content-length'] !== undefined && Number(req.headers['content-length']) > max + 64 * 1024) throw tooLarge(max)
     return await readForm(req, max)
   }
-  const bytes = await readLimited(req.body as Readable, max, req.headers['content-length'])
+  // No body at all (no Content-Type, nothing sent) is an empty file, refused as one by its bytes.
+  const bytes = req.body instanceof Readable ? await readLimited(req.body, max, req.headers['content-length']) : Buffer.alloc(0)
   return {
     bytes,
     declared: req.headers['content-type'],

@@ -119,6 +119,12 @@ for (const kind of await storeKinds()) {
         })
       }
 
+      it('refuses a POST with no body and no Content-Type as an empty file (415), never a 500', async () => {
+        const res = await t.request({ method: 'POST', url: '/media', headers: alice })
+        assert.equal(res.statusCode, 415, res.body)
+        assert.equal(json(res).code, 'UNSUPPORTED_MEDIA_TYPE')
+      })
+
       it('refuses a declared type that disagrees with the bytes (415)', async () => {
         const res = await upload(await png(), 'image/jpeg')
         assert.equal(res.statusCode, 415)
