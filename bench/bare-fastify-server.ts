@@ -11,9 +11,16 @@
  * limiting, shedding, conditional requests, metrics or tracing context: what any implementation on
  * Fastify pays before it does the API's work, so the ceiling no such implementation can pass.
  *
+ * The floor also serves the files of BENCH_FILES (a folder) at /bench-files/{name}, as a static
+ * file server does (stat, then the file streamed from disk, with its type, length, a validator from
+ * size and time, Last-Modified and an immutable Cache-Control): what the service's /media/{id}/file
+ * and cached /image are held against, the same bytes.
+ *
  *   BENCH_DB=/tmp/x.db PORT=3912 node --import tsx bench/bare-fastify-server.ts
  */
 import { randomUUID } from 'node:crypto'
+import fs from 'node:fs'
+import path from 'node:path'
 import Fastify, { type FastifyReply, LogController } from 'fastify'
 import { PUBLIC_CACHE } from '../src/http/caching.ts'
 import { limitHeader, policyHeader } from '../src/http/rate-limit.ts'
@@ -81,6 +88,24 @@ app.put<{ Params: { id: string }, Body: { title: string, content: string } }>('/
   if (post === undefined) return reply.code(404).send({})
   return reply.type(JSON_TYPE).send(postJson(post))
 })
+
+if (floor && process.env.BENCH_FILES !== undefined) {
+  const dir = process.env.BENCH_FILES
+  const types: Record<string, string> = { '.jpg': 'image/jpeg', '.webp': 'image/webp', '.png': 'image/png', '.avif': 'image/avif' }
+  app.get<{ Params: { name: string } }>('/bench-files/:name', async (req, reply) => {
+    const file = path.join(dir, path.basename(req.params.name))
+    const stat = await fs.promises.stat(file).catch(() => null)
+    if (stat === null) return reply.code(404).send({})
+    return reply.headers({
+      'content-type': types[path.extname(file)] ?? 'application/octet-stream',
+      'content-length': stat.size,
+      etag: `W/"${stat.size.toString(16)}-${stat.mtimeMs.toString(16)}"`,
+      'last-modified': stat.mtime.toUTCString(),
+      'cache-control': 'public, max-age=31536000, immutable',
+      'accept-ranges': 'bytes',
+    }).send(fs.createReadStream(file))
+  })
+}
 
 await app.listen({ port: Number(process.env.PORT ?? 3912), host: '127.0.0.1' })
 process.on('SIGTERM', () => { app.close().then(() => { posts.close(); process.exit(0) }, () => { process.exit(1) }) })

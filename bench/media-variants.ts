@@ -4,25 +4,7 @@
  * decoded, turned, encoded again without metadata). `tsx bench/media-variants.ts`.
  */
 import { processUpload, makeVariant, IMAGE_CONCURRENCY } from '../src/resources/media/image.ts'
-import sharp from 'sharp'
-
-function quantile (values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
-}
-
-/** A 4 240 × 2 832 photograph-like JPEG (12 megapixels): noise over gradients, quality 85. */
-async function photo (seed: number): Promise<Buffer> {
-  const w = 4240
-  const h = 2832
-  const pixels = Buffer.alloc(w * h * 3)
-  let x = seed
-  for (let i = 0; i < pixels.length; i++) {
-    x = (x * 1103515245 + 12345) & 0x7fffffff
-    pixels[i] = ((i / 3) % w) / w * 200 + (x >>> 26)
-  }
-  return await sharp(pixels, { raw: { width: w, height: h, channels: 3 } }).jpeg({ quality: 85 }).toBuffer()
-}
+import { photo, quantile } from './photo.ts'
 
 const source = await photo(1)
 const stored = (await processUpload(source, 'image/jpeg', 50_000_000)).data
@@ -34,7 +16,7 @@ for (let i = 0; i < 20; i++) {
 }
 console.log(`12 MP JPEG → 1280 WebP: p50 ${quantile(times, 0.5).toFixed(0)} ms, p95 ${quantile(times, 0.95).toFixed(0)} ms (20 runs; ${IMAGE_CONCURRENCY} image(s) at once)`)
 
-const photos = await Promise.all([2, 3, 4, 5].map(photo))
+const photos = await Promise.all([2, 3, 4, 5].map(async seed => await photo(seed)))
 let peak = process.memoryUsage().rss
 const timer = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss) }, 5)
 const started = performance.now()

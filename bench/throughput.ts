@@ -17,10 +17,17 @@
  * one answers. Prints req/s, p50/p99, errors, the server's CPU use and peak RSS, each ratio to
  * the ceiling, and whether each target is met.
  *
+ * Media (the scenario name `media`), on the service and the floor of the 10 000-post run: reads of
+ * a ~200 KB image's /file and of a cached 640-wide WebP variant against the floor sending the same
+ * bytes as a static file server does; the first computation of a 12-megapixel JPEG's 1 280-wide
+ * WebP (p50/p95 over 20 uploads); read one's p99 while 4 such computations are asked at once,
+ * against its idle p99; the service's peak RSS while 4 large images are processed.
+ *
  *   npm run bench                                   # 10 s per run, 2 rounds (about 20 minutes)
  *   BENCH_SECONDS=3 BENCH_ROUNDS=1 BENCH_BIG_POSTS=0 BENCH_PG=0 npm run bench   # a quick look
  *   BENCH_BASELINE=../before npm run bench          # and an earlier build, in the same run
  *   BENCH_SCENARIOS='read one;list 20' npm run bench # only these scenarios (a look at one change)
+ *   BENCH_SCENARIOS=media npm run bench             # only the media part (a few minutes)
  *
  * BENCH_BASELINE names another checkout of this project, built (`npm run build`) with its
  * dependencies installed: it runs as a fifth server beside the others at 10 000 posts, on its own
@@ -29,7 +36,7 @@
  *
  * Needs wrk (Debian: `apt-get install -y wrk`) and, to pin, taskset (util-linux) and 2 cores.
  */
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process'
+import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import net from 'node:net'
@@ -37,11 +44,15 @@ import os from 'node:os'
 import path from 'node:path'
 import readline from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { promisify } from 'node:util'
 import Database from 'better-sqlite3'
 import { SignJWT } from 'jose'
 import pg from 'pg'
 import { CursorCodec } from '../src/http/paging.ts'
 import { seedBare } from './bare-server.ts'
+import { photo, quantile } from './photo.ts'
+
+const execFileAsync = promisify(execFile)
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -64,6 +75,14 @@ const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repea
 const SHARED_TITLE = 'Shared title'
 const SHARED_POSTS = 10_000
 const SHARED_SCENARIO = `create, one title shared by ${SHARED_POSTS.toLocaleString('en')} posts`
+/** The media part runs when BENCH_SCENARIOS is unset or names `media`. */
+const MEDIA = ONLY === null || ONLY.has('media')
+/** The ~200 KB image of the media reads: its size as the service stores it (re-encoded, metadata stripped). */
+const SMALL_IMAGE: [number, number] = [1160, 774]
+/** 12-megapixel JPEGs uploaded for the first computations of their 1 280-wide WebP. */
+const LARGE_UPLOADS = 20
+/** Image computations asked at once while read one is measured, and uploads sent at once. */
+const AT_ONCE = 4
 
 type ServerKind = 'bare' | 'ceiling' | 'fastify' | 'floor' | 'service' | 'baseline'
 const LABEL: Record<ServerKind, string> = {
@@ -267,14 +286,14 @@ async function logSummary (s: Server): Promise<string> {
   return counts.size === 0 ? 'none' : [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n} × ${k}`).join('; ')
 }
 
-function wrk (s: Server, args: string[], seconds: number): Run {
-  const pid = s.child.pid!
-  const cpu0 = cpuSeconds(pid)
-  const t0 = performance.now()
-  const [cmd, cmdArgs] = pin(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--timeout', '10s', '-s', SCRIPT, `http://127.0.0.1:${s.port}`, '--', ...args])
-  const out = execFileSync(cmd, cmdArgs, { encoding: 'utf8' })
+function wrkCommand (s: Server, args: string[], seconds: number): [string, string[]] {
+  return pin(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--timeout', '10s', '-s', SCRIPT, `http://127.0.0.1:${s.port}`, '--', ...args])
+}
+
+/** The run of wrk's summary line, with the server's CPU use since `cpu0` (seconds) and `t0` (ms). */
+function runOf (s: Server, out: string, cpu0: number, t0: number): Run {
   const wall = (performance.now() - t0) / 1000
-  const used = cpuSeconds(pid) - cpu0
+  const used = cpuSeconds(s.child.pid!) - cpu0
   const cpu = used / wall
   const line = out.trim().split('\n').findLast(l => l.startsWith('{'))
   if (line === undefined) throw new Error(`wrk printed no summary:\n${out}`)
@@ -282,6 +301,21 @@ function wrk (s: Server, args: string[], seconds: number): Run {
   const errorKinds = { connect: r.connect, read: r.read, write: r.write, status: r.status, timeout: r.timeout }
   const errors = r.connect + r.read + r.write + r.status + r.timeout
   return { requests: r.requests, seconds: r.duration_us / 1e6, p50: r.p50_us / 1000, p99: r.p99_us / 1000, errors, cpu, cpuSeconds: used, errorKinds }
+}
+
+function wrk (s: Server, args: string[], seconds: number): Run {
+  const cpu0 = cpuSeconds(s.child.pid!)
+  const t0 = performance.now()
+  const [cmd, cmdArgs] = wrkCommand(s, args, seconds)
+  return runOf(s, execFileSync(cmd, cmdArgs, { encoding: 'utf8' }), cpu0, t0)
+}
+
+/** wrk without blocking this process: for a load run while this process sends other requests. */
+async function wrkAsync (s: Server, args: string[], seconds: number): Promise<Run> {
+  const cpu0 = cpuSeconds(s.child.pid!)
+  const t0 = performance.now()
+  const [cmd, cmdArgs] = wrkCommand(s, args, seconds)
+  return runOf(s, (await execFileAsync(cmd, cmdArgs, { encoding: 'utf8' })).stdout, cpu0, t0)
 }
 
 /** Rounds of one scenario on one server, combined: total rate, median p50, worst p99, all errors. */
@@ -405,6 +439,9 @@ async function main (): Promise<void> {
 
     // 10 000 posts: one seeded file, a copy per server (writes change it).
     const template = path.join(dir, 'template.db')
+    // What the floor sends as static files: the bytes the service sends for its media.
+    const files = path.join(dir, 'files')
+    fs.mkdirSync(files)
     seedSqlite(template, POSTS)
     seedSharedTitle(template)
     const common = { AUTH_JWT_SECRET: SECRET, RATE_LIMIT_MAX: '1000000000', BOOTSTRAP_ADMIN_KEY: 'false' }
@@ -418,7 +455,7 @@ async function main (): Promise<void> {
       } else {
         fs.copyFileSync(template, file)
       }
-      servers.push(await startServer(kind, { ...common, BENCH_DB: file, DATABASE_URL: `sqlite:${file}`, DATA_DIR: dir }))
+      servers.push(await startServer(kind, { ...common, BENCH_DB: file, DATABASE_URL: `sqlite:${file}`, DATA_DIR: dir, BENCH_FILES: files }))
     }
     const service = servers.find(s => s.kind === 'service')!
     const position = positionAt(POSTS, 0.9)
@@ -434,6 +471,8 @@ async function main (): Promise<void> {
     const list = scenarios(POSTS, token, deep)
     const results = drive(servers, list)
     const rss = new Map(servers.map(s => [s.kind, rssPeakMiB(s.child.pid!)]))
+    // After the posts' peak RSS is read: the images' memory is reported on its own.
+    const mediaLines = MEDIA ? await media(service, servers.find(s => s.kind === 'floor')!, files, token, target) : []
     for (const s of servers) await stop(s)
     const serviceLog = await logSummary(service)
     const baselineLog = baseline === undefined ? '' : await logSummary(baseline)
@@ -451,7 +490,8 @@ async function main (): Promise<void> {
     }
     say(`Peak RSS (VmHWM, start-up and load) — bare ceiling ${rss.get('bare')!.toFixed(0)} MiB, ceiling ${rss.get('ceiling')!.toFixed(0)} MiB, bare Fastify ${rss.get('fastify')!.toFixed(0)} MiB, floor ${rss.get('floor')!.toFixed(0)} MiB, ` +
       `this service ${rss.get('service')!.toFixed(0)} MiB. Start-up to ready (spawn → first 200 from /healthz) — this service ${service.startupMs.toFixed(0)} ms.`)
-    say(`\nThe service's log, warnings and errors (all scenarios): ${serviceLog}.`)
+    for (const line of mediaLines) say(line)
+    say(`\nThe service's log, warnings and errors (all scenarios${MEDIA ? ', media included' : ''}): ${serviceLog}.`)
     if (baseline !== undefined) {
       say(`\n### Before and after: this service against ${LABEL.baseline}\n`)
       say(`Peak RSS ${rss.get('baseline')!.toFixed(0)} MiB, start-up ${baseline.startupMs.toFixed(0)} ms; its log, warnings and errors: ${baselineLog}.\n`)
@@ -508,17 +548,18 @@ async function main (): Promise<void> {
       const bareP99 = results.get('read one|bare')!.p99
       target('p99 of read one ≤ 3× the bare ceiling\'s', svc('read one').p99 <= 3 * bareP99, `${svc('read one').p99.toFixed(1)} ms vs ${bareP99.toFixed(1)} ms (${(svc('read one').p99 / bareP99).toFixed(2)}×)`)
     }
-    target('peak RSS ≤ the floor\'s + 10 MiB', rss.get('service')! <= rss.get('floor')! + 10, `${rss.get('service')!.toFixed(0)} MiB vs the floor's ${rss.get('floor')!.toFixed(0)} MiB`)
+    if (list.length > 0) target('peak RSS ≤ the floor\'s + 10 MiB', rss.get('service')! <= rss.get('floor')! + 10, `${rss.get('service')!.toFixed(0)} MiB vs the floor's ${rss.get('floor')!.toFixed(0)} MiB`)
     if (ran(SHARED_SCENARIO, 'create')) {
       const shared = rps(svc(SHARED_SCENARIO)) / rps(svc('create'))
       target(`${SHARED_SCENARIO} ≥ 0.9× create with distinct titles`, shared >= 0.9, `${shared.toFixed(2)}× (${rps(svc(SHARED_SCENARIO)).toFixed(0)} vs ${rps(svc('create')).toFixed(0)} req/s)`)
     }
     const errors = list.reduce((a, sc) => a + svc(sc.name).errors, 0)
-    target('0 errors (this service, every scenario; wrk counts 4xx/5xx and socket errors)', errors === 0, String(errors))
-    target('peak RSS ≤ 160 MB at 10 000 posts', rss.get('service')! * 1.048576 <= 160, `${(rss.get('service')! * 1.048576).toFixed(0)} MB`)
+    if (list.length > 0) target('0 errors (this service, every scenario; wrk counts 4xx/5xx and socket errors)', errors === 0, String(errors))
+    if (list.length > 0) target('peak RSS ≤ 160 MB at 10 000 posts', rss.get('service')! * 1.048576 <= 160, `${(rss.get('service')! * 1.048576).toFixed(0)} MB`)
     target('start-up to ready ≤ 1 s', service.startupMs <= 1000, `${service.startupMs.toFixed(0)} ms`)
 
-    if (BIG_POSTS > 0) {
+    // Only the media part asked (BENCH_SCENARIOS=media): none of the posts' scenarios at 1 000 000 posts or on PostgreSQL.
+    if (BIG_POSTS > 0 && list.length > 0) {
       const big = await bigTemplate()
       say(`\n${warmPageCache(big)}`)
       const bigServers = [
@@ -555,7 +596,7 @@ async function main (): Promise<void> {
       say(`The service's log, warnings and errors: ${bigLog}.`)
     }
 
-    if (process.env.BENCH_PG !== '0') await postgres(common, token, say, svc, target)
+    if (process.env.BENCH_PG !== '0' && list.length > 0) await postgres(common, token, say, svc, target)
 
     say('\n## Targets\n\n| target | value | met |\n|---|---|---|')
     for (const t of targets) say(`| ${t.what} | ${t.value} | ${t.met ? 'yes' : '**no**'} |`)
@@ -568,6 +609,179 @@ async function main (): Promise<void> {
     }
     fs.rmSync(dir, { recursive: true, force: true })
   }
+}
+
+/** The process's resident memory now (MiB). */
+function rssNowMiB (pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8')
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024
+}
+
+/**
+ * The process's peak resident memory (MiB) while `work` runs: its VmHWM reset to the current RSS
+ * first (`clear_refs`), read after, so that no short peak between two samples is missed; where the
+ * reset is refused, the largest of samples taken every 10 ms.
+ */
+async function peakRssWhile<T> (pid: number, work: () => Promise<T>): Promise<{ value: T, peakMiB: number, how: string }> {
+  let reset = true
+  try {
+    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5')
+  } catch {
+    reset = false
+  }
+  let sampled = rssNowMiB(pid)
+  const timer = setInterval(() => { sampled = Math.max(sampled, rssNowMiB(pid)) }, 10)
+  try {
+    const value = await work()
+    sampled = Math.max(sampled, rssNowMiB(pid))
+    return reset ? { value, peakMiB: Math.max(sampled, rssPeakMiB(pid)), how: 'VmHWM, reset before' } : { value, peakMiB: sampled, how: 'VmRSS sampled every 10 ms' }
+  } finally {
+    clearInterval(timer)
+  }
+}
+
+const EXTENSION: Record<string, string> = { 'image/jpeg': '.jpg', 'image/webp': '.webp', 'image/png': '.png', 'image/avif': '.avif' }
+
+/**
+ * The media part, on the service and the floor of the 10 000-post run (the service stores its
+ * media under DATA_DIR, on local storage): returns the lines of its section and records its targets.
+ *   1. `/media/{id}/file` of a ~200 KB image and its 640-wide WebP (computed once before), against
+ *      the floor sending the same bytes from `files` as a static file server does: ≥ 0.8× it;
+ *   2. the first computation of 20 uploaded 12-megapixel JPEGs' 1 280-wide WebP, one at a time
+ *      through HTTP (p50/p95); the uploads are sent 4 at once, the service's peak RSS measured;
+ *   3. read one (as its scenario) idle, then while 4 first computations are asked at once and kept
+ *      at 4 until wrk ends (each a new variant: another quality of one of the 20): p99 ≤ 2× idle.
+ */
+async function media (service: Server, floor: Server, files: string, token: string,
+  target: (what: string, met: boolean, value: string) => void): Promise<string[]> {
+  const lines: string[] = []
+  const base = `http://127.0.0.1:${service.port}`
+  const pid = service.child.pid!
+  const log = (s: string) => { process.stderr.write(`  media: ${s}\n`) }
+  const upload = async (bytes: Buffer): Promise<string> => {
+    const res = await fetch(`${base}/media`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'image/jpeg' }, body: bytes })
+    if (res.status !== 201) throw new Error(`upload answered ${res.status}: ${await res.text()}`)
+    const href = ((await res.json()) as { _links: { file: { href: string } } })._links.file.href
+    return /\/media\/([^/]+)\/file/.exec(href)![1]!
+  }
+  const get = async (port: number, p: string): Promise<{ bytes: Buffer, type: string }> => {
+    const res = await fetch(`http://127.0.0.1:${port}${p}`)
+    if (res.status !== 200) throw new Error(`GET ${p} answered ${res.status}: ${await res.text()}`)
+    return { bytes: Buffer.from(await res.arrayBuffer()), type: res.headers.get('content-type') ?? '' }
+  }
+
+  // 1. Reads of stored bytes, the service's against the floor's of the same bytes.
+  const small = await upload(await photo(1000, ...SMALL_IMAGE))
+  const reads: Scenario[] = []
+  for (const [what, p, name] of [['/file', `/media/${small}/file`, 'file'], ['cached variant (w=640, WebP)', `/media/${small}/image?w=640&format=webp`, 'variant']] as const) {
+    const { bytes, type } = await get(service.port, p)
+    const file = `${name}${EXTENSION[type] ?? ''}`
+    fs.writeFileSync(path.join(files, file), bytes)
+    if (!(await get(floor.port, `/bench-files/${file}`)).bytes.equals(bytes)) throw new Error(`the floor does not send ${p}'s bytes`)
+    reads.push({ name: `media ${what}: ${(bytes.length / 1000).toFixed(0)} KB ${type}`, args: s => ['path', s.kind === 'service' ? p : `/bench-files/${file}`] })
+  }
+  const readResults = drive([floor, service], reads)
+  lines.push('\n## Media: reads, first computations, read one beside them, memory\n',
+    'The service on local storage (`DATA_DIR/media`) and SQLite, the floor sending the same bytes from a folder as a static file ' +
+    'server does (stat, the file streamed, Content-Type, Content-Length, ETag, Last-Modified, Cache-Control), each pinned as above.\n',
+    '| read | server | req/s | p50 ms | p99 ms | errors | server CPU | CPU µs/req | × floor (req/s) | × floor (CPU/req) |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+  for (const sc of reads) {
+    const f = readResults.get(`${sc.name}|floor`)!
+    for (const kind of ['floor', 'service'] as const) {
+      const r = readResults.get(`${sc.name}|${kind}`)!
+      lines.push(`| ${sc.name} | ${kind === 'floor' ? 'floor, static file' : 'this service'} | ${rps(r).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ` +
+        `${errorsOf(r)} | ${(100 * r.cpu).toFixed(0)}% | ${cpuPerRequest(r).toFixed(0)} | ${(rps(r) / rps(f)).toFixed(2)} | ${(cpuPerRequest(f) / cpuPerRequest(r)).toFixed(2)} |`)
+    }
+    const s = readResults.get(`${sc.name}|service`)!
+    target(`${sc.name} ≥ 0.8× the floor's read of the same bytes`, rps(s) / rps(f) >= 0.8 && s.errors === 0,
+      `${(rps(s) / rps(f)).toFixed(2)}× (${rps(s).toFixed(0)} vs ${rps(f).toFixed(0)} req/s; by CPU per request ${(cpuPerRequest(f) / cpuPerRequest(s)).toFixed(2)}×; ${errorsOf(s)} errors)`)
+  }
+
+  // 2. 20 distinct 12-megapixel uploads, 4 at once; then each one's 1 280-wide WebP asked once.
+  log(`making ${LARGE_UPLOADS} 12-megapixel JPEGs`)
+  const large: Buffer[] = []
+  for (let i = 0; i < LARGE_UPLOADS; i++) large.push(await photo(2000 + i))
+  const ids: string[] = []
+  let uploadPeak = 0
+  let uploadHow = ''
+  const uploadMs: number[] = []
+  for (let i = 0; i < large.length; i += AT_ONCE) {
+    const t0 = performance.now()
+    const batch = await peakRssWhile(pid, async () => await Promise.all(large.slice(i, i + AT_ONCE).map(upload)))
+    uploadMs.push(performance.now() - t0)
+    ids.push(...batch.value)
+    uploadPeak = Math.max(uploadPeak, batch.peakMiB)
+    uploadHow = batch.how
+  }
+  const meanBytes = large.reduce((a, b) => a + b.length, 0) / large.length
+  large.length = 0
+  log(`uploaded ${ids.length}; timing their first 1280-wide WebP`)
+  const firstMs: number[] = []
+  for (const id of ids) {
+    const t0 = performance.now()
+    await get(service.port, `/media/${id}/image?w=1280&format=webp`)
+    firstMs.push(performance.now() - t0)
+  }
+  lines.push('', `**First computation of a 12-megapixel JPEG's 1 280-wide WebP** (4 240 × 2 832, ~${(meanBytes / 1e6).toFixed(1)} MB each; ` +
+    `${LARGE_UPLOADS} distinct uploads, each variant asked once, one at a time, through HTTP; the service alone on core 0): ` +
+    `p50 ${quantile(firstMs, 0.5).toFixed(0)} ms, p95 ${quantile(firstMs, 0.95).toFixed(0)} ms (min ${Math.min(...firstMs).toFixed(0)}, max ${Math.max(...firstMs).toFixed(0)}).`)
+  lines.push('', `**Peak RSS while ${AT_ONCE} large images are processed** — the ${LARGE_UPLOADS} uploads sent ${AT_ONCE} at once ` +
+    `(${AT_ONCE} × ~${(meanBytes / 1e6).toFixed(1)} MB JPEGs received, decoded, re-encoded): ${uploadPeak.toFixed(0)} MiB (${uploadHow}); ` +
+    `a batch of ${AT_ONCE} took p50 ${quantile(uploadMs, 0.5).toFixed(0)} ms.`)
+
+  // 3. Read one idle, then beside 4 first computations kept running, over the rounds.
+  const qualities = Array.from({ length: 95 - 30 + 1 }, (_, i) => 30 + i).filter(q => q !== 75)
+  const pending = ids.flatMap(id => qualities.map(q => `/media/${id}/image?w=1280&format=webp&q=${q}`))
+  const idle: Run[] = []
+  const loaded: Run[] = []
+  let computed = 0
+  let computePeak = 0
+  let computeHow = ''
+  // A warm-up first, as every scenario has: with BENCH_SCENARIOS=media the service has served no
+  // read yet, and its first idle run measured a cold start (p99 525 ms against 62 ms a round later).
+  wrk(service, ['read', String(POSTS)], Math.min(2, SECONDS))
+  for (let round = 1; round <= ROUNDS; round++) {
+    idle.push(wrk(service, ['read', String(POSTS)], SECONDS))
+    const load = { running: true }
+    const worker = async (): Promise<void> => {
+      while (load.running) {
+        const next = pending.shift()
+        if (next === undefined) throw new Error('out of distinct variants to compute')
+        await get(service.port, next)
+        if (load.running) computed++
+      }
+    }
+    const measured = await peakRssWhile(pid, async () => {
+      const workers = Array.from({ length: AT_ONCE }, worker)
+      await sleep(100)
+      const r = await wrkAsync(service, ['read', String(POSTS)], SECONDS)
+      load.running = false
+      await Promise.all(workers)
+      return r
+    })
+    loaded.push(measured.value)
+    computePeak = Math.max(computePeak, measured.peakMiB)
+    computeHow = measured.how
+    process.stderr.write(`  round ${round} read one, idle p99 ${idle.at(-1)!.p99.toFixed(1)} ms, beside ${AT_ONCE} computations p99 ${measured.value.p99.toFixed(1)} ms\n`)
+  }
+  const quiet = combine(idle)
+  // The service's own figure: half the cores it may run on, at least 1 (pinned: 1 core).
+  const imageConcurrency = pinned ? 1 : Math.max(1, Math.floor(os.availableParallelism() / 2))
+  const busy = combine(loaded)
+  lines.push('', `**Read one beside ${AT_ONCE} first computations** (wrk as the read-one scenario, ${ROUNDS} × ${SECONDS} s each; ` +
+    `during each loaded run ${AT_ONCE} requests for new 1 280-wide WebP variants of the 12-megapixel uploads are kept in flight, ` +
+    `each answered one replaced by another; the service computes \`IMAGE_CONCURRENCY\` of them at a time, ${imageConcurrency} here, the others wait for a slot):\n`,
+  '| read one | req/s | p50 ms | p99 ms | errors | server CPU | CPU µs/req | variants computed meanwhile |',
+  '|---|---:|---:|---:|---:|---:|---:|---:|')
+  for (const [label, r, n] of [['idle', quiet, ''], [`beside ${AT_ONCE} computations`, busy, String(computed)]] as const) {
+    lines.push(`| ${label} | ${rps(r).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${errorsOf(r)} | ${(100 * r.cpu).toFixed(0)}% | ${cpuPerRequest(r).toFixed(0)} | ${n} |`)
+  }
+  lines.push('', `Peak RSS of the service during those runs (${AT_ONCE} variants of 12-megapixel images asked at once, and the reads): ${computePeak.toFixed(0)} MiB (${computeHow}).`)
+  target(`read one's p99 beside ${AT_ONCE} image computations ≤ 2× its idle p99`, busy.p99 <= 2 * quiet.p99,
+    `${busy.p99.toFixed(1)} ms vs ${quiet.p99.toFixed(1)} ms, the worst of each (${(busy.p99 / quiet.p99).toFixed(2)}×; round by round ` +
+    `${loaded.map((r, i) => `${(r.p99 / idle[i]!.p99).toFixed(2)}×`).join(', ')}; ${computed} variants computed meanwhile; req/s ${(rps(busy) / rps(quiet)).toFixed(2)}× idle)`)
+  return lines
 }
 
 /**
