@@ -14,10 +14,10 @@ import type { JobContext, Resource, ResourceContext, ServicesContext } from '../
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses, SYSTEM_ERRORS } from '../../http/schemas.ts'
 import { type ApiVersion, idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerDelete, answerWrite, type Written } from '../../http/write.ts'
-import type { Store } from '../../store/store.ts'
+import type { Store, UnitOfWork } from '../../store/store.ts'
 import { mediaCatalogue } from './catalogue.ts'
 import { FORMATS, type Format, processUpload } from './image.ts'
-import { ensureBlob, libraryOf, openLibrary, readAll, storage, variantOf, writeBlob } from './library.ts'
+import { ensureBlob, type Library, libraryOf, openLibrary, readAll, storage, variantOf, writeBlob } from './library.ts'
 import './problems.ts'
 import * as S from './schemas.ts'
 import { mediaSettings } from './settings.ts'
@@ -86,6 +86,40 @@ function mediaEvent (type: typeof MEDIA_EVENT_TYPES[number], m: Media) {
   return { type, data: type === 'media.deleted' ? { id: m.id } : renderMedia(m, 1, ''), owner: m.owner, public: false }
 }
 
+/** An upload processed and its blob written (claimed), ready to be recorded in a unit of work. */
+interface Prepared { readonly id: string, readonly image: Awaited<ReturnType<typeof processUpload>>, readonly claim: string }
+
+async function prepareUpload (library: Library, store: Store, config: Config, bytes: Buffer, declared: string | undefined): Promise<Prepared> {
+  const image = await processUpload(bytes, declared, config.media.maxPixels)
+  const id = randomBytes(16).toString('base64url')
+  const claim = await writeBlob(library, store, image.sha256, image.data, image.contentType, config.requestTimeoutMs)
+  return { id, image, claim }
+}
+
+/**
+ * Records a prepared upload: the row, the blob's claim let go, `media.created`, and the blob written
+ * again after commit should a sweep have removed it meanwhile. The one way in for POST /media and tus.
+ */
+async function recordUpload (uow: UnitOfWork, library: Library, { id, image, claim }: Prepared, fields: { owner: string, filename: string | null, alt: string, caption: string }): Promise<Media> {
+  const m = await uow.media.insert({
+    id,
+    owner: fields.owner,
+    filename: fields.filename ?? defaultName(id, image.format),
+    contentType: image.contentType,
+    bytes: image.data.length,
+    width: image.width,
+    height: image.height,
+    sha256: image.sha256,
+    alt: fields.alt,
+    caption: fields.caption,
+    placeholder: image.placeholder,
+  }, new Date())
+  await uow.media.releaseBlob(claim)
+  uow.events.record(mediaEvent('media.created', m))
+  uow.onCommit(async () => { await ensureBlob(library, image.sha256, image.data, image.contentType) })
+  return m
+}
+
 /** The upload's name when the client gave none: its id and the extension of its format. */
 function defaultName (id: string, format: Format): string {
   return `${id}.${EXTENSIONS[format]}`
@@ -131,27 +165,11 @@ async function mediaRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
       }),
     }, async (req, reply) => {
       const received = uploaded.get(req)!
-      const image = await processUpload(received.bytes, received.declared, config.media.maxPixels)
-      const id = randomBytes(16).toString('base64url')
-      const claim = await writeBlob(library, store, image.sha256, image.data, image.contentType, config.requestTimeoutMs)
+      const prepared = await prepareUpload(library, store, config, received.bytes, received.declared)
       const base = linkBase(req)
       return await answerWrite(req, reply, async uow => {
-        const m = await uow.media.insert({
-          id,
-          owner: (req.principal as Principal).subject,
-          filename: received.filename ?? defaultName(id, image.format),
-          contentType: image.contentType,
-          bytes: image.data.length,
-          width: image.width,
-          height: image.height,
-          sha256: image.sha256,
-          alt: received.alt,
-          caption: received.caption,
-          placeholder: image.placeholder,
-        }, new Date())
-        await uow.media.releaseBlob(claim)
-        uow.events.record(mediaEvent('media.created', m))
-        uow.onCommit(async () => { await ensureBlob(library, image.sha256, image.data, image.contentType) })
+        const owner = (req.principal as Principal).subject
+        const m = await recordUpload(uow, library, prepared, { owner, filename: received.filename, alt: received.alt, caption: received.caption })
         return written(m, version, base, 201)
       })
     })
@@ -252,7 +270,11 @@ interface ImageQuery { w?: number, format?: typeof S.IMAGE_FORMATS[number], q?: 
 async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void> {
   const { store, config } = ctx
   const library = libraryOf(store)
-  await uploadRoutes(app, { config, store, library }, WRITE)
+  await uploadRoutes(app, { config }, WRITE, async (owner, bytes, filename, alt) => {
+    const prepared = await prepareUpload(library, store, config, bytes, undefined)
+    const m = await store.transaction(async uow => await recordUpload(uow, library, prepared, { owner, filename, alt, caption: '' }))
+    return m.id
+  })
   const config_ = { ignoresCredentials: true }
   const imageTypes = Object.values(FORMATS)
   const binary = (description: string, extra: Record<string, unknown> = {}) => ({

@@ -10,9 +10,6 @@ import type { Config } from '../../config.ts'
 import { isAdmin, type Principal } from '../../domain/principal.ts'
 import { AppError, type ProblemCode } from '../../errors.ts'
 import { COMMON_ERRORS, problemResponses } from '../../http/schemas.ts'
-import type { Store } from '../../store/store.ts'
-import { processUpload } from './image.ts'
-import { ensureBlob, type Library, writeBlob } from './library.ts'
 import { sanitiseFilename } from './upload.ts'
 
 const TUS_BODY = 'application/offset+octet-stream'
@@ -109,20 +106,8 @@ export function resumableUploads (config: Config, record: RecordUpload): { serve
 }
 
 /** Registers `/uploads` (and `/uploads/{id}`): the core checks credential and scope first, then tus answers. */
-export async function uploadRoutes (app: FastifyInstance, ctx: { config: Config, store: Store, library: Library }, auth: { requiredScope: string, orScopes: readonly string[] }): Promise<void> {
+export async function uploadRoutes (app: FastifyInstance, ctx: { config: Config }, auth: { requiredScope: string, orScopes: readonly string[] }, record: RecordUpload): Promise<void> {
   const { config } = ctx
-  const record: RecordUpload = async (owner, bytes, filename, alt) => {
-    const image = await processUpload(bytes, undefined, config.media.maxPixels)
-    const id = randomBytes(16).toString('base64url')
-    const claim = await writeBlob(ctx.library, ctx.store, image.sha256, image.data, image.contentType, config.requestTimeoutMs)
-    await ctx.store.transaction(async uow => {
-      const m = await uow.media.insert({ id, owner, filename: filename ?? `${id}.${image.format}`, contentType: image.contentType, bytes: image.data.length, width: image.width, height: image.height, sha256: image.sha256, alt, caption: '', placeholder: image.placeholder }, new Date())
-      await uow.media.releaseBlob(claim)
-      uow.events.record({ type: 'media.created', data: { id: m.id, filename: m.filename, content_type: m.contentType, bytes: m.bytes, width: m.width, height: m.height, sha256: m.sha256, alt: m.alt, caption: m.caption, placeholder: m.placeholder, author: m.owner, created_at: m.createdAt, updated_at: m.updatedAt }, owner: m.owner, public: false })
-    })
-    await ensureBlob(ctx.library, image.sha256, image.data, image.contentType)
-    return id
-  }
   const tus = resumableUploads(config, record)
   await fsp.mkdir(tus.directory, { recursive: true })
 
