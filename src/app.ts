@@ -60,7 +60,7 @@ declare module 'fastify' {
  */
 export async function buildApp (context: AppContext, { logger }: AppOptions = {}): Promise<FastifyInstance> {
   const { config, store, resources } = context
-  const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, fieldErrorSchema(), problemSchema(), IndexSchema, VersionsSchema, ...resources.flatMap(r => schemasOf(r, resources))]
+  const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, fieldErrorSchema(context.catalogue), problemSchema(context.catalogue), IndexSchema, VersionsSchema, ...resources.flatMap(r => schemasOf(r, resources))]
   const app = Fastify({
     logger: logger ?? {
       level: config.logLevel,
@@ -77,7 +77,7 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
     routerOptions: { maxParamLength: 200, constraints: { apiVersion: apiVersionConstraint } },
     frameworkErrors: (err, req, reply) => {
       startTrace(req, reply)
-      sendProblem(req, reply, toAppError(err))
+      sendProblem(context.catalogue, req, reply, toAppError(err))
     },
     clientErrorHandler,
     // Bounds on reading a request (headers, then the whole request); src/http/client-errors.ts answers them.
@@ -93,15 +93,15 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
 
   await app.register(routePlugin)
   await app.register(tracingPlugin)
-  await app.register(problemsPlugin)
+  await app.register(problemsPlugin, { catalogue: context.catalogue })
   await app.register(securityPlugin, { config })
   await app.register(requestTargetPlugin)
   await app.register(sheddingPlugin, { config })
   await app.register(storeCircuitPlugin, { store, metrics: context.metrics })
   await app.register(nodeRequestsPlugin)
   await app.register(lingeringClosePlugin)
-  await app.register(deadlinesPlugin, { config })
-  await app.register(routingPlugin)
+  await app.register(deadlinesPlugin, { config, catalogue: context.catalogue })
+  await app.register(routingPlugin, { catalogue: context.catalogue })
   await app.register(versioningPlugin, { config })
   await app.register(contentTypePlugin)
   await app.register(authPlugin, { authenticator: context.authenticator })
@@ -114,7 +114,7 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: SERVICE_NAME, version: '1.0.0', description: apiDescription(resources) },
+      info: { title: SERVICE_NAME, version: '1.0.0', description: apiDescription(resources, context.catalogue) },
       tags: [
         ...resources.map(r => ({ name: r.name, description: r.description })),
         { name: 'index', description: 'Entry points' },
@@ -149,7 +149,7 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   })
   addJobs(app, jobs, context)
   await app.register(healthRoutes, { store })
-  await app.register(docsRoutes)
+  await app.register(docsRoutes, { catalogue: context.catalogue })
   await app.register(adminRoutes)
   await app.register(swaggerUi, {
     routePrefix: '/docs',

@@ -1,4 +1,5 @@
 import { Registry } from 'prom-client'
+import { buildCatalogue, type Catalogue } from './catalogue.ts'
 import { type Config, type Env, readConfig } from './config.ts'
 import { Authenticator } from './http/auth.ts'
 import { CursorCodec } from './http/paging.ts'
@@ -24,6 +25,8 @@ export interface AppContext {
   readonly cursors: CursorCodec
   /** The app's Prometheus registry: requests, and the counters of background work. */
   readonly metrics: Registry
+  /** Problem codes, field codes and messages: the core's and the resources'. */
+  readonly catalogue: Catalogue
 }
 
 /**
@@ -76,11 +79,17 @@ export async function createContext (config: Config, overrides: ContextOverrides
       authenticator: new Authenticator(config.auth, store.apiKeys),
       cursors: new CursorCodec(await store.serverSecret()),
       metrics: new Registry(),
+      catalogue: catalogueOf(resources),
     })
   } catch (err) {
     if (overrides.store === undefined) await store.close().catch(() => {})
     throw err
   }
+}
+
+/** The catalogue of the core and `resources` (the registry's unless given), in their order. */
+export function catalogueOf (resources: readonly Resource[] = RESOURCES): Catalogue {
+  return buildCatalogue(resources)
 }
 
 /** The scopes a credential can carry: each resource's, and `admin`, which alone permits everything. */

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { Catalogue } from '../catalogue.ts'
 import type { Config } from '../config.ts'
 import { AppError } from '../errors.ts'
-import { buildProblem, problemHeaders, SUCCESS_ONLY_HEADERS, unavailable } from './problems.ts'
+import { buildProblem, problemHeaders, statusOf, SUCCESS_ONLY_HEADERS, unavailable } from './problems.ts'
 import { isLongLived, routeOf } from './route.ts'
 
 declare module 'fastify' {
@@ -55,7 +56,7 @@ function abandon (req: FastifyRequest, reason: Error): void {
  * 408 CLIENT_TIMEOUT while its body is still arriving) and `req.abandoned` aborts; a late answer from the abandoned work is dropped by Fastify (logged, no
  * crash). Shutdown answers what is still in flight the same way (abandonInFlight).
  */
-export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance, opts: { config: Pick<Config, 'requestTimeoutMs'> }) {
+export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance, opts: { config: Pick<Config, 'requestTimeoutMs'>, catalogue: Catalogue }) {
   const timeoutMs = opts.config.requestTimeoutMs
   // A Map, not a WeakMap: shutdown must reach every request still in flight. Entries leave on answer.
   // Every request gets the same timeout, so the Map's insertion order is deadline order: one timer,
@@ -115,14 +116,15 @@ export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance
     for (const [name, value] of Object.entries(reply.getHeaders())) {
       if (value !== undefined && !(SUCCESS_ONLY_HEADERS as readonly string[]).includes(name)) kept[name] = value
     }
-    const body = JSON.stringify(buildProblem(req, err))
+    const body = JSON.stringify(buildProblem(opts.catalogue, req, err))
+    const status = statusOf(opts.catalogue, err)
     // A body still arriving would keep the connection busy (Node reads and discards it to reuse the
     // connection): closing is the only way to stop a client that trickles its upload.
     const close: Record<string, string> = req.raw.complete ? {} : { connection: 'close' }
-    reply.raw.writeHead(err.status, { ...kept, ...problemHeaders(req, err), ...close, 'content-length': Buffer.byteLength(body) })
+    reply.raw.writeHead(status, { ...kept, ...problemHeaders(req, err), ...close, 'content-length': Buffer.byteLength(body) })
     reply.raw.end(body)
     const line = { timeout_ms: timeoutMs, route: routeOf(req).url, code: err.code }
-    if (err.status >= 500) req.log.warn(line, 'request abandoned')
+    if (status >= 500) req.log.warn(line, 'request abandoned')
     else req.log.info(line, 'request abandoned: its body did not arrive in time')
     abandon(req, err)
   }

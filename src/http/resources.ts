@@ -2,6 +2,7 @@ import { type TSchema, Type } from '@sinclair/typebox'
 import type { Ajv } from 'ajv'
 import type { FastifyBaseLogger, FastifyInstance, FastifySchema } from 'fastify'
 import type { Registry } from 'prom-client'
+import type { CatalogueDeclarations } from '../catalogue.ts'
 import type { Config, SettingsSection } from '../config.ts'
 import { eventTypesOf } from '../domain/events.ts'
 import type { Viewer } from '../domain/principal.ts'
@@ -41,9 +42,10 @@ export interface ResourceContext {
 /**
  * A resource brings, from its own folder, everything the service needs to serve it: its schemas
  * (with `$id`, per version), its routes, registered once per version, and its tables. The app names no
- * resource; `src/registry.ts` lists them.
+ * resource; `src/registry.ts` lists them. Its problem codes, field codes and messages (`problems`,
+ * `fieldCodes`, `messages`) join the catalogue when the service is composed (src/catalogue.ts).
  */
-export interface Resource {
+export interface Resource extends CatalogueDeclarations {
   /** The collection's name: the OpenAPI tag and the API index's link relation. */
   readonly name: string
   readonly description: string

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
+import type { Catalogue } from '../catalogue.ts'
 import { sendProblem } from './problems.ts'
 import { negotiationOf, notAcceptable, pathVersionPrefix } from './versioning.ts'
 
@@ -23,7 +24,7 @@ declare module 'fastify' {
  * OPTIONS → 204 with Allow; a known path with another method → 405 with Allow;
  * a known path whose version cannot be served → 406; `/things/` → 308 to `/things`; else 404.
  */
-export const routingPlugin = fp(async function routing (app: FastifyInstance) {
+export const routingPlugin = fp(async function routing (app: FastifyInstance, { catalogue }: { catalogue: Catalogue }) {
   const table = new Map<string, PathEntry>()
 
   app.addHook('onRoute', route => {
@@ -83,12 +84,12 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance) {
         return reply.code(204).send()
       }
       if (!entry.methods.has(req.method)) {
-        return sendProblem(req, reply, new AppError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}. Allowed: ${allow}.`, { headers: { allow } }))
+        return sendProblem(catalogue, req, reply, new AppError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}. Allowed: ${allow}.`, { headers: { allow } }))
       }
-      if (!n.ok) return sendProblem(req, reply, notAcceptable(n))
+      if (!n.ok) return sendProblem(catalogue, req, reply, notAcceptable(n))
     }
     const location = canonicalRedirect(req.url, req.originalUrl)
     if (location !== null) return reply.code(308).header('location', location).header('cache-control', 'no-store').send()
-    return sendProblem(req, reply, new AppError('NOT_FOUND', `There is nothing at ${path}.`))
+    return sendProblem(catalogue, req, reply, new AppError('NOT_FOUND', `There is nothing at ${path}.`))
   })
 }, { name: 'routing' })

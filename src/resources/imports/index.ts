@@ -13,12 +13,12 @@ import { answerWrite } from '../../http/write.ts'
 import type { Store } from '../../store/store.ts'
 import { emptyReport, type ImportJob, isFinished, type Upload } from './import.ts'
 import { IMPORTS_JOB, ImportWorker } from './import-worker.ts'
-import './problems.ts'
+import { importsProblems } from './problems.ts'
 import { importEtag, renderImport } from './representation.ts'
 import { type CreateImportQuery, CreateImportQuerySchema, IMPORT_SCHEMAS, IMPORT_VERSIONS, ImportFileSchema, type ImportIdParams, ImportIdParamsSchema } from './schemas.ts'
 import { importSettings } from './settings.ts'
 import { type Declared, SNIFF_BYTES, sniff } from './sniff.ts'
-import { importsStore } from './store.ts'
+import { importsStore } from './store-module.ts'
 
 const ADMIN = { requiredScope: 'admin' }
 const POLL_AFTER_S = '1'
@@ -166,6 +166,7 @@ export const importsResource: Resource = {
   name: 'imports',
   description: 'Imports of WordPress (WXR) and Ghost exports: 202 jobs run in the background, polled for their progress and report (admin only)',
   path: '/imports',
+  problems: importsProblems,
   indexed: false,
   schemas: IMPORT_SCHEMAS,
   routes: importRoutes,

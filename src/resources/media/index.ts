@@ -18,7 +18,7 @@ import type { Store, UnitOfWork } from '../../store/store.ts'
 import { mediaCatalogue } from './catalogue.ts'
 import { FORMATS, type Format, processUpload } from './image.ts'
 import { ensureBlob, type Library, libraryOf, openLibrary, readAll, storage, variantOf, writeBlob } from './library.ts'
-import './problems.ts'
+import { mediaProblems, mediaFieldCodes } from './problems.ts'
 import * as S from './schemas.ts'
 import { mediaSettings } from './settings.ts'
 import { blobKey, type Media, mediaStore } from './store.ts'
@@ -371,6 +371,8 @@ export const mediaResource: Resource = {
   name: 'media',
   description: 'Images: uploads (whole or resumable), their files, and variants made on request for responsive pages',
   path: '/media',
+  problems: mediaProblems,
+  fieldCodes: mediaFieldCodes,
   schemas: S.MEDIA_SCHEMAS,
   eventTypes: MEDIA_EVENT_TYPES,
   scopes: [WRITE.requiredScope],

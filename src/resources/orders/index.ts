@@ -11,7 +11,7 @@ import type { EventInput, ListQuery } from '../../store/store.ts'
 import { idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, EmptyBodySchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
-import './problems.ts'
+import { ordersProblems } from './problems.ts'
 import * as S from './schemas.ts'
 import { type Order, type OrderStatus, ordersStore } from './store.ts'
 
@@ -101,4 +101,4 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
   }))
 }
 
-export const ordersResource: Resource = { name: 'orders', description: 'Orders and their items', path: '/orders', schemas: S.ORDER_SCHEMAS, eventTypes: ORDER_EVENT_TYPES, routes: orderRoutes, store: ordersStore, scopes: [config.requiredScope] }
+export const ordersResource: Resource = { name: 'orders', description: 'Orders and their items', path: '/orders', problems: ordersProblems, schemas: S.ORDER_SCHEMAS, eventTypes: ORDER_EVENT_TYPES, routes: orderRoutes, store: ordersStore, scopes: [config.requiredScope] }

@@ -13,8 +13,8 @@ import { applyPatch, type Json, patchBodySchema } from '../../http/patch.ts'
 import { listHandler } from '../../http/collection.ts'
 import type { CollectionSpec } from '../../http/paging.ts'
 import type { Resource, ResourceContext, ServicesContext } from '../../http/resources.ts'
-import './problems.ts'
-import { postsStore, previewLinksStore, revisionsStore } from './store.ts'
+import { postsProblems, postsFieldCodes } from './problems.ts'
+import { postsStore, previewLinksStore, revisionsStore } from './store-module.ts'
 import { aliasesStore } from './aliases.ts'
 import { exportEntry, postsImportable } from './importable.ts'
 import { toFieldErrors } from '../../http/validation.ts'
@@ -256,6 +256,8 @@ export const postsResource: Resource = {
   imageHolder: { holds: async (store, id) => await store.posts.holdsImage(id) },
   description: 'Blog posts',
   path: '/posts',
+  problems: postsProblems,
+  fieldCodes: postsFieldCodes,
   schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema, ...PREVIEW_LINK_SCHEMAS],
   eventTypes: POST_EVENT_TYPES,
   routes: postRoutes,

@@ -15,7 +15,7 @@ import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, EmptyBodySchema, NoContentSchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
 import type { ListQuery, Store, UnitOfWork, WebhookDelivery } from '../../store/store.ts'
 import { FanOut } from './fan-out.ts'
-import './problems.ts'
+import { webhooksProblems } from './problems.ts'
 import * as S from './schemas.ts'
 import { newSecret, type SecretBox, sealingOf } from './secrets.ts'
 import { type Subscription, webhooksStore } from './store.ts'
@@ -290,6 +290,7 @@ export const webhooksResource: Resource = {
   name: 'webhooks',
   description: 'Webhook subscriptions: signed deliveries of events (admin only)',
   path: '/webhooks',
+  problems: webhooksProblems,
   schemas: S.webhookSchemas,
   routes: webhookRoutes,
   services: webhookServices,
