@@ -24,10 +24,12 @@ declare module 'fastify' {
      */
     commitStarted (): void
   }
-  interface FastifyInstance {
-    /** Answers every request still in flight with 503 and aborts its work (the end of a graceful shutdown). */
-    abandonInFlight (): void
-  }
+}
+
+/** The requests an app has in flight, as the end of a graceful shutdown reaches them. */
+export class InFlight {
+  /** Answers every request still in flight with 503 and aborts its work (set by the deadlines plugin). */
+  abandonAll (): void {}
 }
 
 /** When a request runs out of time (`performance.now()` milliseconds), and its reply. */
@@ -54,9 +56,9 @@ function abandon (req: FastifyRequest, reason: Error): void {
 /**
  * A request not answered within REQUEST_TIMEOUT_MS gets 503 REQUEST_TIMEOUT with Retry-After (or
  * 408 CLIENT_TIMEOUT while its body is still arriving) and `req.abandoned` aborts; a late answer from the abandoned work is dropped by Fastify (logged, no
- * crash). Shutdown answers what is still in flight the same way (abandonInFlight).
+ * crash). Shutdown answers what is still in flight the same way (`InFlight.abandonAll`).
  */
-export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance, opts: { config: Pick<Config, 'requestTimeoutMs'>, catalogue: Catalogue }) {
+export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance, opts: { config: Pick<Config, 'requestTimeoutMs'>, catalogue: Catalogue, inFlight: InFlight }) {
   const timeoutMs = opts.config.requestTimeoutMs
   // A Map, not a WeakMap: shutdown must reach every request still in flight. Entries leave on answer.
   // Every request gets the same timeout, so the Map's insertion order is deadline order: one timer,
@@ -130,11 +132,11 @@ export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance
   }
 
   // Shutdown's last step: whatever is still running gets 503 now and commits nothing.
-  app.decorate('abandonInFlight', () => {
+  opts.inFlight.abandonAll = () => {
     for (const [req, d] of [...deadlines]) {
       expire(req, d.reply, unavailable('SERVICE_UNAVAILABLE', 'The instance is shutting down and could not finish this request in time; nothing was changed. Retry.'))
     }
-  })
+  }
 
   // Hooks with a callback, not async: each async hook costs a promise and a microtask per request.
   app.addHook('onRequest', (req, reply, done) => {

@@ -2,8 +2,9 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
 import type { Catalogue } from '../catalogue.ts'
+import type { Config } from '../config.ts'
 import { sendProblem } from './problems.ts'
-import { negotiationOf, notAcceptable, pathVersionPrefix } from './versioning.ts'
+import { negotiationOf, notAcceptable, pathVersionPrefix, versionHeadersOf } from './versioning.ts'
 
 interface PathEntry { pattern: RegExp, methods: Set<string>, acceptPatch: string | null, versioned: boolean }
 
@@ -24,7 +25,8 @@ declare module 'fastify' {
  * OPTIONS → 204 with Allow; a known path with another method → 405 with Allow;
  * a known path whose version cannot be served → 406; `/things/` → 308 to `/things`; else 404.
  */
-export const routingPlugin = fp(async function routing (app: FastifyInstance, { catalogue }: { catalogue: Catalogue }) {
+export const routingPlugin = fp(async function routing (app: FastifyInstance, { catalogue, config }: { catalogue: Catalogue, config: Pick<Config, 'versions'> }) {
+  const versionHeaders = versionHeadersOf(config)
   const table = new Map<string, PathEntry>()
 
   app.addHook('onRoute', route => {
@@ -77,7 +79,7 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance, { 
       const allow = allowOf(entry)
       const n = negotiationOf(req.raw)
       // OPTIONS and 405 on a versioned path still say which version answered, and warn if it is deprecated.
-      if (entry.versioned && n.ok) app.versionHeaders(reply, n.version)
+      if (entry.versioned && n.ok) versionHeaders(reply, n.version)
       if (req.method === 'OPTIONS') {
         reply.header('allow', allow)
         if (entry.acceptPatch !== null) reply.header('accept-patch', entry.acceptPatch)

@@ -67,7 +67,7 @@ async function exportRoutes (app: FastifyInstance, ctx: ResourceContext): Promis
     const input = await exportRequest(req.body, ctx)
     const principal = req.principal as Principal
     const base = linkBase(req)
-    return await answerWrite(req, reply, async uow => {
+    return await answerWrite(ctx.store, req, reply, async uow => {
       const job = await uow.exports.create(principal.subject, input, { apiVersion: version, linkBase: base }, new Date())
       uow.onCommit(() => { ctx.jobs.wake(EXPORTS_JOB) })
       return { status: 202, body: renderExport(job, version, base), location: `${base}/exports/${job.id}`, etag: exportEtag(job, version, base) }

@@ -128,7 +128,7 @@ async function importRoutes (app: FastifyInstance, ctx: ResourceContext): Promis
       if (upload === undefined) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `This endpoint takes the export file as ${IMPORT_TYPES.join(' or ')}.`)
       const principal = req.principal as Principal
       const base = linkBase(req)
-      return await answerWrite(req, reply, async uow => {
+      return await answerWrite(ctx.store, req, reply, async uow => {
         const job = await uow.imports.create(principal.subject, upload, req.query.dry_run === true, emptyReport(), new Date())
         uow.onCommit(() => { ctx.jobs.wake(IMPORTS_JOB) })
         return { status: 202, body: renderImport(job, version, base), location: `${base}/imports/${job.id}`, etag: importEtag(job, version, base) }
