@@ -82,7 +82,7 @@ async function runOnce (url: string, posts: number): Promise<Result> {
   const store = await openStore(config)
   const key = generateApiKey()
   await store.apiKeys.create({ id: key.id, name: 'bench', scopes: ['admin'], hash: key.hash }, new Date())
-  const app = await buildApp(await createContext(config, { store }), { logger: false })
+  const app = await buildApp(await createContext(config, { store, logger: false }))
   await app.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
   const headers = { authorization: `Bearer ${key.token}`, 'content-type': 'application/json' }

@@ -104,7 +104,7 @@ async function runOnce (url: string, posts: number): Promise<Result> {
     OVERLOAD_MAX_WAIT_MS: '0',
   })
   const store = await openStore(config)
-  const app = await buildApp(await createContext(config, { store }), { logger: false })
+  const app = await buildApp(await createContext(config, { store, logger: false }))
   await app.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
   global.gc?.()

@@ -1,8 +1,9 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { FIELD_CODES, PROBLEMS, problemSlug } from '../src/errors.ts'
-import '../src/registry.ts' // each resource registers its problem codes when loaded
+import type { Catalogue } from '../src/catalogue.ts'
+import { catalogueOf } from '../src/context.ts'
+import { problemSlug } from '../src/errors.ts'
 
 export const ERRORS_DOC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'errors.md')
 
@@ -10,20 +11,20 @@ function cell (s: string): string {
   return s.replaceAll('|', '\\|')
 }
 
-/** docs/errors.md, generated from the one catalogue in src/errors.ts (`npm run docs:errors`). */
-export function renderErrorsDoc (): string {
-  const problems = Object.entries(PROBLEMS)
+/** docs/errors.md, generated from the service's catalogue (`npm run docs:errors`): the core's codes and the registry's. */
+export function renderErrorsDoc (catalogue: Catalogue = catalogueOf()): string {
+  const problems = Object.entries(catalogue.problems)
     .map(([code, p]) => `| \`${code}\` | ${p.status} | ${cell(p.title)} | ${cell(p.detail)} | [\`/problems/${problemSlug(code)}\`](#${problemSlug(code)}) |`)
     .join('\n')
-  const fields = Object.entries(FIELD_CODES).map(([code, text]) => `| \`${code}\` | ${cell(text)} |`).join('\n')
+  const fields = Object.entries(catalogue.fieldCodes).map(([code, text]) => `| \`${code}\` | ${cell(text)} |`).join('\n')
   const byStatus = new Map<number, string[]>()
-  for (const [code, p] of Object.entries(PROBLEMS)) byStatus.set(p.status, [...(byStatus.get(p.status) ?? []), code])
+  for (const [code, p] of Object.entries(catalogue.problems)) byStatus.set(p.status, [...(byStatus.get(p.status) ?? []), code])
   const statuses = [...byStatus].sort(([a], [b]) => a - b).map(([s, codes]) => `| ${s} | ${codes.map(c => `\`${c}\``).join(', ')} |`).join('\n')
-  const sections = Object.entries(PROBLEMS)
+  const sections = Object.entries(catalogue.problems)
     .map(([code, p]) => `### ${problemSlug(code)}\n\n\`${code}\`, HTTP ${p.status}, "${p.title}". ${p.detail}\n`)
     .join('\n')
 
-  return `<!-- Generated from src/errors.ts by \`npm run docs:errors\`. Do not edit by hand: a test fails when this file is out of date. -->
+  return `<!-- Generated from the catalogue (src/catalogue.ts) by \`npm run docs:errors\`. Do not edit by hand: a test fails when this file is out of date. -->
 # Error catalogue
 
 Every error the service sends is one JSON body of type \`application/problem+json\`

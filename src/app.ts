@@ -2,7 +2,7 @@ import compress from '@fastify/compress'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
+import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { AppContext } from './context.ts'
 import { authorizationPlugin, authPlugin } from './http/auth.ts'
 import { cachingPlugin } from './http/caching.ts'
@@ -21,7 +21,6 @@ import { routingPlugin } from './http/routing.ts'
 import { securityPlugin } from './http/security.ts'
 import { documentIdempotencyKey, idempotencyPlugin } from './http/idempotency.ts'
 import { registerResources, schemasOf } from './http/resources.ts'
-import { deliveriesPlugin } from './jobs/deliveries.ts'
 import { requestTargetPlugin } from './http/request-target.ts'
 import { sheddingPlugin } from './http/shedding.ts'
 import { storeCircuitPlugin } from './http/store-circuit.ts'
@@ -30,42 +29,23 @@ import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
 import { createValidatorCompiler } from './http/validation.ts'
 import { apiVersionConstraint, unversionedAliases, versioningPlugin } from './http/versioning.ts'
 import { documentCrossCutting, documentRoute, fieldErrorSchema, LinkSchema, problemSchema } from './http/schemas.ts'
-import { JobRunner } from './jobs/job.ts'
 import { adminRoutes } from './routes/admin/admin-routes.ts'
 import { DOCS_THEME_CSS, DOCS_THEME_JS, MARK_SVG, SERVICE_NAME } from './routes/system/brand.ts'
 import { apiDescription, docsRoutes } from './routes/system/docs-routes.ts'
 import { healthRoutes } from './routes/system/health-routes.ts'
 import { IndexSchema, indexRoutes, VersionsSchema } from './routes/system/index-routes.ts'
-import type { Store } from './store/store.ts'
-
-/** The outbox's poll when no resource sets one. */
-const DEFAULT_OUTBOX_POLL_MS = 500
-
-export interface AppOptions {
-  /** Overrides the logger built from `config.logLevel` (tests pass `false` or a stream). */
-  logger?: FastifyServerOptions['logger']
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** The store the app was built on (handlers open units of work on it). */
-    store: Store
-  }
-}
 
 /**
  * Registers the whole service made by the context (src/context.ts), whose store is open and
- * migrated. Never listens: the server (or a test) does. Plugins are registered in the order
- * requests meet them.
+ * migrated: every service comes from there, handed to the plugins and routes that use it, never
+ * through a decoration. Never listens: the server (or a test) does. Plugins are registered in the
+ * order requests meet them.
  */
-export async function buildApp (context: AppContext, { logger }: AppOptions = {}): Promise<FastifyInstance> {
-  const { config, store, resources } = context
-  const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, fieldErrorSchema(), problemSchema(), IndexSchema, VersionsSchema, ...resources.flatMap(r => schemasOf(r, resources))]
+export async function buildApp (context: AppContext): Promise<FastifyInstance> {
+  const { config, store, resources, catalogue } = context
+  const SHARED_SCHEMAS = [JsonPatchSchema, MergePatchSchema, LinkSchema, fieldErrorSchema(catalogue), problemSchema(catalogue), IndexSchema, VersionsSchema, ...resources.flatMap(r => schemasOf(r, context.eventTypes))]
   const app = Fastify({
-    logger: logger ?? {
-      level: config.logLevel,
-      redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization'], censor: '[redacted]' },
-    },
+    loggerInstance: context.log,
     genReqId: genRequestId,
     requestIdHeader: false,
     // Fastify's own request lines are replaced by one line per request (src/http/request-log.ts).
@@ -77,7 +57,7 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
     routerOptions: { maxParamLength: 200, constraints: { apiVersion: apiVersionConstraint } },
     frameworkErrors: (err, req, reply) => {
       startTrace(req, reply)
-      sendProblem(req, reply, toAppError(err))
+      sendProblem(catalogue, req, reply, toAppError(err))
     },
     clientErrorHandler,
     // Bounds on reading a request (headers, then the whole request); src/http/client-errors.ts answers them.
@@ -93,28 +73,27 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
 
   await app.register(routePlugin)
   await app.register(tracingPlugin)
-  await app.register(problemsPlugin)
+  await app.register(problemsPlugin, { catalogue })
   await app.register(securityPlugin, { config })
   await app.register(requestTargetPlugin)
   await app.register(sheddingPlugin, { config })
   await app.register(storeCircuitPlugin, { store, metrics: context.metrics })
   await app.register(nodeRequestsPlugin)
   await app.register(lingeringClosePlugin)
-  await app.register(deadlinesPlugin, { config })
-  await app.register(routingPlugin)
+  await app.register(deadlinesPlugin, { config, catalogue, inFlight: context.inFlight })
+  await app.register(routingPlugin, { catalogue, config })
   await app.register(versioningPlugin, { config })
   await app.register(contentTypePlugin)
   await app.register(authPlugin, { authenticator: context.authenticator })
   await app.register(rateLimitPlugin, { config })
   await app.register(authorizationPlugin)
   await app.register(cachingPlugin)
-  app.decorate('store', store)
-  await app.register(idempotencyPlugin, { config })
+  await app.register(idempotencyPlugin, { config, store })
   // Before any plugin that adds routes (metrics), so that every route is in the document.
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: SERVICE_NAME, version: '1.0.0', description: apiDescription(resources) },
+      info: { title: SERVICE_NAME, version: '1.0.0', description: apiDescription(resources, catalogue) },
       tags: [
         ...resources.map(r => ({ name: r.name, description: r.description })),
         { name: 'index', description: 'Entry points' },
@@ -134,22 +113,10 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   await app.register(requestLogPlugin)
   await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] })
 
-  // Every instance's background work, run here unless BACKGROUND_WORK is off (then by another instance).
-  const jobs = new JobRunner(app.log, config.backgroundWork)
-  await app.register(deliveriesPlugin, { config, store, metrics: context.metrics, pollMs: outboxPollMs(context), background: jobs })
-  await registerResources(app, {
-    resources,
-    alongside: [indexRoutes(resources)],
-    config,
-    store,
-    cursors: context.cursors,
-    jobs,
-    metrics: context.metrics,
-    bodies: validator.body,
-  })
-  addJobs(app, jobs, context)
+  await registerResources(app, context, { alongside: [indexRoutes(resources)], bodies: validator.body })
+  runJobs(app, context)
   await app.register(healthRoutes, { store })
-  await app.register(docsRoutes)
+  await app.register(docsRoutes, { catalogue })
   await app.register(adminRoutes)
   await app.register(swaggerUi, {
     routePrefix: '/docs',
@@ -166,20 +133,19 @@ export async function buildApp (context: AppContext, { logger }: AppOptions = {}
   return app
 }
 
-/** How often the webhook outbox looks for due deliveries: the shortest any resource asks for. */
-function outboxPollMs ({ config, resources }: AppContext): number {
-  const asked = resources.flatMap(r => r.outboxPollMs?.(config) ?? [])
-  return asked.length === 0 ? DEFAULT_OUTBOX_POLL_MS : Math.min(...asked)
-}
-
-/** Every resource's jobs, run from the app's start to its close. */
-function addJobs (app: FastifyInstance, jobs: JobRunner, { config, store, resources, metrics }: AppContext): void {
-  for (const resource of resources) {
-    for (const job of resource.jobs?.({ config, store, log: app.log, metrics, jobs, webhooks: app.webhookSender, resources }) ?? []) jobs.add(job)
-  }
+/**
+ * The services' turns, and the background work (every instance's, unless BACKGROUND_WORK is off),
+ * run from the app's start to its close.
+ */
+function runJobs (app: FastifyInstance, { jobs, lifecycle }: AppContext): void {
+  app.addHook('onReady', async () => { for (const fn of lifecycle.ready) await fn() })
+  // Before the server stops accepting: open streams would otherwise hold the close until its grace runs out.
+  app.addHook('preClose', async () => { for (const fn of lifecycle.closing) await fn() })
   app.addHook('onReady', async () => {
     if (!jobs.enabled) app.log.info('background work is off on this instance (BACKGROUND_WORK=false): another instance of the deployment must run it')
     await jobs.start()
   })
   app.addHook('onClose', async () => { await jobs.stop() })
+  // After the jobs, which may still use what these close (a blob storage).
+  app.addHook('onClose', async () => { for (const fn of lifecycle.closed) await fn() })
 }

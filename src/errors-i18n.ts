@@ -1,5 +1,3 @@
-import { type CoreProblemCode, FIELD_CODES, type ProblemCode, type ProblemDef, PROBLEMS } from './errors.ts'
-
 /** Languages of problem `title` and `detail` besides English (Accept-Language). */
 export const PROBLEM_LANGUAGES = ['en', 'de', 'fr', 'es'] as const
 export type ProblemLanguage = typeof PROBLEM_LANGUAGES[number]
@@ -8,10 +6,11 @@ export type Text = { title: string, detail: string }
 export type OtherLanguage = Exclude<ProblemLanguage, 'en'>
 
 /**
- * Translations of the catalogue in `errors.ts`. A translated problem carries the code's general
- * detail: the specific English detail (naming an id, a field) is only sent in English.
+ * Translations of the core's codes (errors.ts; src/catalogue.ts checks that each has every one). A
+ * translated problem carries the code's general detail: the specific English detail (naming an id,
+ * a field) is only sent in English.
  */
-const CORE_TRANSLATIONS = {
+export const CORE_TRANSLATIONS = {
   de: {
     MALFORMED_JSON: { title: 'Fehlerhaftes JSON', detail: 'Der Anfragekörper ist kein gültiges JSON.' },
     INVALID_CURSOR: { title: 'Ungültiger Cursor', detail: 'Der Cursor gehört nicht zu dieser Abfrage oder wurde verändert. Beginnen Sie wieder mit der ersten Seite.' },
@@ -105,10 +104,7 @@ const CORE_TRANSLATIONS = {
     SERVICE_UNAVAILABLE: { title: 'Servicio no disponible', detail: 'El servicio está sobrecargado o su almacenamiento no responde. Vuelva a intentarlo tras el tiempo indicado en Retry-After.' },
     REQUEST_TIMEOUT: { title: 'Tiempo de espera agotado', detail: 'La solicitud no terminó a tiempo y se abandonó. Vuelva a intentarlo tras el tiempo indicado en Retry-After.' },
   },
-} satisfies Record<OtherLanguage, Record<CoreProblemCode, Text>>
-
-/** Every code's translations: the core's, and those resources registered with their codes (errors.ts). */
-export const PROBLEM_TRANSLATIONS = CORE_TRANSLATIONS as Record<OtherLanguage, Record<ProblemCode, Text>>
+} as const satisfies Record<OtherLanguage, Record<string, Text>>
 
 /**
  * The best language of an Accept-Language header (RFC 9110 §12.5.4, basic filtering: `de-AT`
@@ -131,35 +127,4 @@ export function problemLanguage (acceptLanguage: string | undefined): ProblemLan
     }
   })
   return best
-}
-
-/** A resource's problem: its English texts, and their translations into every other language. */
-export interface ResourceProblemDef extends ProblemDef { readonly translations: Readonly<Record<OtherLanguage, Text>> }
-
-/**
- * Adds a resource's problem codes to the catalogue and their translations; a code may be defined
- * once. The catalogue stays in order of status (the core's codes first within one status, then the
- * resources' in the order they registered), which is the order the docs and the OpenAPI list them.
- */
-export function registerProblems (defs: Readonly<Record<string, ResourceProblemDef>>): void {
-  for (const [code, { translations, ...def }] of Object.entries(defs)) {
-    if (code in PROBLEMS) throw new Error(`problem code ${code} is defined twice`)
-    Object.assign(PROBLEMS, { [code]: def })
-    for (const [lang, text] of Object.entries(translations)) Object.assign(PROBLEM_TRANSLATIONS[lang as OtherLanguage], { [code]: text })
-  }
-  const ordered = Object.entries(PROBLEMS).sort(([, a], [, b]) => a.status - b.status)
-  for (const [code] of ordered) Reflect.deleteProperty(PROBLEMS, code)
-  Object.assign(PROBLEMS, Object.fromEntries(ordered))
-}
-
-/**
- * Adds a resource's codes of `errors[].code` (a 422's entries) with their texts, after the core's
- * and those registered before; a code may be defined once. The text is the entry's message when
- * the rule gives none.
- */
-export function registerFieldCodes (defs: Readonly<Record<string, string>>): void {
-  for (const [code, text] of Object.entries(defs)) {
-    if (code in FIELD_CODES) throw new Error(`field code ${code} is defined twice`)
-    Object.assign(FIELD_CODES, { [code]: text })
-  }
 }

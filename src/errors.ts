@@ -1,12 +1,12 @@
 import type { Message } from './messages.ts'
 
 /**
- * The one catalogue of problem codes. Every error the service sends carries one of these
- * codes; the same problem always gives the same status and code.
- * `docs/errors.md` and the OpenAPI document are generated from this table's content, with the
- * codes resources register (below).
+ * The core's problem codes. Every error the service sends carries a code of the catalogue
+ * (src/catalogue.ts): these, then those the resources and facilities declare, put together when
+ * the service is composed. The same problem always gives the same status and code.
+ * `docs/errors.md` and the OpenAPI document are generated from the catalogue.
  */
-const CORE_PROBLEMS = {
+export const CORE_PROBLEMS = {
   MALFORMED_JSON: { status: 400, title: 'Malformed JSON', detail: 'The request body is not valid JSON.' },
   INVALID_CURSOR: { status: 400, title: 'Invalid cursor', detail: 'The cursor was not issued for this query, or it was altered. Start again from the first page.' },
   INVALID_IDEMPOTENCY_KEY: { status: 400, title: 'Invalid Idempotency-Key', detail: 'An Idempotency-Key must be 1 to 255 visible ASCII characters.' },
@@ -41,20 +41,17 @@ const CORE_PROBLEMS = {
 export interface ProblemDef { readonly status: number, readonly title: string, readonly detail: string }
 
 /**
- * Codes a resource adds from its own folder, by declaration merging (`interface ResourceProblems
- * { TICKET_NOT_FOUND: true }`); it gives their texts to `registerProblems` (errors-i18n.ts), which
- * its module calls when it is loaded, so the catalogue is whole once the registry is.
+ * Codes a part adds from its own folder, by declaration merging (`interface ResourceProblems
+ * { TICKET_NOT_FOUND: true }`); its definition declares their texts (`problems`), which the
+ * catalogue is built from.
  */
 export interface ResourceProblems {}
 
 export type CoreProblemCode = keyof typeof CORE_PROBLEMS
 export type ProblemCode = CoreProblemCode | keyof ResourceProblems
 
-/** The catalogue: the core's codes, then those the resources registered. */
-export const PROBLEMS = { ...CORE_PROBLEMS } as Readonly<Record<ProblemCode, ProblemDef>>
-
-/** Codes of `errors[].code` in a 422 body, one per kind of violated constraint. */
-const CORE_FIELD_CODES = {
+/** The core's codes of `errors[].code` in a 422 body, one per kind of violated constraint. */
+export const CORE_FIELD_CODES = {
   REQUIRED: 'The member or parameter is required.',
   UNKNOWN_FIELD: 'The body has a member this resource does not define.',
   UNKNOWN_PARAMETER: 'The query has a parameter this endpoint does not define.',
@@ -73,16 +70,14 @@ const CORE_FIELD_CODES = {
 } as const satisfies Record<string, string>
 
 /**
- * Codes of `errors[].code` a resource adds for its own rules, by declaration merging (`interface
- * ResourceFieldCodes { SLOT_TAKEN: true }`); it gives their texts to `registerFieldCodes`
- * (errors-i18n.ts) when its module is loaded, as it does its problem codes.
+ * Codes of `errors[].code` a part adds for its own rules, by declaration merging (`interface
+ * ResourceFieldCodes { SLOT_TAKEN: true }`); its definition declares their texts (`fieldCodes`),
+ * as it does its problem codes.
  */
 export interface ResourceFieldCodes {}
 
-export type FieldCode = keyof typeof CORE_FIELD_CODES | keyof ResourceFieldCodes
-
-/** Codes of `errors[].code`: the core's, then those the resources registered. */
-export const FIELD_CODES = { ...CORE_FIELD_CODES } as Readonly<Record<FieldCode, string>>
+export type CoreFieldCode = keyof typeof CORE_FIELD_CODES
+export type FieldCode = CoreFieldCode | keyof ResourceFieldCodes
 
 export interface FieldError {
   /** JSON Pointer-like path without the leading slash (`title`, `items/0/quantity`), or a query parameter's name. */
@@ -90,15 +85,20 @@ export interface FieldError {
   code: FieldCode
   /**
    * What a person reads: a catalogue message (src/messages.ts), worded in the request's language
-   * when the problem is sent. A plain string is sent as it is, in every language: avoid it.
+   * when the problem is sent. A plain string is sent as it is, in every language: avoid it. None:
+   * the code's text in the catalogue.
    */
-  message: Message | string
+  message?: Message | string
 }
 
-/** An error the service means to send. Anything else that is thrown becomes 500 INTERNAL_ERROR. */
+/**
+ * An error the service means to send. Anything else that is thrown becomes 500 INTERNAL_ERROR.
+ * Its status, title and general detail are the catalogue's for its code (`catalogue.problems`).
+ */
 export class AppError extends Error {
   readonly code: ProblemCode
-  readonly status: number
+  /** The specific detail, when the thrower gave one; else the catalogue's for the code is sent. */
+  readonly detail: string | undefined
   readonly errors: FieldError[] | undefined
   readonly headers: Record<string, string>
 
@@ -106,11 +106,11 @@ export class AppError extends Error {
     // An expected answer, not a fault: capturing a stack trace for every 404 or 422 is wasted work.
     const limit = Error.stackTraceLimit
     Error.stackTraceLimit = 0
-    super(detail ?? PROBLEMS[code].detail)
+    super(detail ?? (code in CORE_PROBLEMS ? CORE_PROBLEMS[code as CoreProblemCode].detail : code))
     Error.stackTraceLimit = limit
     this.name = 'AppError'
     this.code = code
-    this.status = PROBLEMS[code].status
+    this.detail = detail
     this.errors = opts.errors
     this.headers = opts.headers ?? {}
   }
@@ -121,8 +121,10 @@ export function validationFailed (errors: FieldError[]): AppError {
   return new AppError('VALIDATION_FAILED', undefined, { errors })
 }
 
+/** One entry of a 422's `errors[]`; without a message, the catalogue's text for the code is sent. */
 export function fieldError (field: string, code: FieldCode, message?: Message | string): FieldError {
-  return { field, code, message: message ?? FIELD_CODES[code] }
+  const text = message ?? (code in CORE_FIELD_CODES ? CORE_FIELD_CODES[code as CoreFieldCode] : undefined)
+  return text === undefined ? { field, code } : { field, code, message: text }
 }
 
 /** `VERSION_SUNSET` → `version-sunset`, the last segment of the problem's `type` URI. */

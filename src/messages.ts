@@ -5,8 +5,9 @@ import type { ProblemLanguage } from './errors-i18n.ts'
  * problems speak. A message names no field (`field` does) and reads after it: `title` — "must not
  * be blank". The validator builds them from the schema's keyword and its parameters
  * (src/http/validation.ts); handlers name a key and its parameters (`message('SORT_KEY', {…})`).
- * Nothing of the validator's own wording (`must match pattern "\S"`) reaches a client. A resource
- * adds the messages of its own rules (`registerMessages`, below).
+ * Nothing of the validator's own wording (`must match pattern "\S"`) reaches a client. A part
+ * declares the messages of its own rules (`messages` in its definition); the catalogue
+ * (src/catalogue.ts) words them all.
  */
 interface CoreMessageParams {
   REQUIRED: Record<never, never>
@@ -281,23 +282,17 @@ const ES: Templates = {
   ADDRESS_REFUSED: p => `se resuelve a ${p.address}, ${ES_WORDS.kinds[p.kind]}; los webhooks solo van a direcciones públicas`,
 }
 
-const TEMPLATES: Readonly<Record<ProblemLanguage, Templates<MessageParams>>> = { en: EN, de: DE, fr: FR, es: ES } as Record<ProblemLanguage, Templates<MessageParams>>
+/** Templates of messages, by language and key: the core's, or those a part declares (`messages`). */
+export type MessageTemplates<K extends MessageKey = MessageKey> = Readonly<Record<ProblemLanguage, { readonly [k in K]: (p: MessageParams[k]) => string }>>
+
+/** The core's messages in every language problems speak. */
+export const CORE_MESSAGES: MessageTemplates<keyof CoreMessageParams> = { en: EN, de: DE, fr: FR, es: ES }
 
 /**
- * Adds a resource's messages, each in every language problems speak; a key may be defined once.
- *
- * @example
- * registerMessages({ en: { SLOT_TAKEN: () => 'is taken' }, de: { SLOT_TAKEN: () => 'ist vergeben' }, … })
+ * The words of `m` in `lang`, when it is one of the core's messages (its key, otherwise): where no
+ * catalogue is at hand. A problem's messages are worded by the catalogue, which has every part's.
  */
-export function registerMessages<K extends MessageKey> (templates: Readonly<Record<ProblemLanguage, { readonly [k in K]: (p: MessageParams[k]) => string }>>): void {
-  for (const [lang, byKey] of Object.entries(templates)) {
-    for (const key of Object.keys(byKey)) if (key in TEMPLATES[lang as ProblemLanguage]) throw new Error(`message ${key} is defined twice`)
-    Object.assign(TEMPLATES[lang as ProblemLanguage], byKey)
-  }
-}
-
-/** The words of `m` in `lang`. */
 export function wordMessage (m: Message, lang: ProblemLanguage): string {
-  const template = TEMPLATES[lang][m.key] as (p: unknown) => string
-  return template(m.params)
+  const template = (CORE_MESSAGES[lang] as Partial<Record<MessageKey, (p: unknown) => string>>)[m.key]
+  return template === undefined ? m.key : template(m.params)
 }

@@ -1,4 +1,4 @@
-import type { Resource } from './http/resources.ts'
+import type { Part, Resource } from './http/resources.ts'
 import { postsResource } from './resources/posts/index.ts'
 import { ordersResource } from './resources/orders/index.ts'
 import { exportsResource } from './resources/exports/index.ts'
@@ -6,6 +6,9 @@ import { webhooksResource } from './resources/webhooks/index.ts'
 import { eventsResource } from './resources/events/index.ts'
 import { importsResource } from './resources/imports/index.ts'
 import { mediaResource } from './resources/media/index.ts'
+
+/** Every facility (a part without routes of its own): adding one is its folder plus one line here. */
+export const FACILITIES: readonly Part[] = []
 
 /** Every resource the service serves: adding one is its folder plus one line here. */
 export const RESOURCES: readonly Resource[] = [
@@ -17,3 +20,6 @@ export const RESOURCES: readonly Resource[] = [
   importsResource,
   mediaResource,
 ]
+
+/** Every part, in the order their declarations are put together: the facilities, then the resources. */
+export const PARTS: readonly Part[] = [...FACILITIES, ...RESOURCES]

@@ -77,7 +77,7 @@ export async function startServer (config: Config): Promise<{ app: FastifyInstan
     // drain still ends cleanly (exit 0); only a stuck close forces exit 1.
     const grace = setTimeout(() => {
       app.log.warn('in-flight requests did not finish in time; answering them 503')
-      app.abandonInFlight()
+      context.inFlight.abandonAll()
     }, SHUTDOWN_GRACE_MS)
     grace.unref()
     const force = setTimeout(() => {

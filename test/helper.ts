@@ -13,7 +13,8 @@ import { generateApiKey } from '../src/http/auth.ts'
 import { buildMetricsApp } from '../src/http/metrics.ts'
 import { type Job, JobRunner } from '../src/jobs/job.ts'
 import { type AppContext, createContext, loadConfig, openStore } from '../src/context.ts'
-import type { Resource } from '../src/http/resources.ts'
+import type { Part, Resource } from '../src/http/resources.ts'
+import { FACILITIES, RESOURCES } from '../src/registry.ts'
 import type { Store } from '../src/store/store.ts'
 import { validateResponse } from './openapi-validator.ts'
 
@@ -146,10 +147,12 @@ export interface TestAppOptions {
   url?: (freshUrl: string) => string
   /** The resources to serve instead of the registry's (a fixture resource beside them). */
   resources?: readonly Resource[]
+  /** The facilities instead of the registry's (a fixture facility beside them). */
+  facilities?: readonly Part[]
 }
 
 /** The settings of a test's app on database `url`: silent unless TEST_LOG is set, no bootstrap key, no shedding; `env` overrides. */
-export function testConfig (url: string, dataDir: string, env: Record<string, string> = {}, resources?: readonly Resource[]): Config {
+export function testConfig (url: string, dataDir: string, env: Record<string, string> = {}, parts?: readonly Part[]): Config {
   return loadConfig({
     DATABASE_URL: url,
     DATA_DIR: dataDir,
@@ -161,7 +164,7 @@ export function testConfig (url: string, dataDir: string, env: Record<string, st
     OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
     OVERLOAD_MAX_WAIT_MS: '0',
     ...env,
-  }, resources)
+  }, parts)
 }
 
 /**
@@ -170,10 +173,12 @@ export function testConfig (url: string, dataDir: string, env: Record<string, st
  */
 export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: TestAppOptions = {}): Promise<TestApp> {
   const db = await freshDatabase(kind)
-  const config = testConfig(opts.url ? opts.url(db.url) : db.url, db.dataDir, env, opts.resources)
-  const store = await openStore(config, opts.resources)
+  const facilities = opts.facilities ?? FACILITIES
+  const resources = opts.resources ?? RESOURCES
+  const config = testConfig(opts.url ? opts.url(db.url) : db.url, db.dataDir, env, [...facilities, ...resources])
+  const store = await openStore(config, [...facilities, ...resources])
   await store.migrate()
-  const context = await createContext(config, { store, ...(opts.resources !== undefined ? { resources: opts.resources } : {}) })
+  const context = await createContext(config, { store, resources, facilities })
   const app = await buildApp(context)
   opts.extend?.(app)
   await app.ready()

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util'
 import { ConfigError } from '../config.ts'
 import { generateApiKey } from '../http/auth.ts'
 import type { Resource } from '../http/resources.ts'
-import { RESOURCES } from '../registry.ts'
+import { FACILITIES, RESOURCES } from '../registry.ts'
 import { startServer } from '../server.ts'
 import { knownScopes, loadConfig, openStore } from '../context.ts'
 
@@ -23,7 +23,8 @@ Settings come from the environment; see the README's configuration table.`
  * registry's unless a test gives its own (their scopes are the ones `keys create` takes).
  */
 export async function runCli (argv: string[], { env = process.env, resources = RESOURCES }: { env?: NodeJS.ProcessEnv, resources?: readonly Resource[] } = {}): Promise<number> {
-  const SCOPES = knownScopes(resources)
+  const parts = [...FACILITIES, ...resources]
+  const SCOPES = knownScopes(parts)
   const USAGE = usage(SCOPES)
   const [command = 'serve', ...rest] = argv
   const asksHelp = (a: string) => a === 'help' || a === '--help' || a === '-h'
@@ -34,7 +35,7 @@ export async function runCli (argv: string[], { env = process.env, resources = R
   }
   let config
   try {
-    config = loadConfig(env, resources)
+    config = loadConfig(env, parts)
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`bad setting ${err.message}\n`)
@@ -48,7 +49,7 @@ export async function runCli (argv: string[], { env = process.env, resources = R
     return -1
   }
 
-  const store = await openStore(config, resources)
+  const store = await openStore(config, parts)
   try {
     await store.migrate()
     if (command === 'migrate') {

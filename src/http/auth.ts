@@ -213,7 +213,7 @@ export const authPlugin = fp(async function auth (app: FastifyInstance, opts: { 
       req.principal = principal
       done()
     }, (err: unknown) => {
-      if (!(err instanceof AppError) || err.status !== 401) {
+      if (!(err instanceof AppError) || (err.code !== 'UNAUTHENTICATED' && err.code !== 'INVALID_TOKEN')) {
         done(err as Error)
         return
       }

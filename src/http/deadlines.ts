@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { Catalogue } from '../catalogue.ts'
 import type { Config } from '../config.ts'
 import { AppError } from '../errors.ts'
-import { buildProblem, problemHeaders, SUCCESS_ONLY_HEADERS, unavailable } from './problems.ts'
+import { buildProblem, problemHeaders, statusOf, SUCCESS_ONLY_HEADERS, unavailable } from './problems.ts'
 import { isLongLived, routeOf } from './route.ts'
 
 declare module 'fastify' {
@@ -23,10 +24,12 @@ declare module 'fastify' {
      */
     commitStarted (): void
   }
-  interface FastifyInstance {
-    /** Answers every request still in flight with 503 and aborts its work (the end of a graceful shutdown). */
-    abandonInFlight (): void
-  }
+}
+
+/** The requests an app has in flight, as the end of a graceful shutdown reaches them. */
+export class InFlight {
+  /** Answers every request still in flight with 503 and aborts its work (set by the deadlines plugin). */
+  abandonAll (): void {}
 }
 
 /** When a request runs out of time (`performance.now()` milliseconds), and its reply. */
@@ -53,9 +56,9 @@ function abandon (req: FastifyRequest, reason: Error): void {
 /**
  * A request not answered within REQUEST_TIMEOUT_MS gets 503 REQUEST_TIMEOUT with Retry-After (or
  * 408 CLIENT_TIMEOUT while its body is still arriving) and `req.abandoned` aborts; a late answer from the abandoned work is dropped by Fastify (logged, no
- * crash). Shutdown answers what is still in flight the same way (abandonInFlight).
+ * crash). Shutdown answers what is still in flight the same way (`InFlight.abandonAll`).
  */
-export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance, opts: { config: Pick<Config, 'requestTimeoutMs'> }) {
+export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance, opts: { config: Pick<Config, 'requestTimeoutMs'>, catalogue: Catalogue, inFlight: InFlight }) {
   const timeoutMs = opts.config.requestTimeoutMs
   // A Map, not a WeakMap: shutdown must reach every request still in flight. Entries leave on answer.
   // Every request gets the same timeout, so the Map's insertion order is deadline order: one timer,
@@ -115,24 +118,25 @@ export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance
     for (const [name, value] of Object.entries(reply.getHeaders())) {
       if (value !== undefined && !(SUCCESS_ONLY_HEADERS as readonly string[]).includes(name)) kept[name] = value
     }
-    const body = JSON.stringify(buildProblem(req, err))
+    const body = JSON.stringify(buildProblem(opts.catalogue, req, err))
+    const status = statusOf(opts.catalogue, err)
     // A body still arriving would keep the connection busy (Node reads and discards it to reuse the
     // connection): closing is the only way to stop a client that trickles its upload.
     const close: Record<string, string> = req.raw.complete ? {} : { connection: 'close' }
-    reply.raw.writeHead(err.status, { ...kept, ...problemHeaders(req, err), ...close, 'content-length': Buffer.byteLength(body) })
+    reply.raw.writeHead(status, { ...kept, ...problemHeaders(req, err), ...close, 'content-length': Buffer.byteLength(body) })
     reply.raw.end(body)
     const line = { timeout_ms: timeoutMs, route: routeOf(req).url, code: err.code }
-    if (err.status >= 500) req.log.warn(line, 'request abandoned')
+    if (status >= 500) req.log.warn(line, 'request abandoned')
     else req.log.info(line, 'request abandoned: its body did not arrive in time')
     abandon(req, err)
   }
 
   // Shutdown's last step: whatever is still running gets 503 now and commits nothing.
-  app.decorate('abandonInFlight', () => {
+  opts.inFlight.abandonAll = () => {
     for (const [req, d] of [...deadlines]) {
       expire(req, d.reply, unavailable('SERVICE_UNAVAILABLE', 'The instance is shutting down and could not finish this request in time; nothing was changed. Retry.'))
     }
-  })
+  }
 
   // Hooks with a callback, not async: each async hook costs a promise and a microtask per request.
   app.addHook('onRequest', (req, reply, done) => {

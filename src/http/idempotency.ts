@@ -5,7 +5,7 @@ import fp from 'fastify-plugin'
 import stringify from 'safe-stable-stringify'
 import type { Config } from '../config.ts'
 import { AppError } from '../errors.ts'
-import type { IdempotencyScope, StoredResponse, UnitOfWork } from '../store/store.ts'
+import type { IdempotencyScope, Store, StoredResponse, UnitOfWork } from '../store/store.ts'
 
 /** A key this request holds: its record is completed with the response, or released. */
 interface Claim {
@@ -83,7 +83,8 @@ export async function completeIdempotentWrite (req: FastifyRequest, uow: UnitOfW
  * (401, 403, 415, 422, …) or failing (5xx) releases the key, so the client can fix and retry.
  * Routes need no declaration: being a POST is enough.
  */
-export const idempotencyPlugin = fp(async function idempotency (app: FastifyInstance, opts: { config: Config }) {
+export const idempotencyPlugin = fp(async function idempotency (app: FastifyInstance, opts: { config: Config, store: Store }) {
+  const { store } = opts
   const lockMs = opts.config.requestTimeoutMs + 5_000
   const ttlMs = opts.config.idempotencyTtlS * 1000
   const owner = opts.config.instanceId
@@ -94,12 +95,12 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
   // lapses (INSTANCE_LEASE_MS), and an instance that starts frees its own name's at once, since
   // nothing of its own can be running yet. Renewed three times per lease, so one late beat is no loss.
   const beat = async () => {
-    await app.store.idempotency.heartbeat(owner, new Date(Date.now() + leaseMs))
+    await store.idempotency.heartbeat(owner, new Date(Date.now() + leaseMs))
   }
   let heart: NodeJS.Timeout | undefined
   app.addHook('onReady', async () => {
     try {
-      const freed = await app.store.idempotency.releaseOwner(owner)
+      const freed = await store.idempotency.releaseOwner(owner)
       if (freed > 0) app.log.info({ freed, instance: owner }, 'freed the Idempotency-Key claims a previous process of this instance left')
       await beat()
     } catch (err) {
@@ -112,7 +113,7 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
   app.addHook('onClose', async () => {
     clearInterval(heart)
     // Every request has been answered or abandoned: none of this instance's claims is still needed.
-    await app.store.idempotency.releaseOwner(owner).catch(() => {})
+    await store.idempotency.releaseOwner(owner).catch(() => {})
   })
 
   // Callback hooks that return at once on a request without the header (every read): an async
@@ -136,7 +137,7 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
       key: raw,
     }
     const now = new Date()
-    const claim = await app.store.idempotency.claim(scope, fingerprint(req), now, { lockMs, ttlMs, owner })
+    const claim = await store.idempotency.claim(scope, fingerprint(req), now, { lockMs, ttlMs, owner })
     switch (claim.outcome) {
       case 'claimed':
         req.idempotency = { scope, token: claim.token, done: false }
@@ -175,7 +176,7 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
       return
     }
     claim.done = true
-    app.store.idempotency.release(claim.scope, claim.token).catch((err: unknown) => {
+    store.idempotency.release(claim.scope, claim.token).catch((err: unknown) => {
       req.log.warn({ err }, 'could not release an Idempotency-Key; it frees itself when its lock ends')
     }).finally(done)
   }
@@ -183,7 +184,7 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
   app.addHook('onRequestAbort', release)
 
   const sweep = () => {
-    app.store.idempotency.sweep(new Date()).catch((err: unknown) => { app.log.warn({ err }, 'sweeping expired Idempotency-Key records failed') })
+    store.idempotency.sweep(new Date()).catch((err: unknown) => { app.log.warn({ err }, 'sweeping expired Idempotency-Key records failed') })
   }
   const timer = setInterval(sweep, SWEEP_INTERVAL_MS).unref()
   app.addHook('onClose', async () => { clearInterval(timer) })

@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Histogram, type Registry } from 'prom-client'
 import type { Config } from '../config.ts'
 import { AppError } from '../errors.ts'
+import { buildCatalogue, type Catalogue } from '../catalogue.ts'
 import { problemsPlugin, sendProblem } from './problems.ts'
 import { routeOf, routePlugin } from './route.ts'
 import { genRequestId, tracingPlugin } from './tracing.ts'
@@ -58,16 +59,16 @@ function digest (text: string): Buffer {
 }
 
 /** `Authorization: Bearer <token>` as Prometheus sends it (`authorization.credentials`), in constant time. */
-function checkToken (expected: Buffer) {
+function checkToken (catalogue: Catalogue, expected: Buffer) {
   return function metricsToken (req: FastifyRequest, reply: FastifyReply, done: () => void): void {
     const header = req.headers.authorization
     if (header === undefined || header.trim() === '') {
-      sendProblem(req, reply, new AppError('UNAUTHENTICATED', 'Scraping the metrics needs the METRICS_TOKEN as a bearer token.', { headers: { 'www-authenticate': METRICS_REALM } }))
+      sendProblem(catalogue, req, reply, new AppError('UNAUTHENTICATED', 'Scraping the metrics needs the METRICS_TOKEN as a bearer token.', { headers: { 'www-authenticate': METRICS_REALM } }))
       return
     }
     const m = /^Bearer +(\S+) *$/i.exec(header)
     if (m === null || !timingSafeEqual(digest(m[1]!), expected)) {
-      sendProblem(req, reply, new AppError('INVALID_TOKEN', 'This is not the metrics token.', { headers: { 'www-authenticate': `${METRICS_REALM}, error="invalid_token"` } }))
+      sendProblem(catalogue, req, reply, new AppError('INVALID_TOKEN', 'This is not the metrics token.', { headers: { 'www-authenticate': `${METRICS_REALM}, error="invalid_token"` } }))
       return
     }
     done()
@@ -90,9 +91,11 @@ export async function buildMetricsApp (registry: Registry, settings: Pick<Config
   })
   await app.register(routePlugin)
   await app.register(tracingPlugin)
-  await app.register(problemsPlugin)
-  app.setNotFoundHandler((req, reply) => sendProblem(req, reply, new AppError('NOT_FOUND', 'The metrics listener serves GET /metrics only.')))
-  const onRequest = settings.token === null ? [] : [checkToken(digest(settings.token))]
+  // The listener answers only the core's problems.
+  const catalogue = buildCatalogue([])
+  await app.register(problemsPlugin, { catalogue })
+  app.setNotFoundHandler((req, reply) => sendProblem(catalogue, req, reply, new AppError('NOT_FOUND', 'The metrics listener serves GET /metrics only.')))
+  const onRequest = settings.token === null ? [] : [checkToken(catalogue, digest(settings.token))]
   app.get('/metrics', { onRequest }, async (_req, reply) => {
     reply.header('content-type', registry.contentType).header('cache-control', 'no-store')
     return await registry.metrics()

@@ -3,9 +3,10 @@ import { STATUS_CODES as HTTP_STATUS_TEXT } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { isStoreUnavailable } from '../store/errors.ts'
-import { AppError, fieldError, PROBLEMS, type FieldError, type ProblemCode, problemSlug } from '../errors.ts'
-import { message, wordMessage } from '../messages.ts'
-import { PROBLEM_TRANSLATIONS, type ProblemLanguage, problemLanguage } from '../errors-i18n.ts'
+import type { Catalogue } from '../catalogue.ts'
+import { AppError, CORE_PROBLEMS, type CoreProblemCode, fieldError, type FieldError, type ProblemCode, problemSlug } from '../errors.ts'
+import { message } from '../messages.ts'
+import { type ProblemLanguage, problemLanguage } from '../errors-i18n.ts'
 import { PROBLEM_LIMITS } from './schemas.ts'
 import { toFieldErrors } from './validation.ts'
 import { routeOf } from './route.ts'
@@ -46,17 +47,24 @@ function clamp (text: string, max: number): string {
   return chars.length <= max ? text : chars.slice(0, max - 1).join('') + '…'
 }
 
+/** The status the catalogue gives `err`'s code. */
+export function statusOf (catalogue: Catalogue, err: AppError): number {
+  return catalogue.problems[err.code].status
+}
+
 /**
- * Builds the problem body of `err` for `req`. Members that echo what the client sent (the path,
- * a member's name) are cut to the bounds the OpenAPI document publishes (PROBLEM_LIMITS).
+ * Builds the problem body of `err` for `req`, in the words of `catalogue`. Members that echo what
+ * the client sent (the path, a member's name) are cut to the bounds the OpenAPI document publishes
+ * (PROBLEM_LIMITS).
  */
-export function buildProblem (req: FastifyRequest, err: AppError): Problem {
+export function buildProblem (catalogue: Catalogue, req: FastifyRequest, err: AppError): Problem {
   const lang = languageOf(req)
-  const text = lang === 'en' ? { title: PROBLEMS[err.code].title, detail: err.message } : PROBLEM_TRANSLATIONS[lang][err.code]
+  const def = catalogue.problems[err.code]
+  const text = lang === 'en' ? { title: def.title, detail: err.detail ?? def.detail } : catalogue.translations[lang][err.code]
   const problem: Problem = {
     type: `/problems/${problemSlug(err.code)}`,
     title: text.title,
-    status: err.status,
+    status: def.status,
     detail: clamp(text.detail, PROBLEM_LIMITS.detail),
     // The path the client asked for (before a /v1/… alias was rewritten).
     instance: clamp((req.originalUrl ?? req.url).split('?')[0] ?? '/', PROBLEM_LIMITS.instance),
@@ -69,7 +77,7 @@ export function buildProblem (req: FastifyRequest, err: AppError): Problem {
       .map(e => ({
         field: clamp(e.field, PROBLEM_LIMITS.field),
         code: e.code,
-        message: clamp(typeof e.message === 'string' ? e.message : wordMessage(e.message, lang), PROBLEM_LIMITS.message),
+        message: clamp(e.message === undefined ? catalogue.fieldCodes[e.code] : typeof e.message === 'string' ? e.message : catalogue.word(e.message, lang), PROBLEM_LIMITS.message),
       }))
   }
   return problem
@@ -88,11 +96,11 @@ export function problemHeaders (req: FastifyRequest, err: AppError): Record<stri
   }
 }
 
-/** Sends `err` as a problem. Every error response of the service goes through here. */
-export function sendProblem (req: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
+/** Sends `err` as a problem of `catalogue`. Every error response of the service goes through here. */
+export function sendProblem (catalogue: Catalogue, req: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
   for (const name of SUCCESS_ONLY_HEADERS) reply.removeHeader(name)
   // A Buffer, because Fastify appends "; charset=utf-8" to every JSON type sent as a string.
-  return reply.code(err.status).headers(problemHeaders(req, err)).send(Buffer.from(JSON.stringify(buildProblem(req, err))))
+  return reply.code(statusOf(catalogue, err)).headers(problemHeaders(req, err)).send(Buffer.from(JSON.stringify(buildProblem(catalogue, req, err))))
 }
 
 /** A problem written on a raw socket: the status line and header block, and the body. */
@@ -108,8 +116,8 @@ export function instanceOf (target: string): string {
  * answers itself): the same body and headers as sendProblem's, in English, with a new trace, and
  * `Connection: close`, since nothing more is read from that connection.
  */
-export function rawProblem (code: ProblemCode, target: string, detail?: string, headers: Record<string, string> = {}): RawProblem {
-  const p = PROBLEMS[code]
+export function rawProblem (code: CoreProblemCode, target: string, detail?: string, headers: Record<string, string> = {}): RawProblem {
+  const p = CORE_PROBLEMS[code]
   const problem: Problem = {
     type: `/problems/${problemSlug(code)}`,
     title: p.title,
@@ -198,14 +206,15 @@ export function toAppError (error: unknown, req?: FastifyRequest): AppError {
 }
 
 /** The error handler: one place that turns every failure into a problem, and logs 5xx with context. */
-export const problemsPlugin = fp(async function problems (app: FastifyInstance) {
+export const problemsPlugin = fp(async function problems (app: FastifyInstance, { catalogue }: { catalogue: Catalogue }) {
   app.setErrorHandler(function errorHandler (error, req, reply) {
     const appError = toAppError(error, req)
-    if (appError.status >= 500) {
+    const status = statusOf(catalogue, appError)
+    if (status >= 500) {
       if (appError.code === 'INTERNAL_ERROR') req.log.error({ err: error, route: routeOf(req).url }, 'request failed')
       else req.log.warn({ err: error, code: appError.code }, 'service unavailable')
-      if (!('retry-after' in appError.headers) && appError.status === 503) reply.header('retry-after', String(RETRY_AFTER_S))
+      if (!('retry-after' in appError.headers) && status === 503) reply.header('retry-after', String(RETRY_AFTER_S))
     }
-    return sendProblem(req, reply, appError)
+    return sendProblem(catalogue, req, reply, appError)
   })
 }, { name: 'problems' })

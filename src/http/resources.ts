@@ -2,10 +2,12 @@ import { type TSchema, Type } from '@sinclair/typebox'
 import type { Ajv } from 'ajv'
 import type { FastifyBaseLogger, FastifyInstance, FastifySchema } from 'fastify'
 import type { Registry } from 'prom-client'
+import type { CatalogueDeclarations } from '../catalogue.ts'
 import type { Config, SettingsSection } from '../config.ts'
-import { eventTypesOf } from '../domain/events.ts'
 import type { Viewer } from '../domain/principal.ts'
+import type { WebhookOutbox } from '../jobs/deliveries.ts'
 import type { Background, Job, JobWaker } from '../jobs/job.ts'
+import type { Lifecycle } from '../jobs/lifecycle.ts'
 import type { StoreModule } from '../store/module.ts'
 import type { ListPage, ListQuery, Repositories, Store, UnitOfWork } from '../store/store.ts'
 import { declareRepresentation } from './conditional.ts'
@@ -18,11 +20,15 @@ export interface ResourceContext {
   readonly config: Config
   readonly store: Store
   readonly cursors: CursorCodec
-  /** Wakes a job (its own, or the core's `webhooks`) after a commit that gave it work. */
+  /** Wakes a job after a commit that gave it work. */
   readonly jobs: JobWaker
+  /** The webhook outbox's sender: `wake()` after a commit that queued a delivery. */
+  readonly webhooks: WebhookOutbox
+  /** What the parts' `services` made (the composition root made them once, before any route). */
+  readonly services: Services
   /** Compiles against every shared schema: `bodies.getSchema('CreateTicketBody')` validates a whole body. */
   readonly bodies: Ajv
-  /** Every event type the registered resources raise, in the registry's order. */
+  /** Every event type the registered parts raise, in the registry's order. */
   readonly eventTypes: readonly string[]
   /** Every registered resource (a route may use another's declared capability, never its code). */
   readonly resources: readonly Resource[]
@@ -39,22 +45,18 @@ export interface ResourceContext {
 }
 
 /**
- * A resource brings, from its own folder, everything the service needs to serve it: its schemas
- * (with `$id`, per version), its routes, registered once per version, and its tables. The app names no
- * resource; `src/registry.ts` lists them.
+ * A part of the service, declared in its own folder and listed by `src/registry.ts`: what it adds
+ * to the catalogue (`problems`, `fieldCodes`, `messages`), its settings, event types, scopes and
+ * tables, the services it needs and its background work. The composition root (src/context.ts)
+ * puts every part's declarations together, in the registry's order. A facility is a part that
+ * serves no routes of its own; a resource (below) is a part with routes.
+ *
+ * @example
+ * export const remindersFacility: Part = { name: 'reminders', settings, store, eventTypes: ['reminder.sent'], problems, jobs }
  */
-export interface Resource {
-  /** The collection's name: the OpenAPI tag and the API index's link relation. */
+export interface Part extends CatalogueDeclarations {
+  /** Its name: a resource's is its collection's (the OpenAPI tag and the API index's link relation). */
   readonly name: string
-  readonly description: string
-  /** The collection's path, linked from the API index. */
-  readonly path: string
-  /** False when the path answers no GET (its items are created and read one by one): the index leaves it out. */
-  readonly indexed?: boolean
-  /** OpenAPI 3.1 `webhooks` entries: the requests the service sends for this resource. */
-  readonly webhooks?: Readonly<Record<string, unknown>>
-  /** Its `$id` schemas; made from what the registered resources declare when they depend on it (`SchemasContext`). */
-  readonly schemas: readonly TSchema[] | ((ctx: SchemasContext) => readonly TSchema[])
   /** The types of the events its changes raise (`ticket.created`, …): the change stream and subscriptions offer them. */
   readonly eventTypes?: readonly string[]
   /** The scopes its routes require, besides `admin` (API keys may be made with them). */
@@ -63,25 +65,42 @@ export interface Resource {
   readonly settings?: SettingsSection
   /**
    * How often the core's webhook outbox (src/jobs/deliveries.ts) looks for due deliveries, when the
-   * resource sets it: the outbox takes the shortest any resource asks for, 500 ms when none does.
+   * part sets it: the outbox takes the shortest any part asks for, 500 ms when none does.
    */
   outboxPollMs? (config: Config): number
-  /** Its tables and repository, when it brings any (the store opens every registered resource's). */
+  /** Its tables and repository, when it brings any (the store opens every registered part's). */
   readonly store?: StoreModule | readonly StoreModule[]
+  /**
+   * What it needs beside its routes and jobs (a hub, a scheduler, a storage): made once by the
+   * composition root (src/context.ts), before any route or job, and handed to them as `services`.
+   */
+  services? (ctx: ServicesContext): Partial<Services> | Promise<Partial<Services>>
+  /** Work it does outside requests, run on every instance from start to close (src/jobs). */
+  jobs? (ctx: JobContext): readonly Job[]
+}
+
+/**
+ * A resource brings, from its own folder, everything the service needs to serve it: its schemas
+ * (with `$id`, per version), its routes, registered once per version, and what every part declares.
+ * The app names no resource; `src/registry.ts` lists them.
+ */
+export interface Resource extends Part {
+  readonly description: string
+  /** The collection's path, linked from the API index. */
+  readonly path: string
+  /** False when the path answers no GET (its items are created and read one by one): the index leaves it out. */
+  readonly indexed?: boolean
+  /** OpenAPI 3.1 `webhooks` entries: the requests the service sends for this resource. */
+  readonly webhooks?: Readonly<Record<string, unknown>>
+  /** Its `$id` schemas; made from what the registered parts declare when they depend on it (`SchemasContext`). */
+  readonly schemas: readonly TSchema[] | ((ctx: SchemasContext) => readonly TSchema[])
   routes (app: FastifyInstance, ctx: ResourceContext): Promise<void>
   /** Routes the same in every version (a feed), registered once, unprefixed; `/vN/…` aliases are rewritten onto them. */
-  unversionedRoutes? (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void>
+  unversionedRoutes? (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store, readonly services: Services }): Promise<void>
   /** The paths `unversionedRoutes` answer (`/feed.atom`; `*`: any rest), whose `/vN/…` aliases are rewritten. */
   readonly unversionedPaths?: readonly string[]
   /** Further links of the API index, by relation (`feed_atom: '/feed.atom'`). */
   readonly links?: Readonly<Record<string, string>>
-  /** Work the resource does outside requests, run on every instance from start to close (src/jobs). */
-  jobs? (ctx: JobContext): readonly Job[]
-  /**
-   * Set-up on the root instance outside requests that is not a job (hooks, a decoration's use),
-   * done once per app before the routes.
-   */
-  services? (app: FastifyInstance, ctx: ServicesContext): Promise<void>
   /** A collection another resource may write out whole (found by this capability, never by name). */
   readonly exportable?: Exportable
   /** A collection another resource may fill from a file of another service (found by this capability, never by name). */
@@ -134,19 +153,30 @@ export interface SchemasContext {
   readonly eventTypes: readonly string[]
 }
 
-/** A resource's schemas among `resources` (the registry's, or a test's). */
-export function schemasOf (resource: Resource, resources: readonly Resource[]): readonly TSchema[] {
-  return typeof resource.schemas === 'function' ? resource.schemas({ eventTypes: eventTypesOf(resources) }) : resource.schemas
+/** A resource's schemas, given every event type the registered parts raise. */
+export function schemasOf (resource: Resource, eventTypes: readonly string[]): readonly TSchema[] {
+  return typeof resource.schemas === 'function' ? resource.schemas({ eventTypes }) : resource.schemas
 }
 
-/** What a resource's services are set up with. */
+/**
+ * The services the parts make, by name: each adds its own by declaration merging
+ * (`interface Services { readonly eventStreams: StreamHub }`), as a store module adds its repository.
+ */
+export interface Services {}
+
+/** What a resource's services are made with. */
 export interface ServicesContext {
   readonly config: Config
   readonly store: Store
+  readonly log: FastifyBaseLogger
   /** The app's Prometheus registry. */
   readonly metrics: Registry
   /** Where a resource hands its background work (a sender, a scheduler): run on the instances that run it (BACKGROUND_WORK). */
   readonly background: Background
+  /** The webhook outbox's sender. */
+  readonly webhooks: WebhookOutbox
+  /** Work at the app's turns (ready, closing, closed) that is not background work. */
+  readonly lifecycle: Lifecycle
 }
 
 /** What a resource's jobs are made with. */
@@ -158,9 +188,11 @@ export interface JobContext {
   readonly metrics: Registry
   readonly jobs: JobWaker
   /** The core's webhook sender: `wake()` after a commit that queued a delivery. */
-  readonly webhooks: { wake (): void }
+  readonly webhooks: WebhookOutbox
   /** Every registered resource (a job may use another's declared capability, never its code). */
   readonly resources: readonly Resource[]
+  /** What the parts' `services` made. */
+  readonly services: Services
 }
 
 /**
@@ -230,13 +262,20 @@ export interface Importable {
   write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config): Promise<ImportableOutcome[]>
 }
 
-export interface ResourcesOptions {
+/** What the routes are registered with: the composition root's (src/context.ts). */
+export interface ResourcesContext {
   readonly resources: readonly Resource[]
+  /** Every event type the registered parts raise. */
+  readonly eventTypes: readonly string[]
   readonly config: Config
   readonly store: Store
   readonly cursors: CursorCodec
-  readonly jobs: JobWaker & Background
-  readonly metrics: Registry
+  readonly jobs: JobWaker
+  readonly webhooks: WebhookOutbox
+  readonly services: Services
+}
+
+export interface ResourcesOptions {
   readonly bodies: Ajv
   /** Versioned routes that are not a resource (the API index), registered alongside. */
   readonly alongside?: readonly ((app: FastifyInstance, ctx: ResourceContext) => Promise<void>)[]
@@ -245,26 +284,25 @@ export interface ResourcesOptions {
 const NO_QUERY = Type.Object({}, { additionalProperties: false })
 
 /** Registers every resource once per API version, unprefixed (negotiated by Accept) and under `/vN`. */
-export async function registerResources (app: FastifyInstance, opts: ResourcesOptions): Promise<void> {
-  const eventTypes = eventTypesOf(opts.resources)
-  for (const resource of opts.resources) {
-    declareRepresentation(resource.name, schemasOf(resource, opts.resources))
-    await resource.services?.(app, { config: opts.config, store: opts.store, metrics: opts.metrics, background: opts.jobs })
-  }
-  for (const resource of opts.resources) await resource.unversionedRoutes?.(app, { config: opts.config, store: opts.store })
+export async function registerResources (app: FastifyInstance, parts: ResourcesContext, opts: ResourcesOptions): Promise<void> {
+  const { eventTypes } = parts
+  for (const resource of parts.resources) declareRepresentation(resource.name, schemasOf(resource, eventTypes))
+  for (const resource of parts.resources) await resource.unversionedRoutes?.(app, parts)
   for (const version of API_VERSIONS) {
     for (const prefix of ['', `/v${version}`]) {
       const documented = prefix === '' ? version === DEFAULT_VERSION : version !== DEFAULT_VERSION
       const produces = ['application/json', vendorMediaType(version)]
       const ctx: ResourceContext = {
         version,
-        config: opts.config,
-        store: opts.store,
-        cursors: opts.cursors,
-        jobs: opts.jobs,
+        config: parts.config,
+        store: parts.store,
+        cursors: parts.cursors,
+        jobs: parts.jobs,
+        webhooks: parts.webhooks,
+        services: parts.services,
         bodies: opts.bodies,
         eventTypes,
-        resources: opts.resources,
+        resources: parts.resources,
         route: ({ config, schema }) => ({
           constraints: { apiVersion: String(version) },
           config: { ...(config ?? {}), apiVersion: version } as never,
@@ -274,7 +312,7 @@ export async function registerResources (app: FastifyInstance, opts: ResourcesOp
       }
       await app.register(async scope => {
         for (const extra of opts.alongside ?? []) await extra(scope, ctx)
-        for (const resource of opts.resources) await resource.routes(scope, ctx)
+        for (const resource of parts.resources) await resource.routes(scope, ctx)
       }, { prefix })
     }
   }

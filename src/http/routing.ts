@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
+import type { Catalogue } from '../catalogue.ts'
+import type { Config } from '../config.ts'
 import { sendProblem } from './problems.ts'
-import { negotiationOf, notAcceptable, pathVersionPrefix } from './versioning.ts'
+import { negotiationOf, notAcceptable, pathVersionPrefix, versionHeadersOf } from './versioning.ts'
 
 interface PathEntry { pattern: RegExp, methods: Set<string>, acceptPatch: string | null, versioned: boolean }
 
@@ -23,7 +25,8 @@ declare module 'fastify' {
  * OPTIONS → 204 with Allow; a known path with another method → 405 with Allow;
  * a known path whose version cannot be served → 406; `/things/` → 308 to `/things`; else 404.
  */
-export const routingPlugin = fp(async function routing (app: FastifyInstance) {
+export const routingPlugin = fp(async function routing (app: FastifyInstance, { catalogue, config }: { catalogue: Catalogue, config: Pick<Config, 'versions'> }) {
+  const versionHeaders = versionHeadersOf(config)
   const table = new Map<string, PathEntry>()
 
   app.addHook('onRoute', route => {
@@ -76,19 +79,19 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance) {
       const allow = allowOf(entry)
       const n = negotiationOf(req.raw)
       // OPTIONS and 405 on a versioned path still say which version answered, and warn if it is deprecated.
-      if (entry.versioned && n.ok) app.versionHeaders(reply, n.version)
+      if (entry.versioned && n.ok) versionHeaders(reply, n.version)
       if (req.method === 'OPTIONS') {
         reply.header('allow', allow)
         if (entry.acceptPatch !== null) reply.header('accept-patch', entry.acceptPatch)
         return reply.code(204).send()
       }
       if (!entry.methods.has(req.method)) {
-        return sendProblem(req, reply, new AppError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}. Allowed: ${allow}.`, { headers: { allow } }))
+        return sendProblem(catalogue, req, reply, new AppError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}. Allowed: ${allow}.`, { headers: { allow } }))
       }
-      if (!n.ok) return sendProblem(req, reply, notAcceptable(n))
+      if (!n.ok) return sendProblem(catalogue, req, reply, notAcceptable(n))
     }
     const location = canonicalRedirect(req.url, req.originalUrl)
     if (location !== null) return reply.code(308).header('location', location).header('cache-control', 'no-store').send()
-    return sendProblem(req, reply, new AppError('NOT_FOUND', `There is nothing at ${path}.`))
+    return sendProblem(catalogue, req, reply, new AppError('NOT_FOUND', `There is nothing at ${path}.`))
   })
 }, { name: 'routing' })

@@ -1,5 +1,5 @@
 import { type TObject, type TProperties, Type } from '@sinclair/typebox'
-import { FIELD_CODES, PROBLEMS } from '../errors.ts'
+import type { Catalogue } from '../catalogue.ts'
 import { MAX_PAGE_SIZE } from './paging.ts'
 import { API_VERSIONS, idNameOf } from './versioning.ts'
 
@@ -11,21 +11,21 @@ export const LinkSchema = Type.Object({
   method: Type.Optional(Type.String({ maxLength: 16, description: 'The HTTP method; absent means GET.' })),
 }, { $id: 'Link', additionalProperties: false })
 
-/** An entry of a 422's `errors[]`; made once every resource has registered its codes (the app builds it). */
-export const fieldErrorSchema = () => Type.Object({
+/** An entry of a 422's `errors[]`, with the codes of the service's catalogue (the app builds it). */
+export const fieldErrorSchema = (catalogue: Catalogue) => Type.Object({
   field: Type.String({ maxLength: PROBLEM_LIMITS.field, description: 'JSON Pointer-like path of the member (`items/0/quantity`), or the query parameter\'s name.' }),
-  code: Type.Union(Object.keys(FIELD_CODES).map(c => Type.Literal(c))),
+  code: Type.Union(Object.keys(catalogue.fieldCodes).map(c => Type.Literal(c))),
   message: Type.String({ maxLength: PROBLEM_LIMITS.message }),
 }, { $id: 'FieldError', additionalProperties: false })
 
-/** The problem body; made once every resource has registered its codes (the app builds it). */
-export const problemSchema = () => Type.Object({
+/** The problem body, with the codes of the service's catalogue (the app builds it). */
+export const problemSchema = (catalogue: Catalogue) => Type.Object({
   type: Type.String({ maxLength: 200, description: 'URI of a page describing the problem: `/problems/<code-in-kebab-case>`.' }),
   title: Type.String({ maxLength: 200 }),
   status: Type.Integer({ minimum: 400, maximum: 599, format: 'int32' }),
   detail: Type.String({ maxLength: PROBLEM_LIMITS.detail }),
   instance: Type.String({ maxLength: PROBLEM_LIMITS.instance, description: 'The path of the request.' }),
-  code: Type.Union(Object.keys(PROBLEMS).map(c => Type.Literal(c)), { description: 'Stable code from the error catalogue.' }),
+  code: Type.Union(Object.keys(catalogue.problems).map(c => Type.Literal(c)), { description: 'Stable code from the error catalogue.' }),
   errors: Type.Optional(Type.Array(Type.Ref('FieldError'), { maxItems: PROBLEM_LIMITS.errors, description: `One entry per violated constraint (422 only), at most ${PROBLEM_LIMITS.errors}.` })),
   trace_id: Type.String({ maxLength: 32, description: 'W3C trace-id of the request.' }),
   request_id: Type.String({ maxLength: 200, description: 'X-Request-Id of the request.' }),

@@ -4,8 +4,8 @@ import underPressure from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
-import { PROBLEMS, problemSlug } from '../errors.ts'
-import { PROBLEM_TRANSLATIONS, problemLanguage } from '../errors-i18n.ts'
+import { CORE_PROBLEMS, problemSlug } from '../errors.ts'
+import { CORE_TRANSLATIONS, problemLanguage } from '../errors-i18n.ts'
 import { loopStalledMs } from '../loop-stalls.ts'
 import { acceptQueueReader } from './accept-queue.ts'
 import { AdmissionQueue } from './admission.ts'
@@ -397,11 +397,11 @@ const SHED_DETAIL = 'The service is overloaded (requests wait too long). Retry a
  * API's security headers, as every answer carries.
  */
 function shedAnswer (security: Record<string, string>): (p: Pending) => void {
-  const def = PROBLEMS.SERVICE_UNAVAILABLE
+  const def = CORE_PROBLEMS.SERVICE_UNAVAILABLE
   const type = `/problems/${problemSlug('SERVICE_UNAVAILABLE')}`
   return ({ req, res }) => {
     const lang = problemLanguage(req.headers['accept-language'])
-    const text = lang === 'en' ? { title: def.title, detail: SHED_DETAIL } : PROBLEM_TRANSLATIONS[lang].SERVICE_UNAVAILABLE
+    const text = lang === 'en' ? { title: def.title, detail: SHED_DETAIL } : CORE_TRANSLATIONS[lang].SERVICE_UNAVAILABLE
     const requestId = genRequestId(req)
     const parent = parseTraceparent(req.headers.traceparent)
     const traceId = parent?.traceId ?? randomHex(16)

@@ -202,10 +202,6 @@ declare module 'fastify' {
     /** The route describes the versions (the index, /versions): it answers even after a sunset. */
     describesVersions?: boolean
   }
-  interface FastifyInstance {
-    /** Sets API-Version and, for a deprecated version, Deprecation, Sunset and Link rel="deprecation". */
-    versionHeaders (reply: FastifyReply, version: ApiVersion): void
-  }
 }
 
 function httpDate (d: Date): string {
@@ -231,16 +227,12 @@ function datesOf (config: Pick<Config, 'versions'>): Record<ApiVersion, VersionD
 }
 
 /**
- * Per response of a versioned route: `API-Version`, the negotiated Content-Type, and for a
- * deprecated version `Deprecation` (RFC 9745), `Sunset` (RFC 8594) and `Link rel="deprecation"`;
- * after sunset, 410 VERSION_SUNSET.
+ * Sets `API-Version` on a versioned route's response, and for a deprecated version `Deprecation`
+ * (RFC 9745), `Sunset` (RFC 8594) and `Link rel="deprecation"`, from the settings' dates.
  */
-export const versioningPlugin = fp(async function versioning (app: FastifyInstance, opts: { config: Config }) {
-  app.decorateRequest('apiVersion', DEFAULT_VERSION)
-  app.decorateRequest('responseMediaType', JSON_MEDIA_TYPE)
-  const versionDates = datesOf(opts.config)
-
-  function versionHeaders (reply: FastifyReply, version: ApiVersion): void {
+export function versionHeadersOf (config: Pick<Config, 'versions'>): (reply: FastifyReply, version: ApiVersion) => void {
+  const versionDates = datesOf(config)
+  return function versionHeaders (reply: FastifyReply, version: ApiVersion): void {
     reply.header('api-version', String(version))
     const dates = versionDates[version]
     // RFC 9745 lets Deprecation name a future date, so the warning starts as soon as it is set.
@@ -250,7 +242,18 @@ export const versioningPlugin = fp(async function versioning (app: FastifyInstan
       if (dates.sunsetAt) reply.header('sunset', httpDate(dates.sunsetAt))
     }
   }
-  app.decorate('versionHeaders', versionHeaders)
+}
+
+/**
+ * Per response of a versioned route: `API-Version`, the negotiated Content-Type, and for a
+ * deprecated version `Deprecation` (RFC 9745), `Sunset` (RFC 8594) and `Link rel="deprecation"`;
+ * after sunset, 410 VERSION_SUNSET.
+ */
+export const versioningPlugin = fp(async function versioning (app: FastifyInstance, opts: { config: Config }) {
+  app.decorateRequest('apiVersion', DEFAULT_VERSION)
+  app.decorateRequest('responseMediaType', JSON_MEDIA_TYPE)
+  const versionDates = datesOf(opts.config)
+  const versionHeaders = versionHeadersOf(opts.config)
 
   app.addHook('onRequest', (req: FastifyRequest, reply, done) => {
     const version = routeOf(req).config.apiVersion

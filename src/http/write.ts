@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { StoredResponse, TransactionOptions, UnitOfWork } from '../store/store.ts'
+import type { Store, StoredResponse, TransactionOptions, UnitOfWork } from '../store/store.ts'
 import { PRIVATE_CACHE } from './caching.ts'
 import { type Revisioned, validatorsOf } from './conditional.ts'
 import { completeIdempotentWrite } from './idempotency.ts'
@@ -53,18 +53,18 @@ export function sendStored (reply: FastifyReply, r: StoredResponse): FastifyRepl
 }
 
 /**
- * Runs a request's writes as one unit of work and answers them: everything `work` writes, and the
+ * Runs a request's writes as one unit of work of `store` and answers them: everything `work` writes, and the
  * Idempotency-Key record with the response, commit together or not at all; nothing commits once
  * the request was abandoned; `uow.onCommit` side effects run only after the commit.
  *
  * @example
- * return await answerWrite(req, reply, async uow => {
+ * return await answerWrite(ctx.store, req, reply, async uow => {
  *   const ticket = await uow.tickets.insert(principal.subject, 'OPEN', { subject }, [], new Date())
  *   return writtenResource(req, 'tickets', ticket, render(ticket), 201)
  * })
  */
-export async function answerWrite (req: FastifyRequest, reply: FastifyReply, work: (uow: UnitOfWork) => Promise<Written>): Promise<FastifyReply> {
-  const response = await req.server.store.transaction(async uow => {
+export async function answerWrite (store: Store, req: FastifyRequest, reply: FastifyReply, work: (uow: UnitOfWork) => Promise<Written>): Promise<FastifyReply> {
+  const response = await store.transaction(async uow => {
     const r = writeResponse(req, reply, await work(uow))
     await completeIdempotentWrite(req, uow, r)
     return r
@@ -78,8 +78,8 @@ export async function answerWrite (req: FastifyRequest, reply: FastifyReply, wor
  * when given, is work after the commit that the answer waits for (what the deletion must have
  * finished before the client hears it is done).
  */
-export async function answerDelete (req: FastifyRequest, reply: FastifyReply, work: (uow: UnitOfWork) => Promise<void>, settled?: () => Promise<void>): Promise<FastifyReply> {
-  await req.server.store.transaction(work, unitOptions(req))
+export async function answerDelete (store: Store, req: FastifyRequest, reply: FastifyReply, work: (uow: UnitOfWork) => Promise<void>, settled?: () => Promise<void>): Promise<FastifyReply> {
+  await store.transaction(work, unitOptions(req))
   await settled?.()
   return reply.code(204).header('cache-control', PRIVATE_CACHE).send()
 }

@@ -1,27 +1,21 @@
-import type { FastifyInstance } from 'fastify'
-import fp from 'fastify-plugin'
+import type { FastifyBaseLogger } from 'fastify'
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { Config } from '../config.ts'
 import type { Store } from '../store/store.ts'
-import type { Background } from './job.ts'
 import { WebhookSender } from './webhook-sender.ts'
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    /**
-     * This instance's sender of the webhook outbox (every resource's callbacks and deliveries):
-     * `wake()` after a commit that queued one, so it goes out now rather than at the next poll.
-     */
-    webhookSender: WebhookSender
-  }
-}
+/**
+ * This instance's sender of the webhook outbox (every resource's callbacks and deliveries):
+ * `wake()` after a commit that queued one, so it goes out now rather than at the next poll.
+ */
+export type WebhookOutbox = WebhookSender
 
 /**
  * The webhook outbox's sender, one per instance, shared by every resource that queues webhooks,
  * with its metrics: attempts by outcome, and the backlog (pending deliveries, the oldest one's age)
  * read from the store when scraped, so every instance reports the deployment's queue.
  */
-export const deliveriesPlugin = fp(async function deliveries (app: FastifyInstance, { config, store, metrics, pollMs, background }: { config: Config, store: Store, metrics: Registry, pollMs: number, background: Background }) {
+export function webhookOutbox ({ config, store, metrics, log, pollMs }: { config: Config, store: Store, metrics: Registry, log: FastifyBaseLogger, pollMs: number }): WebhookOutbox {
   const attempts = new Counter({
     name: 'webhook_delivery_attempts_total',
     help: 'Webhook delivery attempts by outcome: delivered (succeeded), retry (failed, tried again later), failed (given up); their sum is the attempts made',
@@ -49,9 +43,9 @@ export const deliveriesPlugin = fp(async function deliveries (app: FastifyInstan
       this.set(oldest === null ? 0 : Math.max(0, (Date.now() - Date.parse(oldest)) / 1000))
     },
   }))
-  const sender = new WebhookSender({
+  return new WebhookSender({
     store,
-    log: app.log.child({ component: 'webhooks' }),
+    log,
     secret: config.webhookSecret,
     allowLoopback: config.webhookAllowLoopback,
     timeoutMs: config.webhookTimeoutMs,
@@ -60,6 +54,4 @@ export const deliveriesPlugin = fp(async function deliveries (app: FastifyInstan
     pollMs,
     attempts,
   })
-  app.decorate('webhookSender', sender)
-  background.run(sender)
-}, { name: 'deliveries' })
+}

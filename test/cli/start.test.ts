@@ -96,7 +96,7 @@ describe('npm start (the bundled build)', () => {
     // headers, every byte of the body) must be equal.
     const config = loadConfig(settings)
     const store = await openStore(config)
-    const app = await buildApp(await createContext(config, { store }), { logger: false })
+    const app = await buildApp(await createContext(config, { store, logger: false }))
     try {
       const auth = `Bearer ${await token('differ', ['posts:write'])}`
       const host = new URL(server.base).host

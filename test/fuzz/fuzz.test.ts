@@ -5,11 +5,13 @@ import fc from 'fast-check'
 import type { LightMyRequestResponse } from 'fastify'
 import { POST_STATUSES, type Post } from '../../src/resources/posts/post.ts'
 import type { Viewer } from '../../src/domain/principal.ts'
-import { PROBLEMS } from '../../src/errors.ts'
+import { catalogueOf } from '../../src/context.ts'
 import { buildTestApp, storeKinds, type TestApp } from '../helper.ts'
 import { decodedBody } from '../openapi-validator.ts'
 import { rawRequest } from '../raw-http.ts'
 import { recordResult } from '../reliability-record.ts'
+
+const PROBLEMS = catalogueOf().problems
 
 /**
  * Property-based fuzzing driven by the service's own OpenAPI document. `FUZZ_RUNS` sets the

@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { PROBLEMS } from '../../src/errors.ts'
-import { PROBLEM_LANGUAGES, PROBLEM_TRANSLATIONS, problemLanguage } from '../../src/errors-i18n.ts'
-import { type Message, type MessageKey, type MessageParams, wordMessage } from '../../src/messages.ts'
+import { catalogueOf } from '../../src/context.ts'
+import { PROBLEM_LANGUAGES, problemLanguage } from '../../src/errors-i18n.ts'
+import type { Message, MessageKey, MessageParams } from '../../src/messages.ts'
 import { buildTestApp, json, type TestApp } from '../helper.ts'
+
+const catalogue = catalogueOf()
+const PROBLEMS = catalogue.problems
+const PROBLEM_TRANSLATIONS = catalogue.translations
 
 describe('localised problems (Accept-Language)', () => {
   let t: TestApp
@@ -180,9 +184,9 @@ describe('localised problems (Accept-Language)', () => {
       }
       for (const [key, params] of Object.entries(samples)) {
         const m = { key, params } as Message
-        const english = wordMessage(m, 'en')
+        const english = catalogue.word(m, 'en')
         for (const lang of PROBLEM_LANGUAGES) {
-          const text = wordMessage(m, lang)
+          const text = catalogue.word(m, lang)
           assert.ok(text.length > 0 && !text.includes('undefined') && !text.includes('[object'), `${lang} ${key}: ${text}`)
           if (lang !== 'en') assert.notEqual(text, english, `${lang} ${key} is translated`)
         }

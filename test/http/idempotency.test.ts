@@ -27,7 +27,7 @@ for (const kind of await storeKinds()) {
           app.post('/test/slow-create', { schema: { hide: true } }, async (req, reply) => {
             enter()
             await new Promise<void>(resolve => { release = resolve })
-            return await answerWrite(req, reply, async uow => {
+            return await answerWrite(t.store, req, reply, async uow => {
               const post = await uow.posts.create({ title: 'slow', content: '', status: 'published' }, (req.principal as Principal).subject, new Date())
               return { status: 201, body: { id: post.id }, location: `/posts/${post.id}` }
             })

@@ -144,7 +144,7 @@ describe('the end of a graceful shutdown', () => {
     try {
       const pending = t.app.inject({ method: 'GET', url: '/test/forever' })
       await sleep(50)
-      t.app.abandonInFlight()
+      t.context.inFlight.abandonAll()
       const res = await pending
       assertProblem(res, 503, 'SERVICE_UNAVAILABLE')
       assert.match(json(res).detail, /shutting down/)

@@ -4,8 +4,7 @@ import { sql } from 'kysely'
 import { renderErrorsDoc } from '../../scripts/gen-errors-doc.ts'
 import { runCli } from '../../src/cli/commands.ts'
 import { ConfigError } from '../../src/config.ts'
-import { loadConfig } from '../../src/context.ts'
-import { PROBLEMS } from '../../src/errors.ts'
+import { catalogueOf, loadConfig } from '../../src/context.ts'
 import { RESOURCES } from '../../src/registry.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
 import { ticketsResource } from '../fixtures/tickets/index.ts'
@@ -62,8 +61,10 @@ describe('a new resource is its folder plus one registry line (test/fixtures/tic
     const doc = json(await t.request({ method: 'GET', url: '/openapi.json' }))
     assert.ok(doc.paths['/tickets'] !== undefined && doc.paths['/v2/tickets/{ticket_id}'] !== undefined)
     assert.ok(doc.tags.some((tag: { name: string }) => tag.name === 'tickets'))
-    assert.equal(PROBLEMS.TICKET_NOT_FOUND.status, 404)
-    assert.ok(renderErrorsDoc().includes('| `TICKET_NOT_FOUND` | 404 |'))
+    const catalogue = catalogueOf([...RESOURCES, ticketsResource])
+    assert.equal(catalogue.problems.TICKET_NOT_FOUND.status, 404)
+    assert.ok(renderErrorsDoc(catalogue).includes('| `TICKET_NOT_FOUND` | 404 |'))
+    assert.ok(!renderErrorsDoc().includes('TICKET_NOT_FOUND'), 'only where the fixture is composed')
   })
 
   it('reads its setting with the core\'s: its default, a good value, and a bad one refused at start-up', async () => {

@@ -2,10 +2,12 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import type { LightMyRequestResponse } from 'fastify'
-import { PROBLEMS } from '../../src/errors.ts'
+import { catalogueOf } from '../../src/context.ts'
 import { RESOURCES } from '../../src/registry.ts'
 import { buildTestApp, json, type TestApp } from '../helper.ts'
 import { validateResponse } from '../openapi-validator.ts'
+
+const PROBLEMS = catalogueOf().problems
 
 interface MediaType { schema?: Record<string, unknown> }
 interface Response { description?: string, content?: Record<string, MediaType>, headers?: Record<string, unknown> }

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
-import { PROBLEMS, problemSlug } from '../../src/errors.ts'
+import { catalogueOf } from '../../src/context.ts'
+import { problemSlug } from '../../src/errors.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
+
+const PROBLEMS = catalogueOf().problems
 
 const PROBLEM_MEMBERS = ['type', 'title', 'status', 'detail', 'instance', 'code', 'trace_id', 'request_id']
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/

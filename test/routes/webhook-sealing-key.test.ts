@@ -29,10 +29,12 @@ interface Instance {
 /** The service as `blog serve` builds it (its context, then its app) on a database and a data folder. */
 async function start (db: { url: string, dataDir: string }, env: Record<string, string> = {}): Promise<Instance> {
   const log: string[] = []
-  const context = await createContext(testConfig(db.url, db.dataDir, { ...ENV, ...env }))
+  const context = await createContext(testConfig(db.url, db.dataDir, { ...ENV, ...env }), {
+    logger: { level: 'info', stream: { write: (line: string) => { log.push(line) } } },
+  })
   let app: FastifyInstance
   try {
-    app = await buildApp(context, { logger: { level: 'info', stream: { write: (line: string) => { log.push(line) } } } })
+    app = await buildApp(context)
     await app.ready()
   } catch (err) {
     await context.store.close()

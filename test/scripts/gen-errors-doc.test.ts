@@ -2,7 +2,11 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import { describe, it } from 'node:test'
 import { ERRORS_DOC, renderErrorsDoc } from '../../scripts/gen-errors-doc.ts'
-import { FIELD_CODES, PROBLEMS, problemSlug } from '../../src/errors.ts'
+import { catalogueOf } from '../../src/context.ts'
+import { problemSlug } from '../../src/errors.ts'
+
+const PROBLEMS = catalogueOf().problems
+const FIELD_CODES = catalogueOf().fieldCodes
 
 describe('docs/errors.md', () => {
   it('is up to date with src/errors.ts (run npm run docs:errors)', () => {

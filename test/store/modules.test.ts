@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { type Kysely, sql } from 'kysely'
-import { registerProblems } from '../../src/errors-i18n.ts'
+import { buildCatalogue } from '../../src/catalogue.ts'
 import type { StoreModule } from '../../src/store/module.ts'
 import { STORE_MODULES } from '../../src/context.ts'
 import { type OwnedRecord, OwnedRows } from '../../src/store/owned-rows.ts'
@@ -86,9 +86,12 @@ for (const kind of await storeKinds()) {
   })
 }
 
-describe('problem codes a resource registers', () => {
+describe('problem codes a resource declares', () => {
   it('may not take a code already in the catalogue', () => {
     const text = { title: 't', detail: 'd' }
-    assert.throws(() => { registerProblems({ POST_NOT_FOUND: { status: 404, ...text, translations: { de: text, fr: text, es: text } } }) }, /defined twice/)
+    const problems = { POST_NOT_FOUND: { status: 404, ...text, translations: { de: text, fr: text, es: text } } }
+    assert.throws(() => buildCatalogue([{ name: 'a', problems }, { name: 'b', problems }]), /POST_NOT_FOUND is defined twice \(again by b\)/)
+    assert.throws(() => buildCatalogue([{ name: 'a', problems: { NOT_FOUND: problems.POST_NOT_FOUND } }]), /defined twice/)
+    assert.throws(() => buildCatalogue([{ name: 'a', fieldCodes: { BLANK: 'x' } }]), /field code BLANK is defined twice/)
   })
 })

@@ -3,14 +3,14 @@ import type { FastifyInstance } from 'fastify'
 import { Gauge } from 'prom-client'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
-import type { Resource, ResourceContext, ServicesContext } from '../../http/resources.ts'
+import type { Resource, ResourceContext, Services, ServicesContext } from '../../http/resources.ts'
 import { COMMON_ERRORS, problemResponses } from '../../http/schemas.ts'
 import { EventStream, StreamHub } from './stream-hub.ts'
 
-declare module 'fastify' {
-  interface FastifyInstance {
+declare module '../../http/resources.ts' {
+  interface Services {
     /** This instance's open change streams and the reader that feeds them. */
-    eventStreams: StreamHub
+    readonly eventStreams: StreamHub
   }
 }
 
@@ -69,7 +69,7 @@ async function eventRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
     if (!acceptsEventStream(req.headers.accept)) throw new AppError('NOT_ACCEPTABLE', 'GET /events answers only text/event-stream: send Accept: text/event-stream.')
     const types = typesOf(req.query.types, ctx.eventTypes)
     const after = resumeAfter(req.headers['last-event-id'], req.query.after)
-    const hub = req.server.eventStreams
+    const hub = ctx.services.eventStreams
     const reset = after !== null && after < await ctx.store.events.prunedThrough()
     const cursor = after ?? await hub.newest()
     reply.hijack()
@@ -98,13 +98,13 @@ async function eventRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
 }
 
 /** One reader of the log for all of this instance's streams; streams end when the app closes. */
-async function eventServices (app: FastifyInstance, { config, store, metrics }: ServicesContext): Promise<void> {
+function eventServices ({ config, store, log, metrics, lifecycle }: ServicesContext): Partial<Services> {
   const gauge = new Gauge({ name: 'event_streams_open', help: 'Change streams (GET /events) open on this instance', registers: [metrics] })
-  const hub = new StreamHub(store, app.log.child({ component: 'event-streams' }), config.eventsPollMs, open => { gauge.set(open) })
-  app.decorate('eventStreams', hub)
-  app.addHook('onReady', async () => { hub.start() })
+  const hub = new StreamHub(store, log.child({ component: 'event-streams' }), config.eventsPollMs, open => { gauge.set(open) })
+  lifecycle.onReady(() => { hub.start() })
   // Before the server stops accepting: open streams would otherwise hold the close until its grace runs out.
-  app.addHook('preClose', async () => { await hub.stop() })
+  lifecycle.onClosing(async () => { await hub.stop() })
+  return { eventStreams: hub }
 }
 
 export const eventsResource: Resource = {

@@ -14,11 +14,11 @@ import { answerWrite } from '../../http/write.ts'
 import type { Store } from '../../store/store.ts'
 import { EXPORT_EVENT_TYPES, exportEventType, type ExportJob, type ExportRequest, isFinished } from './export.ts'
 import { EXPORTS_JOB, ExportWorker } from './export-worker.ts'
-import './problems.ts'
+import { exportsProblems, exportsMessages } from './problems.ts'
 import { exportEtag, fileEtag, renderExport } from './representation.ts'
 import { type CreateExportBody, CreateExportBodySchema, EXPORT_SCHEMAS, EXPORT_VERSIONS, type ExportIdParams, ExportIdParamsSchema } from './schemas.ts'
 import { exportSettings } from './settings.ts'
-import { exportsStore } from './store.ts'
+import { exportsStore } from './store-module.ts'
 import { wxrFormat } from './wxr.ts'
 
 const ADMIN = { requiredScope: 'admin' }
@@ -67,7 +67,7 @@ async function exportRoutes (app: FastifyInstance, ctx: ResourceContext): Promis
     const input = await exportRequest(req.body, ctx)
     const principal = req.principal as Principal
     const base = linkBase(req)
-    return await answerWrite(req, reply, async uow => {
+    return await answerWrite(ctx.store, req, reply, async uow => {
       const job = await uow.exports.create(principal.subject, input, { apiVersion: version, linkBase: base }, new Date())
       uow.onCommit(() => { ctx.jobs.wake(EXPORTS_JOB) })
       return { status: 202, body: renderExport(job, version, base), location: `${base}/exports/${job.id}`, etag: exportEtag(job, version, base) }
@@ -179,6 +179,8 @@ export const exportsResource: Resource = {
   name: 'exports',
   description: 'Exports of every post the requester may see, as NDJSON or WordPress\'s WXR: 202 jobs, polling, signed webhooks, ranged downloads (admin only)',
   path: '/exports',
+  problems: exportsProblems,
+  messages: exportsMessages,
   indexed: false,
   webhooks: {
     exportFinished: {

@@ -1,10 +1,6 @@
 import type { Generated } from 'kysely'
-import type { StoreModule } from '../../store/module.ts'
 import type { Timestamp } from '../../store/tables.ts'
-import * as m0004 from './0004-exports.ts'
-import * as m0001 from './0001-wxr.ts'
 import type { ExportJob, ExportLease, ExportRequest, FilterStatus } from './export.ts'
-import { ExportsRepository } from './exports-repository.ts'
 
 export interface ExportsTable {
   id: Generated<number>
@@ -79,10 +75,3 @@ export interface ExportStore {
 
 declare module '../../store/tables.ts' { interface Database { exports: ExportsTable, export_chunks: ExportChunksTable } }
 declare module '../../store/store.ts' { interface Repositories { readonly exports: ExportStore } }
-
-/** Its first migration kept the name it shipped with; it also made the core's webhook outbox. */
-export const exportsStore: StoreModule = {
-  name: 'exports',
-  migrations: { '0004-exports': m0004.migration, 'exports/0001-wxr': m0001.migration },
-  repository: (db, dialect): ExportStore => new ExportsRepository(db, dialect),
-}

@@ -13,12 +13,12 @@ import { answerWrite } from '../../http/write.ts'
 import type { Store } from '../../store/store.ts'
 import { emptyReport, type ImportJob, isFinished, type Upload } from './import.ts'
 import { IMPORTS_JOB, ImportWorker } from './import-worker.ts'
-import './problems.ts'
+import { importsProblems } from './problems.ts'
 import { importEtag, renderImport } from './representation.ts'
 import { type CreateImportQuery, CreateImportQuerySchema, IMPORT_SCHEMAS, IMPORT_VERSIONS, ImportFileSchema, type ImportIdParams, ImportIdParamsSchema } from './schemas.ts'
 import { importSettings } from './settings.ts'
 import { type Declared, SNIFF_BYTES, sniff } from './sniff.ts'
-import { importsStore } from './store.ts'
+import { importsStore } from './store-module.ts'
 
 const ADMIN = { requiredScope: 'admin' }
 const POLL_AFTER_S = '1'
@@ -128,7 +128,7 @@ async function importRoutes (app: FastifyInstance, ctx: ResourceContext): Promis
       if (upload === undefined) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `This endpoint takes the export file as ${IMPORT_TYPES.join(' or ')}.`)
       const principal = req.principal as Principal
       const base = linkBase(req)
-      return await answerWrite(req, reply, async uow => {
+      return await answerWrite(ctx.store, req, reply, async uow => {
         const job = await uow.imports.create(principal.subject, upload, req.query.dry_run === true, emptyReport(), new Date())
         uow.onCommit(() => { ctx.jobs.wake(IMPORTS_JOB) })
         return { status: 202, body: renderImport(job, version, base), location: `${base}/imports/${job.id}`, etag: importEtag(job, version, base) }
@@ -166,6 +166,7 @@ export const importsResource: Resource = {
   name: 'imports',
   description: 'Imports of WordPress (WXR) and Ghost exports: 202 jobs run in the background, polled for their progress and report (admin only)',
   path: '/imports',
+  problems: importsProblems,
   indexed: false,
   schemas: IMPORT_SCHEMAS,
   routes: importRoutes,

@@ -1,8 +1,9 @@
-import { registerProblems } from '../../errors-i18n.ts'
+import type { ProblemDeclaration } from '../../catalogue.ts'
 
 declare module '../../errors.ts' { interface ResourceProblems { IMPORT_NOT_FOUND: true, IMPORT_UNREADABLE: true, IMPORT_TOO_LARGE: true } }
 
-registerProblems({
+/** Its problem codes. */
+export const importsProblems = {
   IMPORT_NOT_FOUND: {
     status: 404,
     title: 'Import not found',
@@ -33,4 +34,4 @@ registerProblems({
       es: { title: 'Archivo demasiado grande', detail: 'El archivo supera el tamaño que puede tener una importación (IMPORT_MAX_BYTES).' },
     },
   },
-})
+} satisfies Readonly<Record<string, ProblemDeclaration>>

@@ -1,9 +1,6 @@
 import type { Generated } from 'kysely'
-import type { StoreModule } from '../../store/module.ts'
 import type { Timestamp } from '../../store/tables.ts'
-import * as m0001 from './0001-imports.ts'
 import type { ImportJob, ImportLease, ImportReport, ImportSource, Upload } from './import.ts'
-import { ImportsRepository } from './imports-repository.ts'
 
 export interface ImportsTable {
   id: Generated<number>
@@ -90,9 +87,3 @@ declare module '../../store/tables.ts' {
   interface Database { imports: ImportsTable, import_uploads: ImportUploadsTable, import_sources: ImportSourcesTable }
 }
 declare module '../../store/store.ts' { interface Repositories { readonly imports: ImportStore } }
-
-export const importsStore: StoreModule = {
-  name: 'imports',
-  migrations: { 'imports/0001-imports': m0001.migration },
-  repository: (db, dialect): ImportStore => new ImportsRepository(db, dialect),
-}

@@ -10,15 +10,15 @@ import { listHandler } from '../../http/collection.ts'
 import { preconditionHolds, sendRepresentation, strongEtag } from '../../http/conditional.ts'
 import { MERGE_PATCH } from '../../http/content-type.ts'
 import { sendRanged } from '../../http/ranges.ts'
-import type { JobContext, Resource, ResourceContext, ServicesContext } from '../../http/resources.ts'
+import type { JobContext, Resource, ResourceContext, Services, ServicesContext } from '../../http/resources.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses, SYSTEM_ERRORS } from '../../http/schemas.ts'
 import { type ApiVersion, idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerDelete, answerWrite, type Written } from '../../http/write.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
 import { mediaCatalogue } from './catalogue.ts'
 import { FORMATS, type Format, processUpload } from './image.ts'
-import { ensureBlob, type Library, libraryOf, openLibrary, readAll, storage, variantOf, writeBlob } from './library.ts'
-import './problems.ts'
+import { ensureBlob, type Library, openLibrary, readAll, storage, variantOf, writeBlob } from './library.ts'
+import { mediaProblems, mediaFieldCodes } from './problems.ts'
 import * as S from './schemas.ts'
 import { mediaSettings } from './settings.ts'
 import { blobKey, type Media, mediaStore } from './store.ts'
@@ -127,7 +127,7 @@ function defaultName (id: string, format: Format): string {
 
 async function mediaRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   const { version, store, config } = ctx
-  const library = libraryOf(store)
+  const library = ctx.services.mediaLibrary
   const [MediaRef, ItemRef] = version === 1 ? [S.MediaV1Schema, S.MediaListItemV1Schema] : [S.MediaV2Schema, S.MediaListItemV2Schema]
   const READ_ERRORS = problemResponses(...COMMON_ERRORS, 403, 404, 422)
   const find = async (req: FastifyRequest<{ Params: S.MediaIdParams }>): Promise<Media> => {
@@ -167,7 +167,7 @@ async function mediaRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
       const received = uploaded.get(req)!
       const prepared = await prepareUpload(library, store, config, received.bytes, received.declared)
       const base = linkBase(req)
-      return await answerWrite(req, reply, async uow => {
+      return await answerWrite(ctx.store, req, reply, async uow => {
         const owner = (req.principal as Principal).subject
         const m = await recordUpload(uow, library, prepared, { owner, filename: received.filename, alt: received.alt, caption: received.caption })
         return written(m, version, base, 201)
@@ -215,7 +215,7 @@ async function mediaRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
       ...(req.body.alt !== undefined ? { alt: req.body.alt ?? '' } : {}),
       ...(req.body.caption !== undefined ? { caption: req.body.caption ?? '' } : {}),
     }
-    return await answerWrite(req, reply, async uow => {
+    return await answerWrite(ctx.store, req, reply, async uow => {
       const current = await uow.media.find(req.params.media_id, req.principal)
       if (current === null) throw notFound(req.params.media_id)
       if (!preconditionHolds(req, { etag: mediaEtag(current, version, base), lastModified: new Date(current.updatedAt) })) {
@@ -237,7 +237,7 @@ async function mediaRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
       params: S.MediaIdParamsSchema,
       response: { 204: NoContentSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 409, 412, 422) },
     },
-  }), async (req, reply) => await answerDelete(req, reply, async uow => {
+  }), async (req, reply) => await answerDelete(ctx.store, req, reply, async uow => {
     const m = await uow.media.find(req.params.media_id, req.principal)
     if (m === null) throw notFound(req.params.media_id)
     const base = linkBase(req)
@@ -267,9 +267,9 @@ function negotiatedFormat (accept: string | undefined): Format | null {
 interface ImageQuery { w?: number, format?: typeof S.IMAGE_FORMATS[number], q?: number }
 
 /** `/file` and `/image`: public, the same in every version, cached by anyone for a year. */
-async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void> {
+async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store, readonly services: Services }): Promise<void> {
   const { store, config } = ctx
-  const library = libraryOf(store)
+  const library = ctx.services.mediaLibrary
   await uploadRoutes(app, { config }, WRITE, async (owner, bytes, filename, alt) => {
     const prepared = await prepareUpload(library, store, config, bytes, undefined)
     const m = await store.transaction(async uow => await recordUpload(uow, library, prepared, { owner, filename, alt, caption: '' }))
@@ -352,25 +352,28 @@ async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config,
 }
 
 /** Bytes `from`–`to` of a stored blob. */
-async function * blobBytes (library: Awaited<ReturnType<typeof libraryOf>>, sha256: string, from: number, to: number): AsyncGenerator<Uint8Array> {
+async function * blobBytes (library: Library, sha256: string, from: number, to: number): AsyncGenerator<Uint8Array> {
   const body = await storage(library, async blobs => await blobs.get(blobKey(sha256), { start: from, end: to }))
   if (body === null) throw new Error(`blob ${sha256} is missing`)
   yield * (body as AsyncIterable<Uint8Array>)
 }
 
 /** The storage, opened once per app; closed with it. */
-async function mediaServices (app: FastifyInstance, ctx: ServicesContext): Promise<void> {
-  const library = openLibrary(ctx.store, ctx.config, ctx.metrics)
+function mediaServices (ctx: ServicesContext): Partial<Services> {
+  const library = openLibrary(ctx.config, ctx.metrics)
   if (ctx.config.media.storage.kind === 'local' && ctx.store.kind === 'postgres') {
-    app.log.warn({ dir: ctx.config.media.storage.dir }, 'MEDIA_STORAGE=local with PostgreSQL: uploaded images are on this instance only; other instances answer 404 for their files (use MEDIA_STORAGE=s3 to share them)')
+    ctx.log.warn({ dir: ctx.config.media.storage.dir }, 'MEDIA_STORAGE=local with PostgreSQL: uploaded images are on this instance only; other instances answer 404 for their files (use MEDIA_STORAGE=s3 to share them)')
   }
-  app.addHook('onClose', async () => { await (await library.blobs.catch(() => null))?.close() })
+  ctx.lifecycle.onClosed(async () => { await (await library.blobs.catch(() => null))?.close() })
+  return { mediaLibrary: library }
 }
 
 export const mediaResource: Resource = {
   name: 'media',
   description: 'Images: uploads (whole or resumable), their files, and variants made on request for responsive pages',
   path: '/media',
+  problems: mediaProblems,
+  fieldCodes: mediaFieldCodes,
   schemas: S.MEDIA_SCHEMAS,
   eventTypes: MEDIA_EVENT_TYPES,
   scopes: [WRITE.requiredScope],
@@ -381,7 +384,7 @@ export const mediaResource: Resource = {
   unversionedRoutes: fileRoutes,
   unversionedPaths: ['/media/*/file', '/media/*/image', '/uploads', '/uploads/*'],
   images: mediaCatalogue,
-  jobs: (ctx: JobContext) => [mediaSweep(ctx.store, libraryOf(ctx.store), ctx.config, ctx.log)],
+  jobs: (ctx: JobContext) => [mediaSweep(ctx.store, ctx.services.mediaLibrary, ctx.config, ctx.log)],
 }
 
 export { readAll }

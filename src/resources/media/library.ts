@@ -23,16 +23,15 @@ export interface Library {
   readonly computations: Counter
 }
 
-const libraries = new WeakMap<Store, Library>()
-
-/** The app's library (made by the resource's services before any route or job uses it). */
-export function libraryOf (store: Store): Library {
-  const library = libraries.get(store)
-  if (library === undefined) throw new Error('the media library is made by the resource\'s services first')
-  return library
+declare module '../../http/resources.ts' {
+  interface Services {
+    /** The media's storage and counters, one per app. */
+    readonly mediaLibrary: Library
+  }
 }
 
-export function openLibrary (store: Store, config: Config, metrics: Registry): Library {
+/** The app's library: made once by the resource's services, handed to its routes and jobs. */
+export function openLibrary (config: Config, metrics: Registry): Library {
   const blobs = openBlobStorage(config.media.storage)
   // A storage that cannot be opened is reported by the requests that need it (503), not by an unhandled rejection.
   blobs.catch(() => {})
@@ -40,7 +39,6 @@ export function openLibrary (store: Store, config: Config, metrics: Registry): L
     blobs,
     computations: new Counter({ name: 'media_variant_computations_total', help: 'Image variants computed on this instance', registers: [metrics] }),
   }
-  libraries.set(store, library)
   return library
 }
 

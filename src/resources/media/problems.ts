@@ -1,11 +1,12 @@
-import { registerFieldCodes, registerProblems } from '../../errors-i18n.ts'
+import type { ProblemDeclaration } from '../../catalogue.ts'
 
 declare module '../../errors.ts' {
   interface ResourceProblems { MEDIA_NOT_FOUND: true, MEDIA_IN_USE: true, IMAGE_UNREADABLE: true, UPLOAD_NOT_FOUND: true }
   interface ResourceFieldCodes { UNKNOWN_MEDIA: true }
 }
 
-registerProblems({
+/** Its problem codes. */
+export const mediaProblems = {
   MEDIA_NOT_FOUND: {
     status: 404,
     title: 'Media not found',
@@ -46,6 +47,7 @@ registerProblems({
       es: { title: 'Subida no encontrada', detail: 'No existe ninguna subida sin terminar con este id: se terminó, se canceló o caducó.' },
     },
   },
-})
+} satisfies Readonly<Record<string, ProblemDeclaration>>
 
-registerFieldCodes({ UNKNOWN_MEDIA: 'No media with this id exists, or it is not yours.' })
+/** Its codes of `errors[].code`. */
+export const mediaFieldCodes = { UNKNOWN_MEDIA: 'No media with this id exists, or it is not yours.' } satisfies Readonly<Record<string, string>>

@@ -93,7 +93,8 @@ export function resumableUploads (config: Config, record: RecordUpload): { serve
       } catch (err) {
         if (err instanceof AppError) {
           refusals.set(req, err)
-          throw Object.assign(new Error(err.message), { status_code: err.status, body: `${err.code}: ${err.message}\n` })
+          // tus only needs to refuse: the refusal itself is answered (above), as the catalogue says.
+          throw Object.assign(new Error(err.message), { status_code: 400, body: `${err.code}: ${err.message}\n` })
         }
         throw err
       } finally {

@@ -11,7 +11,7 @@ import type { EventInput, ListQuery } from '../../store/store.ts'
 import { idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, EmptyBodySchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
-import './problems.ts'
+import { ordersProblems } from './problems.ts'
 import * as S from './schemas.ts'
 import { type Order, type OrderStatus, ordersStore } from './store.ts'
 
@@ -69,7 +69,7 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
   app.post<{ Body: S.CreateOrderBody }>('/orders', ctx.route({
     config,
     schema: { tags, summary: 'Place an order', description: 'Status PROCESSING. Needs `orders:write`.', body: Type.Ref(S.CreateOrderBodySchema), response: { 201: Type.Ref(OrderRef), ...problemResponses(...COMMON_ERRORS, 403, 409, 413, 415, 422) } },
-  }), async (req, reply) => await answerWrite(req, reply, async uow => {
+  }), async (req, reply) => await answerWrite(ctx.store, req, reply, async uow => {
     const order = await uow.orders.insert((req.principal as Principal).subject, 'PROCESSING', { customer_email: req.body.customer_email }, req.body.items, new Date())
     uow.events.record(orderEvent('order.created', order))
     return writtenResource(req, 'orders', order, render(req, order), 201)
@@ -94,11 +94,11 @@ async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
   app.post<{ Params: S.OrderIdParams }>('/orders/:order_id/cancel', ctx.route({
     config: { ...config, optionalBody: true },
     schema: { tags, summary: 'Cancel an order', description: 'Only while PROCESSING; otherwise 409 ORDER_NOT_CANCELLABLE. No body, or `{}`.', params: S.OrderIdParamsSchema, body: EmptyBodySchema, response: { 200: Type.Ref(OrderRef), 204: Type.Null(), ...problemResponses(...COMMON_ERRORS, 403, 404, 409, 412, 413, 415, 422) } },
-  }), async (req, reply) => await answerWrite(req, reply, async uow => {
+  }), async (req, reply) => await answerWrite(ctx.store, req, reply, async uow => {
     const order = await act(req, 'orders', uow.orders, req.params.order_id, ORDER_MOVES.cancel, () => notFound(req.params.order_id))
     uow.events.record(orderEvent('order.cancelled', order))
     return writtenResource(req, 'orders', order, render(req, order), 200)
   }))
 }
 
-export const ordersResource: Resource = { name: 'orders', description: 'Orders and their items', path: '/orders', schemas: S.ORDER_SCHEMAS, eventTypes: ORDER_EVENT_TYPES, routes: orderRoutes, store: ordersStore, scopes: [config.requiredScope] }
+export const ordersResource: Resource = { name: 'orders', description: 'Orders and their items', path: '/orders', problems: ordersProblems, schemas: S.ORDER_SCHEMAS, eventTypes: ORDER_EVENT_TYPES, routes: orderRoutes, store: ordersStore, scopes: [config.requiredScope] }

@@ -1,8 +1,9 @@
-import { registerProblems } from '../../errors-i18n.ts'
+import type { ProblemDeclaration } from '../../catalogue.ts'
 
 declare module '../../errors.ts' { interface ResourceProblems { ORDER_NOT_FOUND: true, ORDER_NOT_CANCELLABLE: true } }
 
-registerProblems({
+/** Its problem codes. */
+export const ordersProblems = {
   ORDER_NOT_FOUND: {
     status: 404,
     title: 'Order not found',
@@ -23,4 +24,4 @@ registerProblems({
       es: { title: 'Pedido no cancelable', detail: 'Solo se puede cancelar un pedido en estado PROCESSING.' },
     },
   },
-})
+} satisfies Readonly<Record<string, ProblemDeclaration>>

@@ -1,12 +1,13 @@
 import type { Config } from '../../config.ts'
 import type { Principal } from '../../domain/principal.ts'
-import { AppError } from '../../errors.ts'
+import { AppError, type FieldError } from '../../errors.ts'
 import type { ExportableEntry, Importable, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
 import { wordMessage } from '../../messages.ts'
 import type { UnitOfWork } from '../../store/store.ts'
 import { postEvents } from './events.ts'
 import type { Post, PostInput } from './post.ts'
 import { PostService } from './post-service.ts'
+import { postsFieldCodes } from './problems.ts'
 import { deriveSlug, isSlug } from './slug.ts'
 import { normaliseTags } from './tags.ts'
 
@@ -30,9 +31,15 @@ function unchanged (post: Post, input: PostInput): boolean {
     (post.publishAt === null || publishAt === null ? post.publishAt === publishAt : Date.parse(post.publishAt) === Date.parse(publishAt))
 }
 
+/** An entry of a 422 in English: its message, or its code's text (the core's or posts'). */
+function wordOf (e: FieldError): string {
+  if (e.message === undefined) return (postsFieldCodes as Readonly<Record<string, string>>)[e.code] ?? e.code
+  return typeof e.message === 'string' ? e.message : wordMessage(e.message, 'en')
+}
+
 /** Why the rules of posts refused an item, in words for the report. */
 function reasonOf (err: AppError): string {
-  const details = (err.errors ?? []).map(e => `${e.field}: ${typeof e.message === 'string' ? e.message : wordMessage(e.message, 'en')}`)
+  const details = (err.errors ?? []).map(e => `${e.field}: ${wordOf(e)}`)
   return details.length > 0 ? details.join('; ') : err.message
 }
 
@@ -81,7 +88,7 @@ export const postsImportable: Importable = {
       try {
         outcomes.push(await writeOne(uow, service, item, admin))
       } catch (err) {
-        if (!(err instanceof AppError) || err.status !== 422) throw err
+        if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err
         outcomes.push({ outcome: 'skipped', reason: reasonOf(err) })
       }
     }

@@ -12,9 +12,9 @@ import { PATCH_TYPES } from '../../http/content-type.ts'
 import { applyPatch, type Json, patchBodySchema } from '../../http/patch.ts'
 import { listHandler } from '../../http/collection.ts'
 import type { CollectionSpec } from '../../http/paging.ts'
-import type { Resource, ResourceContext, ServicesContext } from '../../http/resources.ts'
-import './problems.ts'
-import { postsStore, previewLinksStore, revisionsStore } from './store.ts'
+import type { Resource, ResourceContext, Services, ServicesContext } from '../../http/resources.ts'
+import { postsProblems, postsFieldCodes } from './problems.ts'
+import { postsStore, previewLinksStore, revisionsStore } from './store-module.ts'
 import { aliasesStore } from './aliases.ts'
 import { exportEntry, postsImportable } from './importable.ts'
 import { toFieldErrors } from '../../http/validation.ts'
@@ -159,7 +159,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
       throw validationFailed([fieldError(v.idName, 'READ_ONLY', message('ID_ASSIGNED'))])
     }
     const input = normalisePostInput(req.body)
-    return await answerWrite(req, reply, async uow => {
+    return await answerWrite(ctx.store, req, reply, async uow => {
       return written(req, await writer(uow).create(input, req.principal as Principal), 201)
     })
   })
@@ -181,7 +181,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
       throw validationFailed([fieldError(v.idName, 'ID_MISMATCH', message('ID_MISMATCH', { sent: sentId, path: id }))])
     }
     const input = normalisePostInput(req.body)
-    return await answerWrite(req, reply, async uow => {
+    return await answerWrite(ctx.store, req, reply, async uow => {
       return written(req, await writer(uow).update(id, req.principal as Principal, () => input, preconditionOf(req, 'posts')), 200)
     })
   })
@@ -212,7 +212,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
       if (errors.length > 0) throw validationFailed(errors)
       return normalisePostInput(after as unknown as PostBody)
     }
-    return await answerWrite(req, reply, async uow => {
+    return await answerWrite(ctx.store, req, reply, async uow => {
       return written(req, await writer(uow).update(id, req.principal as Principal, patched, preconditionOf(req, 'posts')), 200)
     })
   })
@@ -227,7 +227,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
       response: { 204: NoContentSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 412, 422) },
     },
   }), async (req, reply: FastifyReply) => {
-    return await answerDelete(req, reply, async uow => {
+    return await answerDelete(ctx.store, req, reply, async uow => {
       await writer(uow).delete(req.params.post_id, req.principal as Principal, preconditionOf(req, 'posts'))
     })
   })
@@ -237,17 +237,18 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
 }
 
 /** The scheduled switch, run by every instance. */
-async function postServices (app: FastifyInstance, { config, store, metrics, background }: ServicesContext): Promise<void> {
+function postServices ({ config, store, log, metrics, background }: ServicesContext): Partial<Services> {
   const published = new Counter({ name: 'scheduled_posts_published_total', help: 'Scheduled posts this instance published at their publish_at', registers: [metrics] })
   const scheduler = new PublishScheduler({
     store,
-    log: app.log.child({ job: 'schedule' }),
+    log: log.child({ job: 'schedule' }),
     revisionsKeep: config.editorial.revisionsKeep,
     rescanMs: config.editorial.scheduleRescanMs,
     published,
     changed: uow => postEvents(uow.events),
   })
   background.run(scheduler)
+  return {}
 }
 
 export const postsResource: Resource = {
@@ -256,6 +257,8 @@ export const postsResource: Resource = {
   imageHolder: { holds: async (store, id) => await store.posts.holdsImage(id) },
   description: 'Blog posts',
   path: '/posts',
+  problems: postsProblems,
+  fieldCodes: postsFieldCodes,
   schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema, ...PREVIEW_LINK_SCHEMAS],
   eventTypes: POST_EVENT_TYPES,
   routes: postRoutes,

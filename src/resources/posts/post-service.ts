@@ -1,7 +1,6 @@
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import type { ImageFacts } from '../../http/resources.ts'
 import { writeCurrent } from '../../http/action.ts'
-import './problems.ts'
 import { type ContentImages, renderContent } from './markdown.ts'
 import { publishedAtAfter } from './published-at.ts'
 import { deriveSlug } from './slug.ts'

@@ -12,7 +12,6 @@ import { renderContent } from './markdown.ts'
 import type { Post } from './post.ts'
 import type { PostService } from './post-service.ts'
 import type { PreviewLink } from './preview-links-repository.ts'
-import './problems.ts'
 import { renderPost } from './representation.ts'
 import type { Revision } from './revision.ts'
 import { PostIdParamsSchema, type PostIdParams, POST_VERSIONS } from './schemas.ts'
@@ -139,7 +138,7 @@ export async function previewLinkRoutes (app: FastifyInstance, ctx: ResourceCont
       throw validationFailed([fieldError('revision', 'INVALID_VALUE', `Post ${id} has no revision ${revision} (it never existed or was pruned).`)])
     }
     const token = randomBytes(TOKEN_BYTES).toString('base64url')
-    return await answerWrite(req, reply, async uow => {
+    return await answerWrite(ctx.store, req, reply, async uow => {
       const now = clock()
       const link = await uow.previewLinks.create({
         postId: id,
@@ -184,7 +183,7 @@ export async function previewLinkRoutes (app: FastifyInstance, ctx: ResourceCont
     const post = await reader.writable(id, req.principal as Principal)
     const precondition = preconditionOf(req, 'posts')
     if (precondition !== undefined && !precondition(post)) throw new AppError('PRECONDITION_FAILED')
-    return await answerDelete(req, reply, async uow => {
+    return await answerDelete(ctx.store, req, reply, async uow => {
       if (!await uow.previewLinks.delete(id, linkId)) throw previewNotFound()
     })
   })

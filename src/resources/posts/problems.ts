@@ -1,11 +1,12 @@
-import { registerFieldCodes, registerProblems } from '../../errors-i18n.ts'
+import type { ProblemDeclaration } from '../../catalogue.ts'
 
 declare module '../../errors.ts' {
   interface ResourceProblems { POST_NOT_FOUND: true, REVISION_NOT_FOUND: true, SLUG_TAKEN: true, PREVIEW_NOT_FOUND: true }
   interface ResourceFieldCodes { PUBLISH_AT_REQUIRED: true, PUBLISH_AT_IN_PAST: true, PUBLISH_AT_NOT_ALLOWED: true }
 }
 
-registerProblems({
+/** Its problem codes. */
+export const postsProblems = {
   PREVIEW_NOT_FOUND: {
     status: 404,
     title: 'Preview not found',
@@ -46,11 +47,11 @@ registerProblems({
       es: { title: 'Slug ocupado', detail: 'Otra entrada tiene este slug, como propio o como uno anterior. Elija otro.' },
     },
   },
-})
+} satisfies Readonly<Record<string, ProblemDeclaration>>
 
 /** The scheduling rules' codes in a 422's `errors[]` (schedule.ts). */
-registerFieldCodes({
+export const postsFieldCodes = {
   PUBLISH_AT_REQUIRED: 'A scheduled post needs publish_at, the moment it is to be published.',
   PUBLISH_AT_IN_PAST: 'publish_at must lie in the future.',
   PUBLISH_AT_NOT_ALLOWED: 'publish_at belongs only to a post with status scheduled.',
-})
+} satisfies Readonly<Record<string, string>>

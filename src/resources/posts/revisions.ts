@@ -86,7 +86,7 @@ export async function revisionRoutes (app: FastifyInstance, ctx: ResourceContext
     },
   }), async (req, reply) => {
     const { post_id: id, number } = req.params
-    return await answerWrite(req, reply, async uow => {
+    return await answerWrite(ctx.store, req, reply, async uow => {
       return written(req, await writer(uow).restore(id, number, req.principal as Principal, preconditionOf(req, 'posts')), 200)
     })
   })

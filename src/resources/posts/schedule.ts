@@ -1,6 +1,5 @@
 import { fieldError, type FieldError, validationFailed } from '../../errors.ts'
 import type { PostStatus } from './post.ts'
-import './problems.ts' // its codes (PUBLISH_AT_…)
 
 /** The signal a unit of work sends when it changes the schedule, so every instance's scheduler looks again. */
 export const SCHEDULE_CHANNEL = 'blog_post_schedule'

@@ -1,19 +1,10 @@
 import type { Generated } from 'kysely'
 import type { Viewer } from '../../domain/principal.ts'
-import type { StoreModule } from '../../store/module.ts'
 import type { ListPage, ListQuery, WriteResult } from '../../store/store.ts'
 import type { Timestamp } from '../../store/tables.ts'
-import * as m0001 from './0001-content.ts'
 import type { Post, PostSortKey, PostStatus, PostSummary, PostWriteInput } from './post.ts'
 import type { Revision, RevisionSummary } from './revision.ts'
-import { RevisionsRepository } from './revisions-repository.ts'
-import * as m0002 from './0002-editorial.ts'
-import * as m0003 from './0003-tag-order.ts'
-import * as m0004 from './0004-review.ts'
-import * as m0005 from './0005-feature-image.ts'
-import * as m0006 from './0006-slug-counters.ts'
-import { PostsRepository } from './posts-repository.ts'
-import { PreviewLinksRepository, type PreviewLinksTable, type PreviewLinkStore } from './preview-links-repository.ts'
+import type { PreviewLinksTable, PreviewLinkStore } from './preview-links-repository.ts'
 
 export interface PostsTable {
   id: Generated<number>
@@ -211,35 +202,4 @@ declare module '../../store/tables.ts' {
 }
 declare module '../../store/store.ts' {
   interface Repositories { readonly posts: PostStore, readonly revisions: RevisionStore, readonly previewLinks: PreviewLinkStore }
-}
-
-/**
- * Posts' first tables were made by the core's first migration (`0001-initial`, per database,
- * frozen), from before resources had folders; what posts added since is theirs.
- */
-export const postsStore: StoreModule = {
-  name: 'posts',
-  migrations: {
-    'posts/0001-content': m0001.migration,
-    'posts/0002-editorial': m0002.migration,
-    'posts/0003-tag-order': m0003.migration,
-    'posts/0004-review': m0004.migration,
-    'posts/0005-feature-image': m0005.migration,
-    'posts/0006-slug-counters': m0006.migration,
-  },
-  repository: (db, dialect): PostStore => new PostsRepository(db, dialect),
-}
-
-/** Posts' revisions, a repository of their own (`uow.revisions`); their table is made by posts' migrations. */
-export const revisionsStore: StoreModule = {
-  name: 'revisions',
-  migrations: {},
-  repository: (db, dialect): RevisionStore => new RevisionsRepository(db, dialect),
-}
-
-/** Posts' preview links (`uow.previewLinks`); their table is made by posts' migrations. */
-export const previewLinksStore: StoreModule = {
-  name: 'previewLinks',
-  migrations: {},
-  repository: (db, dialect): PreviewLinkStore => new PreviewLinksRepository(db, dialect),
 }

@@ -9,13 +9,13 @@ import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { listHandler } from '../../http/collection.ts'
 import { preconditionOf, sendResource } from '../../http/conditional.ts'
 import { MERGE_PATCH } from '../../http/content-type.ts'
-import type { Resource, ResourceContext, ServicesContext } from '../../http/resources.ts'
+import type { Resource, ResourceContext, Services, ServicesContext } from '../../http/resources.ts'
 import { idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, EmptyBodySchema, NoContentSchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
 import type { ListQuery, Store, UnitOfWork, WebhookDelivery } from '../../store/store.ts'
 import { FanOut } from './fan-out.ts'
-import './problems.ts'
+import { webhooksProblems } from './problems.ts'
 import * as S from './schemas.ts'
 import { newSecret, type SecretBox, sealingOf } from './secrets.ts'
 import { type Subscription, webhooksStore } from './store.ts'
@@ -124,7 +124,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
     const url = await checkedUrl(req.body.url, ctx)
     const box = secretBox(ctx)
     const secret = newSecret()
-    return await answerWrite(req, reply, async uow => {
+    return await answerWrite(ctx.store, req, reply, async uow => {
       const values = { url, events, description: req.body.description ?? null, disabled_reason: null, secret: box.seal(secret), previous_secret: null, previous_secret_until: null, failures: 0, after_event_id: await uow.events.lastId() }
       const s = await uow.webhookSubscriptions.insert((req.principal as Principal).subject, 'enabled', values, [], new Date())
       return writtenResource(req, 'webhooks', s, { ...render(req, s), secret }, 201)
@@ -166,7 +166,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
     const id = req.params.webhook_id
     const events = req.body.events === undefined ? undefined : eventsOf(req.body.events)
     const url = req.body.url === undefined ? undefined : await checkedUrl(req.body.url, ctx)
-    return await answerWrite(req, reply, async uow => {
+    return await answerWrite(ctx.store, req, reply, async uow => {
       const before = await current(req, uow, id)
       const now = new Date()
       const changes = { ...(url !== undefined ? { url } : {}), ...(events !== undefined ? { events } : {}), ...(req.body.description !== undefined ? { description: req.body.description } : {}), ...(req.body.enabled !== undefined ? { enabled: req.body.enabled } : {}) }
@@ -182,7 +182,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
     schema: { tags, summary: 'Delete a webhook subscription', description: 'Its pending deliveries are dropped: none is sent after the 204.', params: S.WebhookIdParamsSchema, response: { 204: NoContentSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 412, 422) } },
   }), async (req, reply) => {
     const id = req.params.webhook_id
-    return await answerDelete(req, reply, async uow => {
+    return await answerDelete(ctx.store, req, reply, async uow => {
       await current(req, uow, id)
       // The deliveries no sender holds go now; a held one may be in flight on any instance.
       await uow.webhooks.deleteByWebhook(id, new Date())
@@ -196,7 +196,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
   }), async (req, reply) => {
     const box = secretBox(ctx)
     const secret = newSecret()
-    return await answerWrite(req, reply, async uow => {
+    return await answerWrite(ctx.store, req, reply, async uow => {
       await current(req, uow, req.params.webhook_id)
       const s = await uow.webhookSubscriptions.rotate(req.params.webhook_id, box.seal(secret), new Date())
       if (s === null) throw notFound(req.params.webhook_id)
@@ -207,10 +207,10 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
   app.post<{ Params: S.WebhookIdParams }>('/webhooks/:webhook_id/ping', ctx.route({
     config: { ...config, optionalBody: true },
     schema: { tags, summary: 'Send a ping event', description: 'Records an event `{id, type: "ping", occurred_at, data: {webhook_id}}` delivered to this subscription alone.', params: S.WebhookIdParamsSchema, body: EmptyBodySchema, response: { 202: Type.Ref(S.PingSchema), ...WRITE_ERRORS } },
-  }), async (req, reply) => await answerWrite(req, reply, async uow => {
+  }), async (req, reply) => await answerWrite(ctx.store, req, reply, async uow => {
     const s = await find(uow, req.params.webhook_id)
     uow.events.record({ type: 'ping', data: { webhook_id: s.id }, owner: null, public: false, webhookId: s.id })
-    uow.onCommit(() => { req.server.webhookFanOut.wake() })
+    uow.onCommit(() => { ctx.services.webhookFanOut.wake() })
     return { status: 202, body: { webhook_id: s.id, type: 'ping' } }
   }))
 
@@ -237,28 +237,28 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
   app.post<{ Params: S.DeliveryParams }>('/webhooks/:webhook_id/deliveries/:delivery_id/redeliver', ctx.route({
     config: { ...config, optionalBody: true },
     schema: { tags, summary: 'Deliver an event again', description: 'A new delivery of the same event, with the same `webhook-id` (the event id), so receivers that drop duplicates drop it.', params: S.DeliveryParamsSchema, body: EmptyBodySchema, response: { 202: Type.Ref(S.DeliverySchema), ...WRITE_ERRORS } },
-  }), async (req, reply) => await answerWrite(req, reply, async uow => {
+  }), async (req, reply) => await answerWrite(ctx.store, req, reply, async uow => {
     const s = await find(uow, req.params.webhook_id)
     const d = await uow.webhooks.findById(req.params.delivery_id)
     if (d === null || d.webhookId !== s.id) throw new AppError('DELIVERY_NOT_FOUND', `Subscription ${s.id} has no delivery ${req.params.delivery_id}.`)
     const id = `dlv_${uuidv7()}`
     await uow.webhooks.enqueue({ id, webhookId: s.id, eventId: d.eventId, eventType: d.eventType, url: s.url, payload: d.payload }, new Date())
-    uow.onCommit(() => { req.server.webhookSender.wake() })
+    uow.onCommit(() => { ctx.webhooks.wake() })
     const again = await uow.webhooks.findById(id)
     return { status: 202, body: deliveryData(again!), location: `${linkBase(req)}/webhooks/${s.id}/deliveries` }
   }))
 }
 
-declare module 'fastify' {
-  interface FastifyInstance {
+declare module '../../http/resources.ts' {
+  interface Services {
     /** This instance's fan-out of events to subscriptions: `wake()` after a commit that recorded one for it. */
-    webhookFanOut: { wake (): void }
+    readonly webhookFanOut: { wake (): void }
   }
 }
 
 /** The fan-out of events to deliveries, and the sender's view of subscriptions (targets, failures in a row). */
-async function webhookServices (app: FastifyInstance, { config, store, background }: ServicesContext): Promise<void> {
-  const log = app.log.child({ component: 'webhooks' })
+function webhookServices ({ config, store, log: root, background, webhooks }: ServicesContext): Partial<Services> {
+  const log = root.child({ component: 'webhooks' })
   const { box, source } = sealingOf(config)
   // Once per start; the key itself is never logged.
   if (source.kind === 'made' && source.now) {
@@ -268,9 +268,8 @@ async function webhookServices (app: FastifyInstance, { config, store, backgroun
     log.warn('WEBHOOK_SECRET is not set: on PostgreSQL every instance must share the key that seals webhook subscriptions\' ' +
       'secrets, so POST /webhooks answers 409 WEBHOOK_SECRET_NOT_SET until it is set')
   }
-  const fanOut = new FanOut({ store, log, pollMs: config.eventsPollMs, retentionH: config.eventsRetentionH, queued: () => { app.webhookSender.wake() } })
-  app.decorate('webhookFanOut', { wake: () => { fanOut.wake() } })
-  app.webhookSender.serveSubscriptions({
+  const fanOut = new FanOut({ store, log, pollMs: config.eventsPollMs, retentionH: config.eventsRetentionH, queued: () => { webhooks.wake() } })
+  webhooks.serveSubscriptions({
     async target (id) {
       const s = await store.webhookSubscriptions.find(id, SYSTEM)
       if (s === null || s.status !== 'enabled' || box === null) return null
@@ -284,12 +283,14 @@ async function webhookServices (app: FastifyInstance, { config, store, backgroun
     },
   })
   background.run(fanOut)
+  return { webhookFanOut: { wake: () => { fanOut.wake() } } }
 }
 
 export const webhooksResource: Resource = {
   name: 'webhooks',
   description: 'Webhook subscriptions: signed deliveries of events (admin only)',
   path: '/webhooks',
+  problems: webhooksProblems,
   schemas: S.webhookSchemas,
   routes: webhookRoutes,
   services: webhookServices,

@@ -1,8 +1,9 @@
-import { registerProblems } from '../../errors-i18n.ts'
+import type { ProblemDeclaration } from '../../catalogue.ts'
 
 declare module '../../errors.ts' { interface ResourceProblems { WEBHOOK_NOT_FOUND: true, DELIVERY_NOT_FOUND: true, WEBHOOK_SECRET_NOT_SET: true } }
 
-registerProblems({
+/** Its problem codes. */
+export const webhooksProblems = {
   WEBHOOK_NOT_FOUND: {
     status: 404,
     title: 'Webhook subscription not found',
@@ -34,4 +35,4 @@ registerProblems({
       es: { title: 'WEBHOOK_SECRET no definido', detail: 'Con PostgreSQL, la clave que sella los secretos de firma de las suscripciones de webhook debe venir del operador, la misma en cada instancia: mientras WEBHOOK_SECRET no esté definido, no se puede crear ninguna suscripción ni renovar su secreto.' },
     },
   },
-})
+} satisfies Readonly<Record<string, ProblemDeclaration>>

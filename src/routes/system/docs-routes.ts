@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { AppError, FIELD_CODES, PROBLEMS, problemSlug } from '../../errors.ts'
+import type { Catalogue } from '../../catalogue.ts'
+import { AppError, type ProblemCode, problemSlug } from '../../errors.ts'
 import { MAX_PAGE_SIZE } from '../../http/paging.ts'
 import type { Resource } from '../../http/resources.ts'
 import { problemResponses, SYSTEM_ERRORS } from '../../http/schemas.ts'
@@ -14,14 +15,14 @@ function escapeHtml (s: string): string {
  * The Markdown the OpenAPI document and /docs show about the API as a whole: its resources, its
  * versions (as src/http/versioning.ts lists them), authentication, errors and limits.
  */
-export function apiDescription (resources: readonly Resource[]): string {
+export function apiDescription (resources: readonly Resource[], catalogue: Catalogue): string {
   const paths = resources.map(r => `\`${r.path}\``).join(', ')
   const scopes = resources.flatMap(r => r.scopes ?? []).map(s => `\`${s}\``).join(', ')
   // The version text's example is the first resource the API serves (`things` → a thing, `thingId`).
   const thing = (resources[0]?.name ?? 'item').replace(/-/g, ' ').replace(/s$/, '')
   const versions = versionChanges(thing).map(({ version, changes }) => `Version ${version} (\`/v${version}/…\`, or \`Accept: ${vendorMediaType(version)}\` on any path): ${changes}`).join(' ')
-  const rows = Object.entries(PROBLEMS).map(([code, p]) => `| ${p.status} | \`${code}\` | ${p.title}: ${p.detail} |`).join('\n')
-  const fieldRows = Object.entries(FIELD_CODES).map(([code, text]) => `| \`${code}\` | ${text} |`).join('\n')
+  const rows = Object.entries(catalogue.problems).map(([code, p]) => `| ${p.status} | \`${code}\` | ${p.title}: ${p.detail} |`).join('\n')
+  const fieldRows = Object.entries(catalogue.fieldCodes).map(([code, text]) => `| \`${code}\` | ${text} |`).join('\n')
   return `An HTTP/JSON API of ${paths}: each is described under its tag.
 
 **Versions.** A path without a version prefix is version ${DEFAULT_VERSION}. ${versions}
@@ -47,7 +48,7 @@ ${fieldRows}
 }
 
 /** The problem `type` pages, /openapi.json and the /docs reference (all assets served locally). */
-export async function docsRoutes (app: FastifyInstance): Promise<void> {
+export async function docsRoutes (app: FastifyInstance, { catalogue }: { catalogue: Catalogue }): Promise<void> {
   app.get('/openapi.json', {
     schema: {
       tags: ['operations'],
@@ -71,9 +72,9 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
       },
     },
   }, async (req, reply) => {
-    const code = Object.keys(PROBLEMS).find(c => problemSlug(c) === req.params.slug) as keyof typeof PROBLEMS | undefined
+    const code = (Object.keys(catalogue.problems) as ProblemCode[]).find(c => problemSlug(c) === req.params.slug)
     if (!code) throw new AppError('NOT_FOUND', `No problem type is called ${req.params.slug}.`)
-    const p = PROBLEMS[code]
+    const p = catalogue.problems[code]
     reply.header('content-type', 'text/html; charset=utf-8').header('cache-control', 'public, max-age=86400')
     return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(p.title)}</title></head>

@@ -1,12 +1,17 @@
 import type { Migration, MigratorProps } from 'kysely'
-import type { StoreModule } from '../module.ts'
-import type { ColumnTypes } from './column-types.ts'
+import type { ColumnTypes, SharedMigration } from './column-types.ts'
 
 /**
  * The migrations named before they were named per module: frozen, and kept under these names so
  * that a database made then upgrades unchanged. Every later one is `<module>/NNNN-what`.
  */
 const LAST_GLOBAL_NUMBER = 4
+
+/** A store module's name and migrations (src/store/module.ts), all the plan reads of it. */
+export interface MigrationsOf {
+  readonly name: string
+  readonly migrations: Readonly<Record<string, SharedMigration>>
+}
 
 /** Every migration, by name, and the order they apply in. */
 export interface MigrationPlan {
@@ -22,7 +27,7 @@ export interface MigrationPlan {
  * `<its name>/NNNN-what`, so two branches adding one each cannot collide, and a module numbers
  * its own without reading other folders.
  */
-export function migrationPlan (core: Readonly<Record<string, Migration>>, modules: readonly StoreModule[], types: ColumnTypes): MigrationPlan {
+export function migrationPlan (core: Readonly<Record<string, Migration>>, modules: readonly MigrationsOf[], types: ColumnTypes): MigrationPlan {
   const parts = [
     { name: 'core', migrations: core },
     ...modules.map(m => ({ name: m.name, migrations: Object.fromEntries(Object.entries(m.migrations).map(([n, f]) => [n, f(types)])) })),

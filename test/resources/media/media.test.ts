@@ -8,7 +8,6 @@ import sharp from 'sharp'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { rawRequest } from '../../raw-http.ts'
 import { sweepOnce } from '../../../src/resources/media/sweep.ts'
-import { libraryOf } from '../../../src/resources/media/library.ts'
 import { lyingPng, png, sidewaysJpeg, SVG } from './images.ts'
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex')
@@ -227,10 +226,10 @@ for (const kind of await storeKinds()) {
         assert.equal(del.statusCode, 204)
         assert.equal((await t.request({ method: 'GET', url: `/media/${m.id as string}/file` })).statusCode, 404)
         assert.equal((await t.request({ method: 'GET', url: `/media/${m.id as string}/image` })).statusCode, 404)
-        const removed = await sweepOnce(t.store, libraryOf(t.store))
+        const removed = await sweepOnce(t.store, t.context.services.mediaLibrary)
         assert.equal(removed, 2, 'the file and its variant')
         assert.equal(blobFiles(t).length, files - 2)
-        assert.equal(await sweepOnce(t.store, libraryOf(t.store)), 0, 'what media hold stays')
+        assert.equal(await sweepOnce(t.store, t.context.services.mediaLibrary), 0, 'what media hold stays')
       })
     })
 
@@ -329,7 +328,7 @@ describe('media limits (sqlite)', () => {
   })
 
   it('leaves nothing recorded when an upload dies between its bytes and its row, and the sweep removes them once the claim expires', async () => {
-    const library = libraryOf(t.store)
+    const library = t.context.services.mediaLibrary
     const blobs = await library.blobs
     // What an instance that crashed after writing the bytes leaves: the blob, and a claim that has run out.
     await t.store.media.claimBlob('crashed', 'ab/ab00', new Date(Date.now() - 1))

@@ -3,7 +3,6 @@ import { createHash } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
 import sharp from 'sharp'
 import { sweepOnce } from '../../../src/resources/media/sweep.ts'
-import { libraryOf } from '../../../src/resources/media/library.ts'
 import type { BlobStorage } from '../../../src/storage/blob-storage.ts'
 import { openS3BlobStorage } from '../../../src/storage/s3-blob-storage.ts'
 import { buildTestApp, freePort, json, storeKinds, type TestApp } from '../../helper.ts'
@@ -96,7 +95,7 @@ for (const kind of await storeKinds()) {
       const del = await t.request({ method: 'DELETE', url: `/media/${media.id}`, headers: alice })
       assert.equal(del.statusCode, 204)
       assert.equal((await t.request({ method: 'GET', url: `/media/${media.id}/file` })).statusCode, 404)
-      await sweepOnce(t.store, libraryOf(t.store))
+      await sweepOnce(t.store, t.context.services.mediaLibrary)
       assert.ok(!(await keysOf(bucket)).includes(key), 'the sweep removed the unheld blob')
     })
   })
