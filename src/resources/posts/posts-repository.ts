@@ -170,9 +170,45 @@ const FILTERS: readonly {
  */
 export class PostsRepository implements PostStore {
   private readonly prepared: PreparedQueries
+  /**
+   * SQLite's full-text index is fed after the commit (search-indexer.ts): a write queues its post.
+   * PostgreSQL's is a generated column, kept by the row's own statement.
+   */
+  private readonly searchQueued: boolean
 
   constructor (private readonly db: Kysely<Database>, private readonly dialect: DialectParts) {
     this.prepared = preparedQueries(dialect)
+    this.searchQueued = dialect.kind === 'sqlite'
+  }
+
+  /** Queues post `id` for the full-text index (its entry made again, or removed when the post is gone). */
+  private async queueSearch (id: number): Promise<void> {
+    if (!this.searchQueued) return
+    await this.prepared.get('search-queue', () => this.db.insertInto('post_search_queue').values({ post_id: arg<number>(0) })
+      .onConflict(oc => oc.column('post_id').doNothing()))
+      .execute(this.db, [id])
+  }
+
+  async indexSearch (limit: number): Promise<number> {
+    if (!this.searchQueued) return 0
+    const queued = await this.prepared.get('search-queued', () => this.db.selectFrom('post_search_queue').select('post_id')
+      .orderBy('post_id').limit(arg<number>(0)))
+      .execute(this.db, [limit])
+    if (queued.length === 0) return 0
+    const ids = JSON.stringify(queued.map(r => Number(r.post_id)))
+    // The index holds no text (contentless): an entry is removed by rowid, then made from the row
+    // as it is now; a post deleted since has none made. Queue entries go in the same transaction.
+    await sql`DELETE FROM posts_fts WHERE rowid IN (SELECT value FROM json_each(${ids}))`.execute(this.db)
+    await sql`INSERT INTO posts_fts (rowid, title, content, tags)
+      SELECT id, title, content, tags FROM posts WHERE id IN (SELECT value FROM json_each(${ids}))`.execute(this.db)
+    await sql`DELETE FROM post_search_queue WHERE post_id IN (SELECT value FROM json_each(${ids}))`.execute(this.db)
+    return queued.length
+  }
+
+  async searchBacklog (): Promise<number> {
+    if (!this.searchQueued) return 0
+    const row = await this.db.selectFrom('post_search_queue').select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+    return Number(row.n)
   }
 
   /**
@@ -365,6 +401,7 @@ export class PostsRepository implements PostStore {
     const [created] = await this.prepared.get('create-slug', () => this.db.updateTable('posts').set({ slug: arg<string>(0) }).where('id', '=', arg<number>(1)).returning(POST_COLUMNS))
       .execute(this.db, [slug, id])
     await this.insertTags(id, write.tags ?? [])
+    await this.queueSearch(id)
     return toPost(created!)
   }
 
@@ -511,6 +548,7 @@ export class PostsRepository implements PostStore {
       await this.db.deleteFrom('post_tags').where('post_id', '=', id).execute()
       await this.insertTags(id, write.tags)
     }
+    await this.queueSearch(id)
     return { outcome: 'done', value: toPost(row) }
   }
 
@@ -520,6 +558,7 @@ export class PostsRepository implements PostStore {
     const r = await this.db.deleteFrom('posts').where('id', '=', id).where('revision', '=', expectedRevision).executeTakeFirst()
     if (Number(r.numDeletedRows) === 1) {
       await this.freeSlugs(slugs)
+      await this.queueSearch(id)
       return { outcome: 'done', value: true }
     }
     return await this.missingOrStale(id)

@@ -12,6 +12,7 @@ import * as m0003 from './0003-tag-order.ts'
 import * as m0004 from './0004-review.ts'
 import * as m0005 from './0005-feature-image.ts'
 import * as m0006 from './0006-slug-counters.ts'
+import * as m0007 from './0007-search-queue.ts'
 import { PostsRepository } from './posts-repository.ts'
 import { PreviewLinksRepository, type PreviewLinksTable, type PreviewLinkStore } from './preview-links-repository.ts'
 
@@ -60,6 +61,11 @@ export interface PostSlugCountersTable {
 export interface PostSlugGapsTable {
   base: string
   n: number
+}
+
+/** SQLite: posts whose full-text entry is to be made again or removed (posts/0007-search-queue). */
+export interface PostSearchQueueTable {
+  post_id: number
 }
 
 /** A post's tags, one row each by case-folded key, so `?tag=` is an index lookup. */
@@ -163,6 +169,15 @@ export interface PostStore {
   publishedStats (): Promise<PublishedStats>
   /** The id of the published post `offset` places from the first in id order (0: the first), or null. */
   publishedIdAt (offset: number): Promise<number | null>
+  /**
+   * Brings the full-text index up to date for up to `limit` of the posts written since they were
+   * last indexed (SQLite, where writes only queue their post; on PostgreSQL each write keeps the
+   * index itself and this does nothing). Resolves with how many it took: fewer than `limit`, the
+   * queue is empty. Run it in a unit of work, so that a post and its queue entry change together.
+   */
+  indexSearch (limit: number): Promise<number>
+  /** How many posts wait for the full-text index (0 on PostgreSQL). */
+  searchBacklog (): Promise<number>
 }
 
 export interface PublishedStats {
@@ -205,6 +220,7 @@ declare module '../../store/tables.ts' {
     post_slug_counters: PostSlugCountersTable
     post_slug_gaps: PostSlugGapsTable
     post_tags: PostTagsTable
+    post_search_queue: PostSearchQueueTable
     post_revisions: PostRevisionsTable
     post_preview_links: PreviewLinksTable
   }
@@ -226,6 +242,7 @@ export const postsStore: StoreModule = {
     'posts/0004-review': m0004.migration,
     'posts/0005-feature-image': m0005.migration,
     'posts/0006-slug-counters': m0006.migration,
+    'posts/0007-search-queue': m0007.migration,
   },
   repository: (db, dialect): PostStore => new PostsRepository(db, dialect),
 }
