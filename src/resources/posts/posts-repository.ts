@@ -134,6 +134,11 @@ function viewerKind (viewer: Viewer): ViewerKind {
 
 type PostsEb = ExpressionBuilder<Database, 'posts'>
 
+/** `published_at op at`, written on both sort columns (see FILTERS). */
+function publishedRange (eb: PostsEb, op: '<' | '>', at: Timestamp): Expression<SqlBool> {
+  return eb.and([eb('posts.published_asc' as 'posts.published_at', op, at), eb('posts.published_desc' as 'posts.published_at', op, at)])
+}
+
 /**
  * The equality and range filters of a post list, in the order their values are
  * bound: each present filter binds `values` and adds its condition.
@@ -156,8 +161,11 @@ const FILTERS: readonly {
       .where('post_tags.tag_key', 'in', Array.from({ length: n }, (_, i) => v(i) as string))
       .limit(1)),
   },
-  { name: 'published_after', values: (f, d) => [d.timestamp(new Date(f.published_after!))], condition: (eb, v) => eb('posts.published_at', '>', v(0) as Timestamp) },
-  { name: 'published_before', values: (f, d) => [d.timestamp(new Date(f.published_before!))], condition: (eb, v) => eb('posts.published_at', '<', v(0) as Timestamp) },
+  // On the sort columns, which equal published_at where it is set: a range of either one's index,
+  // whichever the order reads. Null is far past in one and far future in the other, so one of the
+  // two conditions always leaves out the posts never published.
+  { name: 'published_after', values: (f, d) => [d.timestamp(new Date(f.published_after!))], condition: (eb, v) => publishedRange(eb, '>', v(0) as Timestamp) },
+  { name: 'published_before', values: (f, d) => [d.timestamp(new Date(f.published_before!))], condition: (eb, v) => publishedRange(eb, '<', v(0) as Timestamp) },
   { name: 'updated_since', values: (f, d) => [d.timestamp(new Date(f.updated_since!))], condition: (eb, v) => eb('posts.updated_at', '>=', v(0) as Timestamp) },
 ]
 
