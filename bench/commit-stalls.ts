@@ -4,7 +4,7 @@
  * A sequential reader (GET /posts/{id}) is timed alone, then beside writers that create posts, for
  * SQLITE_SYNCHRONOUS=FULL and NORMAL in turn, on one database each, the service pinned to core 0.
  *
- *   npx tsx bench/commit-stalls.ts        # STALL_SECONDS=5 STALL_ROUNDS=2 STALL_WRITERS=16
+ *   npx tsx bench/commit-stalls.ts        # STALL_SECONDS=5 STALL_ROUNDS=2 STALL_WRITERS=16 STALL_PIN=1
  *
  * Needs a build (`npm run build`): it runs bin/blog.js as production does.
  */
@@ -14,6 +14,8 @@ import { freshDatabase } from '../test/helper.ts'
 const SECONDS = Number(process.env.STALL_SECONDS ?? 5)
 const ROUNDS = Number(process.env.STALL_ROUNDS ?? 2)
 const WRITERS = Number(process.env.STALL_WRITERS ?? 16)
+/** STALL_PIN=0 leaves the service unpinned (when other work holds core 0). */
+const PIN = process.env.STALL_PIN !== '0'
 const CONTENT = 'A paragraph of a post, about two kilobytes once repeated. '.repeat(35)
 
 function quantile (sorted: number[], q: number): number {
@@ -46,7 +48,7 @@ async function writer (base: string, authorization: string, until: number): Prom
 async function measure (sync: 'FULL' | 'NORMAL'): Promise<string> {
   const db = await freshDatabase('sqlite')
   const env = processEnv(db, { SQLITE_SYNCHRONOUS: sync, RATE_LIMIT_MAX: '0', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0' })
-  const instance = await startInstance(`stalls ${sync}`, env, `taskset -c 0 ${process.execPath} ${BIN} serve`)
+  const instance = await startInstance(`stalls ${sync}`, env, `${PIN ? 'taskset -c 0 ' : ''}${process.execPath} ${BIN} serve`)
   try {
     const authorization = `Bearer ${await token('bench', ['posts:write'])}`
     const ids: number[] = []
