@@ -376,6 +376,14 @@ export class PostsRepository implements PostStore {
 
   async create (input: PostWriteInput, author: string, now: Date): Promise<Post> {
     const write = completed(input, true, now)
+    const wanted = write.slug ?? { derived: 'post' }
+    const plain = 'given' in wanted ? wanted.given : wanted.derived
+    // SQLite has one writer, which this unit of work holds: a slug found free stays free, so the row
+    // is written with it at once (no second write of the row). A new post holds no slug yet, so a
+    // given one that is held is another post's. Elsewhere (and for a derived slug found taken) the
+    // claim settles it after the insert, and the row is updated with what it got.
+    const early = this.dialect.kind === 'sqlite' && await this.slugFree(plain) ? plain : null
+    if (early === null && 'given' in wanted && this.dialect.kind === 'sqlite') throw new SlugTakenError(plain)
     const ts = this.dialect.timestamp(now)
     const query = this.prepared.get('create', () => this.db.insertInto('posts')
       .values({
@@ -397,20 +405,33 @@ export class PostsRepository implements PostStore {
         canonical_url: arg(13),
         feature_image: arg(14),
         feature_image_id: arg(15),
+        slug: arg(16),
       })
-      .returning('id'))
+      .returning(POST_COLUMNS))
     const publishedAt = write.publishedAt === null ? null : this.dialect.timestamp(new Date(write.publishedAt))
-    const [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt),
-      write.metaTitle, write.metaDescription, write.canonicalUrl, ...featureImageArgs(write.featureImage ?? null)])
+    let [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt),
+      write.metaTitle, write.metaDescription, write.canonicalUrl, ...featureImageArgs(write.featureImage ?? null), early])
     if (row === undefined) throw new Error('INSERT … RETURNING returned no row')
     const id = Number(row.id)
-    const slug = await this.claimSlug(id, write.slug ?? { derived: 'post' })
-    if (slug === null) throw new SlugTakenError('given' in write.slug! ? write.slug.given : '')
-    const [created] = await this.prepared.get('create-slug', () => this.db.updateTable('posts').set({ slug: arg<string>(0) }).where('id', '=', arg<number>(1)).returning(POST_COLUMNS))
-      .execute(this.db, [slug, id])
+    if (early !== null) {
+      if (!await this.tryClaim(id, early)) throw new Error(`slug ${early} was found free, then taken inside one transaction`)
+    } else {
+      const slug = await this.claimSlug(id, wanted)
+      if (slug === null) throw new SlugTakenError(plain)
+      ;[row] = await this.prepared.get('create-slug', () => this.db.updateTable('posts').set({ slug: arg<string>(0) }).where('id', '=', arg<number>(1)).returning(POST_COLUMNS))
+        .execute(this.db, [slug, id])
+    }
     await this.insertTags(id, write.tags ?? [])
     await this.queueSearch(id)
-    return toPost(created!)
+    return toPost(row!)
+  }
+
+  /** Whether no post holds `slug`, as its current slug or an alias. */
+  private async slugFree (slug: string): Promise<boolean> {
+    const rows = await this.prepared.get('slug-held', () => this.db.selectFrom('post_slugs').select('post_id')
+      .where('slug', '=', arg<string>(0)))
+      .execute(this.db, [slug])
+    return rows.length === 0
   }
 
   /**
