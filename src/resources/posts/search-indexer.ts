@@ -26,6 +26,8 @@ export function searchIndexer (store: Store): Job {
     pollMs: SEARCH_INDEX_POLL_MS,
     async tick (signal) {
       if (signal.aborted) return false
+      // Looked at outside a transaction first: an idle poll takes no write lock.
+      if (await store.posts.searchBacklog() === 0) return false
       const taken = await store.transaction(async uow => await uow.posts.indexSearch(SEARCH_INDEX_BATCH))
       return taken === SEARCH_INDEX_BATCH
     },
