@@ -137,6 +137,11 @@ export interface TestApp {
   apiKey (name: string, scopes: string[]): Promise<string>
   /** Scrapes the app's metrics as Prometheus would, from the metrics listener's app (not the API). */
   scrape (): Promise<string>
+  /**
+   * Resolves once every post written so far is in the full-text index, as the indexer job would
+   * leave it (SQLite feeds it after the commit; PostgreSQL at once): for tests that search at once.
+   */
+  searchIndexed (): Promise<void>
   close (): Promise<void>
 }
 
@@ -221,6 +226,9 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
       const res = await (await metricsApp).inject({ method: 'GET', url: '/metrics', headers: config.metrics.token === null ? {} : { authorization: `Bearer ${config.metrics.token}` } })
       if (res.statusCode !== 200) throw new Error(`GET /metrics answered ${res.statusCode}: ${res.body}`)
       return res.body
+    },
+    async searchIndexed () {
+      while (await store.transaction(async uow => await uow.posts.indexSearch(100)) > 0);
     },
     async close () {
       await (await metricsApp)?.close()

@@ -9,6 +9,7 @@ import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
 const body = (title: string) => JSON.stringify({ title, content: 'Once only.' })
 
 async function count (t: TestApp, title: string): Promise<number> {
+  await t.searchIndexed()
   const page = await t.store.posts.list({ filter: { q: title }, sort: [{ key: 'id', direction: 'asc' }], limit: 100 }, { subject: 'root', scopes: new Set(['admin']), kind: 'jwt' })
   return page.items.filter(p => p.title === title).length
 }

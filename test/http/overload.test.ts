@@ -173,6 +173,7 @@ for (const kind of await storeKinds()) {
           await uow.posts.create(input, 'alice', new Date())
         }, { signal: controller.signal }))
         assert.equal((await t.store.posts.findById(p.id, null))?.title, 'kept')
+        await t.searchIndexed()
         assert.equal((await t.store.posts.list({ filter: { q: 'late' }, sort: [{ key: 'id', direction: 'asc' }], limit: 10 }, null)).items.length, 0)
       } finally {
         await t.close()

@@ -241,6 +241,7 @@ for (const kind of await storeKinds()) {
         assert.equal(new Set(seen).size, seen.length)
         assert.ok(seen.length >= 27)
         for (const id of await walk('/posts?limit=100')) if (!seen.includes(id)) assert.ok(id > Math.max(...sameIds), 'only new posts were missed')
+        await t.searchIndexed()
         const page = json<Item[]>(await get('/posts?limit=100&q=inserted&fields=id'))
         for (const { id } of page) await t.request({ method: 'DELETE', url: `/posts/${id}`, headers: alice })
       })
@@ -264,6 +265,7 @@ for (const kind of await storeKinds()) {
     describe('full-text search', () => {
       it('matches every word in title or content, paged and sorted like any list', async () => {
         const titles = (url: string) => get(url).then(r => json<{ title: string }[]>(r).map(i => i.title))
+        await t.searchIndexed()
         assert.deepEqual(await titles('/posts?q=baking&sort=title&fields=title'), ['Apple pie', 'banana bread'])
         assert.deepEqual(await titles('/posts?q=baking%20apples&fields=title'), ['Apple pie'])
         assert.deepEqual(await titles('/posts?q=APPLE&fields=title'), ['Apple pie'])
@@ -283,6 +285,7 @@ for (const kind of await storeKinds()) {
         assert.equal(json<Item[]>(await get('/posts?q=cherries', alice)).length, 1)
         const id = sameIds[0]!
         await t.request({ method: 'PUT', url: `/posts/${id}`, headers: alice, payload: { title: 'Renamed', content: 'zeppelin' } })
+        await t.searchIndexed()
         assert.deepEqual(json<Item[]>(await get('/posts?q=zeppelin')).map(i => i.id), [id])
         assert.equal(json<Item[]>(await get('/posts?q=twin&limit=100')).length, 24)
         await t.request({ method: 'PUT', url: `/posts/${id}`, headers: alice, payload: { title: 'Same', content: 'twin 0' } })

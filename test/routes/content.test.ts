@@ -314,6 +314,7 @@ for (const kind of await storeKinds()) {
     })
 
     it('combines every filter with q, the other filters, offset paging and counts', async () => {
+      await t.searchIndexed()
       const res = await t.request({ method: 'GET', url: '/posts?tag=node,rust&author=alice&q=alpha&page=1&limit=1', headers: { prefer: 'count=exact' } })
       assert.deepEqual((json(res) as { id: number }[]).map(p => p.id), [ids.a])
       assert.equal(res.headers['x-total-count'], '1')

@@ -67,6 +67,7 @@ for (const kind of await storeKinds()) {
       const alice = await s.t.auth('alice', ['posts:write'])
       const created = json(await s.t.request({ method: 'POST', url: '/posts', headers: alice, payload: { title: 'Crème brûlée', content: '', tags: ['Food'] } }))
       assert.equal(created.slug, 'creme-brulee-4')
+      await s.t.searchIndexed()
       assert.equal(json(await s.t.request({ method: 'GET', url: '/posts?q=food' })).length, 1, 'search covers tags after the migration')
     })
   })

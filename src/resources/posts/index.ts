@@ -33,6 +33,7 @@ import { postData, renderPost } from './representation.ts'
 import { revisionRoutes } from './revisions.ts'
 import { PREVIEW_LINK_SCHEMAS, previewLinkRoutes } from './preview-links.ts'
 import { editorialSettings } from './settings.ts'
+import { searchIndexer } from './search-indexer.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, PostSlugParamsSchema, type PostSlugParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
 
 /** The list's filter as the query gave it: `tag` a comma list, read into keys for the store. */
@@ -263,6 +264,8 @@ export const postsResource: Resource = {
   eventTypes: POST_EVENT_TYPES,
   routes: postRoutes,
   services: postServices,
+  // PostgreSQL's index is kept by each write: there is nothing to feed.
+  jobs: ({ store }) => store.kind === 'sqlite' ? [searchIndexer(store)] : [],
   settings: editorialSettings,
   store: [postsStore, revisionsStore, previewLinksStore, aliasesStore],
   unversionedRoutes: async (app, ctx) => {

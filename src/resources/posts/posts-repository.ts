@@ -134,6 +134,11 @@ function viewerKind (viewer: Viewer): ViewerKind {
 
 type PostsEb = ExpressionBuilder<Database, 'posts'>
 
+/** `published_at op at`, written on both sort columns (see FILTERS). */
+function publishedRange (eb: PostsEb, op: '<' | '>', at: Timestamp): Expression<SqlBool> {
+  return eb.and([eb('posts.published_asc' as 'posts.published_at', op, at), eb('posts.published_desc' as 'posts.published_at', op, at)])
+}
+
 /**
  * The equality and range filters of a post list, in the order their values are
  * bound: each present filter binds `values` and adds its condition.
@@ -156,8 +161,11 @@ const FILTERS: readonly {
       .where('post_tags.tag_key', 'in', Array.from({ length: n }, (_, i) => v(i) as string))
       .limit(1)),
   },
-  { name: 'published_after', values: (f, d) => [d.timestamp(new Date(f.published_after!))], condition: (eb, v) => eb('posts.published_at', '>', v(0) as Timestamp) },
-  { name: 'published_before', values: (f, d) => [d.timestamp(new Date(f.published_before!))], condition: (eb, v) => eb('posts.published_at', '<', v(0) as Timestamp) },
+  // On the sort columns, which equal published_at where it is set: a range of either one's index,
+  // whichever the order reads. Null is far past in one and far future in the other, so one of the
+  // two conditions always leaves out the posts never published.
+  { name: 'published_after', values: (f, d) => [d.timestamp(new Date(f.published_after!))], condition: (eb, v) => publishedRange(eb, '>', v(0) as Timestamp) },
+  { name: 'published_before', values: (f, d) => [d.timestamp(new Date(f.published_before!))], condition: (eb, v) => publishedRange(eb, '<', v(0) as Timestamp) },
   { name: 'updated_since', values: (f, d) => [d.timestamp(new Date(f.updated_since!))], condition: (eb, v) => eb('posts.updated_at', '>=', v(0) as Timestamp) },
 ]
 
@@ -170,9 +178,45 @@ const FILTERS: readonly {
  */
 export class PostsRepository implements PostStore {
   private readonly prepared: PreparedQueries
+  /**
+   * SQLite's full-text index is fed after the commit (search-indexer.ts): a write queues its post.
+   * PostgreSQL's is a generated column, kept by the row's own statement.
+   */
+  private readonly searchQueued: boolean
 
   constructor (private readonly db: Kysely<Database>, private readonly dialect: DialectParts) {
     this.prepared = preparedQueries(dialect)
+    this.searchQueued = dialect.kind === 'sqlite'
+  }
+
+  /** Queues post `id` for the full-text index (its entry made again, or removed when the post is gone). */
+  private async queueSearch (id: number): Promise<void> {
+    if (!this.searchQueued) return
+    await this.prepared.get('search-queue', () => this.db.insertInto('post_search_queue').values({ post_id: arg<number>(0) })
+      .onConflict(oc => oc.column('post_id').doNothing()))
+      .execute(this.db, [id])
+  }
+
+  async indexSearch (limit: number): Promise<number> {
+    if (!this.searchQueued) return 0
+    const queued = await this.prepared.get('search-queued', () => this.db.selectFrom('post_search_queue').select('post_id')
+      .orderBy('post_id').limit(arg<number>(0)))
+      .execute(this.db, [limit])
+    if (queued.length === 0) return 0
+    const ids = JSON.stringify(queued.map(r => Number(r.post_id)))
+    // The index holds no text (contentless): an entry is removed by rowid, then made from the row
+    // as it is now; a post deleted since has none made. Queue entries go in the same transaction.
+    await sql`DELETE FROM posts_fts WHERE rowid IN (SELECT value FROM json_each(${ids}))`.execute(this.db)
+    await sql`INSERT INTO posts_fts (rowid, title, content, tags)
+      SELECT id, title, content, tags FROM posts WHERE id IN (SELECT value FROM json_each(${ids}))`.execute(this.db)
+    await sql`DELETE FROM post_search_queue WHERE post_id IN (SELECT value FROM json_each(${ids}))`.execute(this.db)
+    return queued.length
+  }
+
+  async searchBacklog (): Promise<number> {
+    if (!this.searchQueued) return 0
+    const row = await this.db.selectFrom('post_search_queue').select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+    return Number(row.n)
   }
 
   /**
@@ -332,6 +376,14 @@ export class PostsRepository implements PostStore {
 
   async create (input: PostWriteInput, author: string, now: Date): Promise<Post> {
     const write = completed(input, true, now)
+    const wanted = write.slug ?? { derived: 'post' }
+    const plain = 'given' in wanted ? wanted.given : wanted.derived
+    // SQLite has one writer, which this unit of work holds: a slug found free stays free, so the row
+    // is written with it at once (no second write of the row). A new post holds no slug yet, so a
+    // given one that is held is another post's. Elsewhere (and for a derived slug found taken) the
+    // claim settles it after the insert, and the row is updated with what it got.
+    const early = this.dialect.kind === 'sqlite' && await this.slugFree(plain) ? plain : null
+    if (early === null && 'given' in wanted && this.dialect.kind === 'sqlite') throw new SlugTakenError(plain)
     const ts = this.dialect.timestamp(now)
     const query = this.prepared.get('create', () => this.db.insertInto('posts')
       .values({
@@ -353,19 +405,33 @@ export class PostsRepository implements PostStore {
         canonical_url: arg(13),
         feature_image: arg(14),
         feature_image_id: arg(15),
+        slug: arg(16),
       })
-      .returning('id'))
+      .returning(POST_COLUMNS))
     const publishedAt = write.publishedAt === null ? null : this.dialect.timestamp(new Date(write.publishedAt))
-    const [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt),
-      write.metaTitle, write.metaDescription, write.canonicalUrl, ...featureImageArgs(write.featureImage ?? null)])
+    let [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt),
+      write.metaTitle, write.metaDescription, write.canonicalUrl, ...featureImageArgs(write.featureImage ?? null), early])
     if (row === undefined) throw new Error('INSERT … RETURNING returned no row')
     const id = Number(row.id)
-    const slug = await this.claimSlug(id, write.slug ?? { derived: 'post' })
-    if (slug === null) throw new SlugTakenError('given' in write.slug! ? write.slug.given : '')
-    const [created] = await this.prepared.get('create-slug', () => this.db.updateTable('posts').set({ slug: arg<string>(0) }).where('id', '=', arg<number>(1)).returning(POST_COLUMNS))
-      .execute(this.db, [slug, id])
+    if (early !== null) {
+      if (!await this.tryClaim(id, early)) throw new Error(`slug ${early} was found free, then taken inside one transaction`)
+    } else {
+      const slug = await this.claimSlug(id, wanted)
+      if (slug === null) throw new SlugTakenError(plain)
+      ;[row] = await this.prepared.get('create-slug', () => this.db.updateTable('posts').set({ slug: arg<string>(0) }).where('id', '=', arg<number>(1)).returning(POST_COLUMNS))
+        .execute(this.db, [slug, id])
+    }
     await this.insertTags(id, write.tags ?? [])
-    return toPost(created!)
+    await this.queueSearch(id)
+    return toPost(row!)
+  }
+
+  /** Whether no post holds `slug`, as its current slug or an alias. */
+  private async slugFree (slug: string): Promise<boolean> {
+    const rows = await this.prepared.get('slug-held', () => this.db.selectFrom('post_slugs').select('post_id')
+      .where('slug', '=', arg<string>(0)))
+      .execute(this.db, [slug])
+    return rows.length === 0
   }
 
   /**
@@ -511,6 +577,7 @@ export class PostsRepository implements PostStore {
       await this.db.deleteFrom('post_tags').where('post_id', '=', id).execute()
       await this.insertTags(id, write.tags)
     }
+    await this.queueSearch(id)
     return { outcome: 'done', value: toPost(row) }
   }
 
@@ -520,6 +587,7 @@ export class PostsRepository implements PostStore {
     const r = await this.db.deleteFrom('posts').where('id', '=', id).where('revision', '=', expectedRevision).executeTakeFirst()
     if (Number(r.numDeletedRows) === 1) {
       await this.freeSlugs(slugs)
+      await this.queueSearch(id)
       return { outcome: 'done', value: true }
     }
     return await this.missingOrStale(id)

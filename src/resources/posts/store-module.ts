@@ -6,6 +6,8 @@ import * as m0003 from './0003-tag-order.ts'
 import * as m0004 from './0004-review.ts'
 import * as m0005 from './0005-feature-image.ts'
 import * as m0006 from './0006-slug-counters.ts'
+import * as m0007 from './0007-search-queue.ts'
+import * as m0008 from './0008-write-indexes.ts'
 import { PostsRepository } from './posts-repository.ts'
 import { PreviewLinksRepository, type PreviewLinkStore } from './preview-links-repository.ts'
 import type { PostStore, RevisionStore } from './store.ts'
@@ -23,6 +25,8 @@ export const postsStore: StoreModule = {
     'posts/0004-review': m0004.migration,
     'posts/0005-feature-image': m0005.migration,
     'posts/0006-slug-counters': m0006.migration,
+    'posts/0007-search-queue': m0007.migration,
+    'posts/0008-write-indexes': m0008.migration,
   },
   repository: (db, dialect): PostStore => new PostsRepository(db, dialect),
 }

@@ -53,6 +53,11 @@ export interface PostSlugGapsTable {
   n: number
 }
 
+/** SQLite: posts whose full-text entry is to be made again or removed (posts/0007-search-queue). */
+export interface PostSearchQueueTable {
+  post_id: number
+}
+
 /** A post's tags, one row each by case-folded key, so `?tag=` is an index lookup. */
 export interface PostTagsTable {
   post_id: number
@@ -154,6 +159,15 @@ export interface PostStore {
   publishedStats (): Promise<PublishedStats>
   /** The id of the published post `offset` places from the first in id order (0: the first), or null. */
   publishedIdAt (offset: number): Promise<number | null>
+  /**
+   * Brings the full-text index up to date for up to `limit` of the posts written since they were
+   * last indexed (SQLite, where writes only queue their post; on PostgreSQL each write keeps the
+   * index itself and this does nothing). Resolves with how many it took: fewer than `limit`, the
+   * queue is empty. Run it in a unit of work, so that a post and its queue entry change together.
+   */
+  indexSearch (limit: number): Promise<number>
+  /** How many posts wait for the full-text index (0 on PostgreSQL). */
+  searchBacklog (): Promise<number>
 }
 
 export interface PublishedStats {
@@ -196,6 +210,7 @@ declare module '../../store/tables.ts' {
     post_slug_counters: PostSlugCountersTable
     post_slug_gaps: PostSlugGapsTable
     post_tags: PostTagsTable
+    post_search_queue: PostSearchQueueTable
     post_revisions: PostRevisionsTable
     post_preview_links: PreviewLinksTable
   }

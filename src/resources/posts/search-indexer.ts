@@ -1,0 +1,35 @@
+import type { Job } from '../../jobs/job.ts'
+import type { Store } from '../../store/store.ts'
+
+export const SEARCH_INDEX_JOB = 'search-index'
+
+/** How often the indexer looks at the queue when it found it empty. */
+export const SEARCH_INDEX_POLL_MS = 250
+
+/**
+ * Posts indexed per unit of work: enough that the index's per-commit work is shared, few enough
+ * that one unit holds the writer (and the event loop) for a few milliseconds at most.
+ */
+export const SEARCH_INDEX_BATCH = 64
+
+/**
+ * Feeds SQLite's full-text index after the commit: a write queues its post's id with the write
+ * (so a crash loses no queued post), and this job indexes the queued posts as they are by then.
+ * Each batch is one unit of work (the index's entries and the queue's rows change together), so
+ * instances sharing the file never index a post twice or lose one, and a batch cut short by a
+ * crash is done again whole. While it keeps up, a change is searchable within
+ * SEARCH_INDEX_POLL_MS and the batch's time (docs/querying.md promises 2 s).
+ */
+export function searchIndexer (store: Store): Job {
+  return {
+    name: SEARCH_INDEX_JOB,
+    pollMs: SEARCH_INDEX_POLL_MS,
+    async tick (signal) {
+      if (signal.aborted) return false
+      // Looked at outside a transaction first: an idle poll takes no write lock.
+      if (await store.posts.searchBacklog() === 0) return false
+      const taken = await store.transaction(async uow => await uow.posts.indexSearch(SEARCH_INDEX_BATCH))
+      return taken === SEARCH_INDEX_BATCH
+    },
+  }
+}
