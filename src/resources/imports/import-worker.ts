@@ -2,12 +2,13 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
 import type { Config } from '../../config.ts'
-import type { Importable, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
+import type { ImageCatalogue, ImageIntake, Importable, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
 import type { Job } from '../../jobs/job.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
 import { type Entry, ImportFailure } from './entries.ts'
 import { readGhost } from './ghost-reader.ts'
 import { type ImportLease, type ImportReport, warn } from './import.ts'
+import { ImageImporter } from './image-importer.ts'
 import { mapPost } from './mapping.ts'
 import type { ImportStep } from './store.ts'
 import { type ByteCounter, utf8Text } from './text.ts'
@@ -19,6 +20,10 @@ export interface ImportWorkerOptions {
   readonly config: Config
   /** The collection the posts go to. */
   readonly target: Importable
+  /** The service's images: those a post shows render with their variants. */
+  readonly images?: ImageCatalogue
+  /** Where fetched images go (with IMPORT_FETCH_IMAGES). */
+  readonly intake?: ImageIntake
   readonly leaseMs: number
   readonly maxAttempts: number
   readonly pollMs: number
@@ -103,6 +108,17 @@ export class ImportWorker implements Job {
     return true
   }
 
+  private fetchOptions () {
+    const { config } = this.opts
+    return {
+      allowLoopback: config.webhookAllowLoopback,
+      // Media takes no larger file.
+      maxBytes: Math.min(config.imports.imageMaxBytes, config.media.maxBytes),
+      timeoutMs: config.imports.imageTimeoutMs,
+      maxRedirects: config.imports.imageMaxRedirects,
+    }
+  }
+
   private leaseUntil (): Date {
     return new Date(Date.now() + this.opts.leaseMs)
   }
@@ -166,7 +182,23 @@ export class ImportWorker implements Job {
     let passes = 0
     // Ghost's reader reads the file twice: its first pass's notes would be its second's again.
     const open = () => utf8Text(uploadBytes(store, job.uploadId), counter, passes++ === 0 || job.source === 'wordpress' ? note : () => {})
-    const entries = withNotes(job.source === 'wordpress' ? readWxr(open()) : readGhost(open), notes)
+    const { intake } = this.opts
+    const importer = config.imports.fetchImages && !job.dryRun && intake !== undefined
+      ? new ImageImporter({ store, config, intake, owner: job.owner, log: this.opts.log.child({ import_id: job.id }), fetch: this.fetchOptions() })
+      : null
+    // A post names its feature image by the id of an attachment, which may come after it: a first reading gathers them.
+    const attachments = new Map<string, string>()
+    if (importer !== null && job.source === 'wordpress') {
+      try {
+        for await (const entry of readWxr(utf8Text(uploadBytes(store, job.uploadId), { bytes: 0 }, () => {}), attachments)) {
+          if (entry.kind === 'post') signal.throwIfAborted()
+        }
+      } catch (err) {
+        // The reading that follows reports what is wrong with the file.
+        if (!(err instanceof ImportFailure)) throw err
+      }
+    }
+    const entries = withNotes(job.source === 'wordpress' ? readWxr(open(), attachments) : readGhost(open), notes)
     const readBytes = Math.max(1, job.size * (job.source === 'ghost' ? 2 : 1))
     const progress = () => Math.min(99, Math.floor(counter.bytes / readBytes * 100))
 
@@ -197,7 +229,7 @@ export class ImportWorker implements Job {
       const step = (): ImportStep => ({ position: index, progress: progress(), report: next, seenTags: [...nextSeen] })
       const write = async (uow: UnitOfWork) => {
         const existing = await uow.imports.identities(job.source, batch.map(p => p.key))
-        return await target.write(uow, batch.map(p => ({ ...p.item, existing: existing.get(p.key) ?? null })), job.owner, config)
+        return await target.write(uow, batch.map(p => ({ ...p.item, existing: existing.get(p.key) ?? null })), job.owner, config, this.opts.images)
       }
       if (job.dryRun) {
         let outcomes: ImportableOutcome[] = []
@@ -239,7 +271,13 @@ export class ImportWorker implements Job {
       } else {
         // Converting a post takes a millisecond or more of the event loop: requests are served between posts.
         await nextTurn()
-        const mapped = mapPost(entry.post, ctx)
+        let mapped = mapPost(entry.post, ctx)
+        let featureImage: string | undefined
+        if (importer !== null && !('skipped' in mapped)) {
+          const fetched = await importer.apply(entry.post, entry.label, report)
+          if (fetched.post !== entry.post) mapped = mapPost(fetched.post, ctx)
+          featureImage = fetched.featureImage
+        }
         for (const w of mapped.warnings) warn(report, entry.label, w)
         if ('skipped' in mapped) {
           report.posts.skipped++
@@ -251,7 +289,7 @@ export class ImportWorker implements Job {
             await flush()
             index++
           }
-          pending.push({ key: entry.key, label: entry.label, item: mapped.item })
+          pending.push({ key: entry.key, label: entry.label, item: featureImage === undefined ? mapped.item : { ...mapped.item, featureImage } })
         }
       }
       if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES || Date.now() - lastStep > this.opts.leaseMs / 3) {

@@ -1,9 +1,10 @@
 import type { Config } from '../../config.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError } from '../../errors.ts'
-import type { ExportableEntry, Importable, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
+import type { ExportableEntry, ImageCatalogue, Importable, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
 import { wordMessage } from '../../messages.ts'
 import type { UnitOfWork } from '../../store/store.ts'
+import { contentImages } from './content-images.ts'
 import { postEvents } from './events.ts'
 import type { Post, PostInput } from './post.ts'
 import { PostService } from './post-service.ts'
@@ -18,6 +19,7 @@ function inputOf (item: ImportableItem): PostInput {
     tags: normaliseTags(item.tags),
     excerpt: item.excerpt,
     publishAt: item.status === 'scheduled' ? item.publishAt : null,
+    ...(item.featureImage === undefined ? {} : { featureImage: item.featureImage }),
   }
 }
 
@@ -27,7 +29,8 @@ function unchanged (post: Post, input: PostInput): boolean {
   return post.title === input.title && post.content === input.content && post.status === input.status &&
     JSON.stringify(post.tags) === JSON.stringify(input.tags) &&
     (input.excerpt === null ? post.excerptDerived : post.excerpt === input.excerpt) &&
-    (post.publishAt === null || publishAt === null ? post.publishAt === publishAt : Date.parse(post.publishAt) === Date.parse(publishAt))
+    (post.publishAt === null || publishAt === null ? post.publishAt === publishAt : Date.parse(post.publishAt) === Date.parse(publishAt)) &&
+    (input.featureImage === undefined || (post.featureImage?.id ?? null) === input.featureImage)
 }
 
 /** Why the rules of posts refused an item, in words for the report. */
@@ -73,8 +76,15 @@ async function writeOne (uow: UnitOfWork, service: PostService, item: Importable
  * runs, so the batch's transaction stays usable.
  */
 export const postsImportable: Importable = {
-  async write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config): Promise<ImportableOutcome[]> {
-    const service = new PostService(uow, { revisionsKeep: config.editorial.revisionsKeep, changed: postEvents(uow.events) })
+  async write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config, catalogue?: ImageCatalogue): Promise<ImportableOutcome[]> {
+    const images = catalogue === undefined ? undefined : contentImages(catalogue, config)
+    const service = new PostService(uow, {
+      revisionsKeep: config.editorial.revisionsKeep,
+      changed: postEvents(uow.events),
+      // Its images of this service render with their variants, as a post written through the API does.
+      ...(images === undefined ? {} : { images: async (content: string) => await images(uow, content) }),
+      ...(catalogue === undefined ? {} : { featureImage: async (id: string) => (await catalogue.find(uow, [id], config)).get(id) ?? null }),
+    })
     const admin: Principal = { subject: editor, scopes: new Set(['admin']), kind: 'jwt' }
     const outcomes: ImportableOutcome[] = []
     for (const item of items) {
