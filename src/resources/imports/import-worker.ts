@@ -9,7 +9,7 @@ import { type Entry, ImportFailure } from './entries.ts'
 import { readGhost } from './ghost-reader.ts'
 import { type ImportLease, type ImportReport, warn } from './import.ts'
 import { ImageImporter } from './image-importer.ts'
-import { mapPost } from './mapping.ts'
+import { inlineMapper, mappedAhead, threadMapper } from './post-mapper.ts'
 import type { ImportStep } from './store.ts'
 import { type ByteCounter, utf8Text } from './text.ts'
 import { readWxr } from './wxr-reader.ts'
@@ -37,6 +37,8 @@ export interface ImportWorkerOptions {
 export const IMPORTS_JOB = 'imports'
 /** Stretches of the upload read per query. */
 const READ_STRETCHES = 1
+/** Posts mapped ahead of the one being written, at least (twice a batch when that is more). */
+const MAP_AHEAD = 16
 /** A run records its place at least this often, posts or not (a file of 10 000 pages renews its lease too). */
 const STEP_ENTRIES = 1000
 const SWEEP_INTERVAL_MS = 60 * 60_000
@@ -259,43 +261,50 @@ export class ImportWorker implements Job {
     }
 
     const ctx = { source: job.source, now: new Date(), owner: job.owner }
-    for await (const entry of entries) {
-      signal.throwIfAborted()
-      index++
-      // What an earlier run committed is not done again.
-      if (index <= job.position) continue
-      if (entry.kind === 'warning') warn(report, entry.item, entry.message)
-      else if (entry.kind === 'other') {
-        report.not_imported[entry.what] += entry.count
-        if (entry.what !== 'comments' && entry.what !== 'users' && entry.what !== 'settings') report.posts.skipped += entry.count
-      } else {
-        // Converting a post takes a millisecond or more of the event loop: requests are served between posts.
-        await nextTurn()
-        let mapped = mapPost(entry.post, ctx)
-        let featureImage: string | undefined
-        if (importer !== null && !('skipped' in mapped)) {
-          const fetched = await importer.apply(entry.post, entry.label, report)
-          if (fetched.post !== entry.post) mapped = mapPost(fetched.post, ctx)
-          featureImage = fetched.featureImage
-        }
-        for (const w of mapped.warnings) warn(report, entry.label, w)
-        if ('skipped' in mapped) {
-          report.posts.skipped++
-          warn(report, entry.label, mapped.skipped)
+    const mapper = config.imports.workerThread ? threadMapper() : inlineMapper
+    let read = 0
+    // What an earlier run committed is not done again (nor mapped).
+    const ahead = mappedAhead(entries, Math.max(MAP_AHEAD, 2 * batchSize), e => ++read > job.position && e.kind === 'post' ? mapper.map(e.post, ctx) : null)
+    try {
+      for await (const { entry, mapped: mapping } of ahead) {
+        signal.throwIfAborted()
+        index++
+        if (index <= job.position) continue
+        if (entry.kind === 'warning') warn(report, entry.item, entry.message)
+        else if (entry.kind === 'other') {
+          report.not_imported[entry.what] += entry.count
+          if (entry.what !== 'comments' && entry.what !== 'users' && entry.what !== 'settings') report.posts.skipped += entry.count
         } else {
-          // The same entry twice in one batch would be created twice: the first is written before the second is looked up.
-          if (pending.some(p => p.key === entry.key)) {
-            index--
-            await flush()
-            index++
+          // Converting a post on the event loop takes a millisecond or more: requests are served between posts.
+          await nextTurn()
+          let mapped = await mapping!
+          let featureImage: string | undefined
+          if (importer !== null && !('skipped' in mapped)) {
+            const fetched = await importer.apply(entry.post, entry.label, report)
+            if (fetched.post !== entry.post) mapped = await mapper.map(fetched.post, ctx)
+            featureImage = fetched.featureImage
           }
-          pending.push({ key: entry.key, label: entry.label, item: featureImage === undefined ? mapped.item : { ...mapped.item, featureImage } })
+          for (const w of mapped.warnings) warn(report, entry.label, w)
+          if ('skipped' in mapped) {
+            report.posts.skipped++
+            warn(report, entry.label, mapped.skipped)
+          } else {
+            // The same entry twice in one batch would be created twice: the first is written before the second is looked up.
+            if (pending.some(p => p.key === entry.key)) {
+              index--
+              await flush()
+              index++
+            }
+            pending.push({ key: entry.key, label: entry.label, item: featureImage === undefined ? mapped.item : { ...mapped.item, featureImage } })
+          }
+        }
+        if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES || Date.now() - lastStep > this.opts.leaseMs / 3) {
+          await flush()
+          await nextTurn()
         }
       }
-      if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES || Date.now() - lastStep > this.opts.leaseMs / 3) {
-        await flush()
-        await nextTurn()
-      }
+    } finally {
+      await mapper.close()
     }
     if (pending.length > 0 || index > stepped) await flush()
     const done = await store.transaction(async uow => await uow.imports.finish(lease, { status: 'succeeded' }, {
