@@ -20,6 +20,8 @@ export interface ImageImporterOptions {
   readonly fetch: ImageFetchOptions
   /** Whose media the images become: the admin importing. */
   readonly owner: string
+  /** Called before each fetch: keeps the run's lease while a post's images take long (throws when it was lost). */
+  readonly keepAlive: () => Promise<void>
   readonly log: FastifyBaseLogger
 }
 
@@ -55,6 +57,7 @@ export class ImageImporter {
           if (!src.startsWith('data:')) warn(report, label, `Its image "${src.slice(0, 200)}" is not an absolute http(s) URL; it was not fetched and keeps its URL.`)
           continue
         }
+        await this.opts.keepAlive()
         const outcome = await this.take(url, report)
         if ('reason' in outcome) {
           warn(report, label, `Its image ${url.slice(0, 300)} could not be fetched (${outcome.reason}); it keeps its URL.`)

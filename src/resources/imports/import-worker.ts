@@ -185,8 +185,15 @@ export class ImportWorker implements Job {
     // Ghost's reader reads the file twice: its first pass's notes would be its second's again.
     const open = () => utf8Text(uploadBytes(store, job.uploadId), counter, passes++ === 0 || job.source === 'wordpress' ? note : () => {})
     const { intake } = this.opts
+    let renewed = Date.now()
+    // A post's images may take longer than a lease (each up to IMPORT_IMAGE_TIMEOUT_MS): the lease is renewed meanwhile.
+    const keepAlive = async () => {
+      if (Date.now() - Math.max(renewed, lastStep) < this.opts.leaseMs / 3) return
+      renewed = Date.now()
+      if (!await store.imports.renew(lease, this.leaseUntil(), new Date())) throw new LeaseLost()
+    }
     const importer = config.imports.fetchImages && !job.dryRun && intake !== undefined
-      ? new ImageImporter({ store, config, intake, owner: job.owner, log: this.opts.log.child({ import_id: job.id }), fetch: this.fetchOptions() })
+      ? new ImageImporter({ store, config, intake, owner: job.owner, log: this.opts.log.child({ import_id: job.id }), fetch: this.fetchOptions(), keepAlive })
       : null
     // A post names its feature image by the id of an attachment, which may come after it: a first reading gathers them.
     const attachments = new Map<string, string>()
