@@ -269,9 +269,11 @@ export class ImportWorker implements Job {
 
     const ctx = { source: job.source, now: new Date(), owner: job.owner }
     const mapper = config.imports.workerThread ? threadMapper() : inlineMapper
+    // On the event loop a post is mapped when its turn comes: mapping ahead would hold the loop for many at once.
+    const depth = config.imports.workerThread ? Math.max(MAP_AHEAD, 2 * batchSize) : 1
     let read = 0
     // What an earlier run committed is not done again (nor mapped).
-    const ahead = mappedAhead(entries, Math.max(MAP_AHEAD, 2 * batchSize), e => ++read > job.position && e.kind === 'post' ? mapper.map(e.post, ctx) : null)
+    const ahead = mappedAhead(entries, depth, e => ++read > job.position && e.kind === 'post' ? mapper.map(e.post, ctx) : null)
     try {
       for await (const { entry, mapped: mapping } of ahead) {
         signal.throwIfAborted()

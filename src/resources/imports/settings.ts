@@ -35,7 +35,7 @@ export const importSettings: SettingsSection<'imports'> = {
       imageMaxBytes: env.int('IMPORT_IMAGE_MAX_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       imageTimeoutMs: env.int('IMPORT_IMAGE_TIMEOUT_MS', 15_000, 100, 600_000),
       imageMaxRedirects: env.int('IMPORT_IMAGE_MAX_REDIRECTS', 5, 0, 20),
-      workerThread: env.bool('IMPORT_WORKER_THREAD', true),
+      workerThread: env.bool('IMPORT_WORKER_THREAD', false),
     }
   },
   rows: [
@@ -47,7 +47,7 @@ export const importSettings: SettingsSection<'imports'> = {
     { name: 'IMPORT_LEASE_MS', default: '30000', description: 'How long a worker\'s claim on an import lasts unless renewed (every batch renews it); an import whose worker died is taken up by another instance after it, from its last batch.' },
     { name: 'IMPORT_MAX_ATTEMPTS', default: '3', description: 'Runs an import may start (a crash or a failure ends one) before it is marked `failed`.' },
     { name: 'IMPORT_POLL_MS', default: '500', description: 'How often each instance\'s worker looks for queued imports (an import made on the instance wakes it at once).' },
-    { name: 'IMPORT_WORKER_THREAD', default: 'true', description: 'Whether an import converts its posts (HTML to Markdown) on a thread of its own, a few posts ahead of the batch being written, rather than on the event loop that serves requests.' },
+    { name: 'IMPORT_WORKER_THREAD', default: 'false', description: 'Whether an import converts its posts (HTML to Markdown) on a thread of its own, up to two batches ahead of the batch being written, rather than on the event loop: faster on SQLite, for some 30 MB more memory ([docs/import.md](docs/import.md)).' },
     { name: 'IMPORT_BATCH_SIZE', default: '10', description: 'Posts an import writes per transaction (with their tags, slugs, revisions and events). On SQLite a transaction holds the event loop while it runs: small batches keep requests served during an import, and cost no speed.' },
   ],
 }
