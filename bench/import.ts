@@ -8,6 +8,7 @@
  *   npm run bench:import                          # SQLite, 10 000 posts
  *   BENCH_STORE=postgres npm run bench:import     # PostgreSQL at 127.0.0.1:5432 (a scratch database)
  *   BENCH_POSTS=2000 npm run bench:import         # another size
+ *   BENCH_CPU_PROF=/tmp/prof npm run bench:import # the service's CPU profile, written as it stops
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import fs from 'node:fs'
@@ -22,6 +23,8 @@ import { SignJWT } from 'jose'
 
 const KIND = process.env.BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite'
 const POSTS = Number(process.env.BENCH_POSTS ?? 10_000)
+/** BENCH_CPU_PROF=dir: the service writes a CPU profile (`--cpu-prof`) there when it stops. */
+const PROFILE = process.env.BENCH_CPU_PROF === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
 const PG_ADMIN = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const SECRET = 'bench-secret-that-is-at-least-32-bytes-long!'
@@ -89,7 +92,7 @@ async function main (): Promise<void> {
     url = u.toString()
   }
   const port = await freePort()
-  const child: ChildProcess = spawn(process.execPath, ['--max-semi-space-size=8', '--heap-growing-percent=50', path.join(ROOT, 'dist', 'blog.js'), 'serve'], {
+  const child: ChildProcess = spawn(process.execPath, ['--max-semi-space-size=8', '--heap-growing-percent=50', ...PROFILE, path.join(ROOT, 'dist', 'blog.js'), 'serve'], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: url, DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: String(await freePort()), AUTH_JWT_SECRET: SECRET, BOOTSTRAP_ADMIN_KEY: 'false', ...(process.env.IMPORT_BATCH_SIZE === undefined ? {} : { IMPORT_BATCH_SIZE: process.env.IMPORT_BATCH_SIZE }), LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '0', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', OVERLOAD_MAX_WAIT_MS: '0' },
     stdio: ['ignore', 'inherit', 'inherit'],

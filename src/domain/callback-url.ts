@@ -1,3 +1,4 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import ipaddr from 'ipaddr.js'
@@ -132,4 +133,28 @@ export async function checkCallbackUrl (raw: string, allowLoopback: boolean): Pr
     return { ok: false, reason: message('ADDRESS_REFUSED', { address: refused, kind: classifyAddress(refused) as Exclude<AddressClass, 'public'> }) }
   }
   return { ok: true }
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void
+
+/**
+ * A connection's own name resolution (`lookup` of http.request), refusing addresses a webhook may
+ * not reach (addressAllowed). Checking here, on the addresses the socket will use, closes the gap
+ * a check before sending leaves (DNS rebinding). An IP literal is connected to without a lookup:
+ * its caller checks it (addressAllowed).
+ */
+export function guardedLookup (allowLoopback: boolean) {
+  return (hostname: string, options: { all?: boolean, family?: number }, callback: LookupCallback): void => {
+    dnsLookup(hostname, { family: options.family ?? 0, all: true }, (err, addresses) => {
+      if (err) return callback(err, [])
+      const refused = addresses.find(a => !addressAllowed(a.address, allowLoopback))
+      if (refused !== undefined || addresses.length === 0) {
+        const e = new Error(`${hostname} resolves to ${refused?.address ?? 'nothing'}, a ${refused ? classifyAddress(refused.address) : 'missing'} address`) as NodeJS.ErrnoException
+        e.code = 'EADDRNOTALLOWED'
+        return callback(e, [])
+      }
+      if (options.all === true) callback(null, addresses)
+      else callback(null, addresses[0]!.address, addresses[0]!.family)
+    })
+  }
 }

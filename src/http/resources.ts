@@ -109,6 +109,8 @@ export interface Resource extends Part {
   readonly images?: ImageCatalogue
   /** Its rows may hold another resource's images: asked before such an image is deleted. */
   readonly imageHolder?: ImageHolder
+  /** Takes images other resources got elsewhere (an import's fetched images), as uploads (found by this capability). */
+  readonly imageIntake?: ImageIntake
 }
 
 /** What a page needs to show an image of the service. */
@@ -140,6 +142,24 @@ export interface ImageCatalogue {
   find (store: Repositories, ids: readonly string[], config: Config): Promise<ReadonlyMap<string, ImageFacts>>
   /** The id of the image a URL of this service names (absolute or not, with or without a version prefix), else null. */
   idOf (url: string): string | null
+}
+
+/**
+ * Images a resource takes in from bytes another resource got elsewhere (an import fetching a post's
+ * images): each judged by its bytes, stripped of metadata and stored as an upload is.
+ *
+ * @example
+ * const intake = resources.find(r => r.imageIntake !== undefined)?.imageIntake
+ * const facts = await intake.add(store, services, bytes, { owner: 'ann', filename: 'cat.jpg', alt: '' }, config)
+ * // facts.url goes into the content; facts.id is a feature image
+ */
+export interface ImageIntake {
+  /**
+   * Records `bytes` as an image of `owner`; when the owner already has one of the same stored bytes
+   * (SHA-256), that one is given back instead. Bytes that are no image it takes are refused by the
+   * error an upload of them would get (an AppError whose message says why).
+   */
+  add (store: Store, services: Services, bytes: Buffer, fields: { readonly owner: string, readonly filename: string | null, readonly alt: string }, config: Config): Promise<ImageFacts>
 }
 
 /** A resource whose rows may hold images of another (a post's feature image). */
@@ -247,6 +267,8 @@ export interface ImportableItem {
   readonly slug: string | null
   /** Old slugs that should lead to the entry (claimed when free). */
   readonly aliases: readonly string[]
+  /** The id of its feature image (an image of the service); absent: the entry's stays as it is. */
+  readonly featureImage?: string | null
 }
 
 /** What became of one item: written (and how), or left out with a reason the report shows. */
@@ -259,7 +281,8 @@ export type ImportableOutcome =
  * the caller's unit of work, by the collection's own rules (its slugs, revisions and events).
  */
 export interface Importable {
-  write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config): Promise<ImportableOutcome[]>
+  /** `images`: the service's images, which a content or feature image may show (absent: none are kept). */
+  write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config, images?: ImageCatalogue): Promise<ImportableOutcome[]>
 }
 
 /** What the routes are registered with: the composition root's (src/context.ts). */

@@ -1,4 +1,3 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { createHmac } from 'node:crypto'
 import { setMaxListeners } from 'node:events'
 import http from 'node:http'
@@ -6,7 +5,7 @@ import https from 'node:https'
 import { isIP } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
-import { addressAllowed, classifyAddress } from '../domain/callback-url.ts'
+import { addressAllowed, classifyAddress, guardedLookup } from '../domain/callback-url.ts'
 import type { Store, UnitOfWork, WebhookDelivery } from '../store/store.ts'
 import { PollLoop } from './loop.ts'
 
@@ -91,28 +90,6 @@ const MAX_DELAY_MS = 60 * 60_000
 /** Exponential backoff with full jitter: a random wait up to base·2^(n−1), at most an hour. */
 export function retryDelay (attempt: number, baseMs: number, random = Math.random): number {
   return Math.floor(random() * Math.min(MAX_DELAY_MS, baseMs * 2 ** (attempt - 1)))
-}
-
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void
-
-/**
- * The connection's own name resolution, refusing addresses a webhook may not reach. Checking here,
- * on the addresses the socket will use, closes the gap a check before sending leaves (DNS rebinding).
- */
-function guardedLookup (allowLoopback: boolean) {
-  return (hostname: string, options: { all?: boolean, family?: number }, callback: LookupCallback): void => {
-    dnsLookup(hostname, { family: options.family ?? 0, all: true }, (err, addresses) => {
-      if (err) return callback(err, [])
-      const refused = addresses.find(a => !addressAllowed(a.address, allowLoopback))
-      if (refused !== undefined || addresses.length === 0) {
-        const e = new Error(`${hostname} resolves to ${refused?.address ?? 'nothing'}, a ${refused ? classifyAddress(refused.address) : 'missing'} address`) as NodeJS.ErrnoException
-        e.code = 'EADDRNOTALLOWED'
-        return callback(e, [])
-      }
-      if (options.all === true) callback(null, addresses)
-      else callback(null, addresses[0]!.address, addresses[0]!.family)
-    })
-  }
 }
 
 /**

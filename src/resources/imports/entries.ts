@@ -19,6 +19,8 @@ export interface SourcePost {
   /** The post's address at the source, whose last segment may become an alias. */
   readonly permalink: string | null
   readonly oldSlugs: readonly string[]
+  /** Its feature image's URL, as the source gives it. */
+  readonly featureImage: string | null
   /** A text field that was longer than a reader keeps (the item is skipped). */
   readonly oversize: boolean
 }

@@ -163,6 +163,8 @@ function postOf (row: Row, rel: Relations): SourcePost {
     slug: str(row.slug),
     permalink: str(row.url),
     oldSlugs: [],
+    // Ghost 0.x called it `image`.
+    featureImage: str(row.feature_image) ?? str(row.image),
     oversize: false,
   }
 }

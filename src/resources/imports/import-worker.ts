@@ -2,13 +2,14 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
 import type { Config } from '../../config.ts'
-import type { Importable, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
+import type { ImageCatalogue, ImageIntake, Importable, Services, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
 import type { Job } from '../../jobs/job.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
 import { type Entry, ImportFailure } from './entries.ts'
 import { readGhost } from './ghost-reader.ts'
 import { type ImportLease, type ImportReport, warn } from './import.ts'
-import { mapPost } from './mapping.ts'
+import { ImageImporter } from './image-importer.ts'
+import { inlineMapper, mappedAhead, threadMapper } from './post-mapper.ts'
 import type { ImportStep } from './store.ts'
 import { type ByteCounter, utf8Text } from './text.ts'
 import { readWxr } from './wxr-reader.ts'
@@ -19,6 +20,12 @@ export interface ImportWorkerOptions {
   readonly config: Config
   /** The collection the posts go to. */
   readonly target: Importable
+  /** The service's images: those a post shows render with their variants. */
+  readonly images?: ImageCatalogue
+  /** Where fetched images go (with IMPORT_FETCH_IMAGES). */
+  readonly intake?: ImageIntake
+  /** What the parts' services made (the intake works with them). */
+  readonly services: Services
   readonly leaseMs: number
   readonly maxAttempts: number
   readonly pollMs: number
@@ -32,6 +39,8 @@ export interface ImportWorkerOptions {
 export const IMPORTS_JOB = 'imports'
 /** Stretches of the upload read per query. */
 const READ_STRETCHES = 1
+/** Posts mapped ahead of the one being written, at least (twice a batch when that is more). */
+const MAP_AHEAD = 16
 /** A run records its place at least this often, posts or not (a file of 10 000 pages renews its lease too). */
 const STEP_ENTRIES = 1000
 const SWEEP_INTERVAL_MS = 60 * 60_000
@@ -103,6 +112,17 @@ export class ImportWorker implements Job {
     return true
   }
 
+  private fetchOptions () {
+    const { config } = this.opts
+    return {
+      allowLoopback: config.webhookAllowLoopback,
+      // Media takes no larger file.
+      maxBytes: Math.min(config.imports.imageMaxBytes, config.media.maxBytes),
+      timeoutMs: config.imports.imageTimeoutMs,
+      maxRedirects: config.imports.imageMaxRedirects,
+    }
+  }
+
   private leaseUntil (): Date {
     return new Date(Date.now() + this.opts.leaseMs)
   }
@@ -166,7 +186,30 @@ export class ImportWorker implements Job {
     let passes = 0
     // Ghost's reader reads the file twice: its first pass's notes would be its second's again.
     const open = () => utf8Text(uploadBytes(store, job.uploadId), counter, passes++ === 0 || job.source === 'wordpress' ? note : () => {})
-    const entries = withNotes(job.source === 'wordpress' ? readWxr(open()) : readGhost(open), notes)
+    const { intake } = this.opts
+    let renewed = Date.now()
+    // A post's images may take longer than a lease (each up to IMPORT_IMAGE_TIMEOUT_MS): the lease is renewed meanwhile.
+    const keepAlive = async () => {
+      if (Date.now() - Math.max(renewed, lastStep) < this.opts.leaseMs / 3) return
+      renewed = Date.now()
+      if (!await store.imports.renew(lease, this.leaseUntil(), new Date())) throw new LeaseLost()
+    }
+    const importer = config.imports.fetchImages && !job.dryRun && intake !== undefined
+      ? new ImageImporter({ store, services: this.opts.services, config, intake, owner: job.owner, log: this.opts.log.child({ import_id: job.id }), fetch: this.fetchOptions(), keepAlive })
+      : null
+    // A post names its feature image by the id of an attachment, which may come after it: a first reading gathers them.
+    const attachments = new Map<string, string>()
+    if (importer !== null && job.source === 'wordpress') {
+      try {
+        for await (const entry of readWxr(utf8Text(uploadBytes(store, job.uploadId), { bytes: 0 }, () => {}), attachments)) {
+          if (entry.kind === 'post') signal.throwIfAborted()
+        }
+      } catch (err) {
+        // The reading that follows reports what is wrong with the file.
+        if (!(err instanceof ImportFailure)) throw err
+      }
+    }
+    const entries = withNotes(job.source === 'wordpress' ? readWxr(open(), attachments) : readGhost(open), notes)
     const readBytes = Math.max(1, job.size * (job.source === 'ghost' ? 2 : 1))
     const progress = () => Math.min(99, Math.floor(counter.bytes / readBytes * 100))
 
@@ -197,7 +240,7 @@ export class ImportWorker implements Job {
       const step = (): ImportStep => ({ position: index, progress: progress(), report: next, seenTags: [...nextSeen] })
       const write = async (uow: UnitOfWork) => {
         const existing = await uow.imports.identities(job.source, batch.map(p => p.key))
-        return await target.write(uow, batch.map(p => ({ ...p.item, existing: existing.get(p.key) ?? null })), job.owner, config)
+        return await target.write(uow, batch.map(p => ({ ...p.item, existing: existing.get(p.key) ?? null })), job.owner, config, this.opts.images)
       }
       if (job.dryRun) {
         let outcomes: ImportableOutcome[] = []
@@ -227,37 +270,52 @@ export class ImportWorker implements Job {
     }
 
     const ctx = { source: job.source, now: new Date(), owner: job.owner }
-    for await (const entry of entries) {
-      signal.throwIfAborted()
-      index++
-      // What an earlier run committed is not done again.
-      if (index <= job.position) continue
-      if (entry.kind === 'warning') warn(report, entry.item, entry.message)
-      else if (entry.kind === 'other') {
-        report.not_imported[entry.what] += entry.count
-        if (entry.what !== 'comments' && entry.what !== 'users' && entry.what !== 'settings') report.posts.skipped += entry.count
-      } else {
-        // Converting a post takes a millisecond or more of the event loop: requests are served between posts.
-        await nextTurn()
-        const mapped = mapPost(entry.post, ctx)
-        for (const w of mapped.warnings) warn(report, entry.label, w)
-        if ('skipped' in mapped) {
-          report.posts.skipped++
-          warn(report, entry.label, mapped.skipped)
+    const mapper = config.imports.workerThread ? threadMapper() : inlineMapper
+    // On the event loop a post is mapped when its turn comes: mapping ahead would hold the loop for many at once.
+    const depth = config.imports.workerThread ? Math.max(MAP_AHEAD, 2 * batchSize) : 1
+    let read = 0
+    // What an earlier run committed is not done again (nor mapped).
+    const ahead = mappedAhead(entries, depth, e => ++read > job.position && e.kind === 'post' ? mapper.map(e.post, ctx) : null)
+    try {
+      for await (const { entry, mapped: mapping } of ahead) {
+        signal.throwIfAborted()
+        index++
+        if (index <= job.position) continue
+        if (entry.kind === 'warning') warn(report, entry.item, entry.message)
+        else if (entry.kind === 'other') {
+          report.not_imported[entry.what] += entry.count
+          if (entry.what !== 'comments' && entry.what !== 'users' && entry.what !== 'settings') report.posts.skipped += entry.count
         } else {
-          // The same entry twice in one batch would be created twice: the first is written before the second is looked up.
-          if (pending.some(p => p.key === entry.key)) {
-            index--
-            await flush()
-            index++
+          // Converting a post on the event loop takes a millisecond or more: requests are served between posts.
+          await nextTurn()
+          let mapped = await mapping!
+          let featureImage: string | undefined
+          if (importer !== null && !('skipped' in mapped)) {
+            const fetched = await importer.apply(entry.post, entry.label, report)
+            if (fetched.post !== entry.post) mapped = await mapper.map(fetched.post, ctx)
+            featureImage = fetched.featureImage
           }
-          pending.push({ key: entry.key, label: entry.label, item: mapped.item })
+          for (const w of mapped.warnings) warn(report, entry.label, w)
+          if ('skipped' in mapped) {
+            report.posts.skipped++
+            warn(report, entry.label, mapped.skipped)
+          } else {
+            // The same entry twice in one batch would be created twice: the first is written before the second is looked up.
+            if (pending.some(p => p.key === entry.key)) {
+              index--
+              await flush()
+              index++
+            }
+            pending.push({ key: entry.key, label: entry.label, item: featureImage === undefined ? mapped.item : { ...mapped.item, featureImage } })
+          }
+        }
+        if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES || Date.now() - lastStep > this.opts.leaseMs / 3) {
+          await flush()
+          await nextTurn()
         }
       }
-      if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES || Date.now() - lastStep > this.opts.leaseMs / 3) {
-        await flush()
-        await nextTurn()
-      }
+    } finally {
+      await mapper.close()
     }
     if (pending.length > 0 || index > stepped) await flush()
     const done = await store.transaction(async uow => await uow.imports.finish(lease, { status: 'succeeded' }, {

@@ -144,6 +144,11 @@ export class ImportsRepository implements ImportStore {
     return Number(r.numUpdatedRows) === 1
   }
 
+  async renew (lease: ImportLease, leaseUntil: Date, now: Date): Promise<boolean> {
+    const r = await this.held(lease).set({ lease_until: this.dialect.timestamp(leaseUntil), updated_at: this.dialect.timestamp(now) }).executeTakeFirst()
+    return Number(r.numUpdatedRows) === 1
+  }
+
   async finish (lease: ImportLease, outcome: { status: 'succeeded' } | { status: 'failed', failure: string }, step: ImportStep, now: Date): Promise<ImportJob | null> {
     const ts = this.dialect.timestamp(now)
     const row = await this.held(lease)

@@ -154,12 +154,15 @@ async function importRoutes (app: FastifyInstance, ctx: ResourceContext): Promis
 }
 
 /** This instance's import worker: it takes jobs from the store's queue (docs/import.md). */
-function importJobs ({ config, store, log, metrics, resources }: JobContext): ImportWorker[] {
+function importJobs ({ config, store, log, metrics, resources, services }: JobContext): ImportWorker[] {
   const target = resources.find(r => r.importable !== undefined)?.importable
   if (target === undefined) throw new Error('imports need an importable resource in the registry')
+  const images = resources.find(r => r.images !== undefined)?.images
+  const intake = resources.find(r => r.imageIntake !== undefined)?.imageIntake
+  if (config.imports.fetchImages && intake === undefined) throw new Error('IMPORT_FETCH_IMAGES needs a resource that takes images in (media) in the registry')
   const runs = new Counter({ name: 'import_runs_total', help: 'Import runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [metrics] })
   const { leaseMs, maxAttempts, pollMs, batchSize } = config.imports
-  return [new ImportWorker({ store, log: log.child({ component: 'imports' }), config, target, leaseMs, maxAttempts, pollMs, batchSize, runs })]
+  return [new ImportWorker({ store, services, log: log.child({ component: 'imports' }), config, target, ...(images === undefined ? {} : { images }), ...(intake === undefined ? {} : { intake }), leaseMs, maxAttempts, pollMs, batchSize, runs })]
 }
 
 export const importsResource: Resource = {

@@ -1,4 +1,4 @@
-import { ConfigError, type SettingsSection } from '../../config.ts'
+import type { SettingsSection } from '../../config.ts'
 
 /** The imports' settings: `config.imports`. */
 export interface ImportSettings {
@@ -9,6 +9,15 @@ export interface ImportSettings {
   readonly pollMs: number
   /** Posts written per transaction. */
   readonly batchSize: number
+  /** Whether the images of imported posts are fetched into media. */
+  readonly fetchImages: boolean
+  /** The largest image fetched, in bytes. */
+  readonly imageMaxBytes: number
+  /** How long fetching one image may take, redirects and body included. */
+  readonly imageTimeoutMs: number
+  readonly imageMaxRedirects: number
+  /** Whether posts are converted (HTML to Markdown) on a thread of their own rather than the event loop. */
+  readonly workerThread: boolean
 }
 
 declare module '../../config.ts' { interface ResourceSettings { readonly imports: ImportSettings } }
@@ -16,23 +25,29 @@ declare module '../../config.ts' { interface ResourceSettings { readonly imports
 export const importSettings: SettingsSection<'imports'> = {
   name: 'imports',
   read: env => {
-    // Fetching images needs a place to keep them (media), which this build of the service lacks:
-    // a setting that would silently do nothing is refused instead.
-    if (env.bool('IMPORT_FETCH_IMAGES', false)) throw new ConfigError('IMPORT_FETCH_IMAGES', 'cannot be true: this build of the service has no media library to fetch images into; leave it false (image URLs stay as they are)')
     return {
       maxBytes: env.int('IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       leaseMs: env.int('IMPORT_LEASE_MS', 30_000, 100, 3_600_000),
       maxAttempts: env.int('IMPORT_MAX_ATTEMPTS', 3, 1, 100),
       pollMs: env.int('IMPORT_POLL_MS', 500, 10, 60_000),
       batchSize: env.int('IMPORT_BATCH_SIZE', 10, 1, 1000),
+      fetchImages: env.bool('IMPORT_FETCH_IMAGES', false),
+      imageMaxBytes: env.int('IMPORT_IMAGE_MAX_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      imageTimeoutMs: env.int('IMPORT_IMAGE_TIMEOUT_MS', 15_000, 100, 600_000),
+      imageMaxRedirects: env.int('IMPORT_IMAGE_MAX_REDIRECTS', 5, 0, 20),
+      workerThread: env.bool('IMPORT_WORKER_THREAD', false),
     }
   },
   rows: [
     { name: 'IMPORT_MAX_BYTES', default: '104857600', description: 'The largest WordPress or Ghost export `POST /imports` takes (100 MiB); a larger one is answered 413 before it is stored ([docs/import.md](docs/import.md)).' },
-    { name: 'IMPORT_FETCH_IMAGES', default: 'false', description: 'Whether an import fetches the images of the posts into media. This build has no media library: `true` stops start-up; image URLs stay as they are.' },
+    { name: 'IMPORT_FETCH_IMAGES', default: 'false', description: 'Whether an import fetches the images of its posts (feature images and the content\'s `<img>`) into media, the posts then pointing at them; under the rules of webhooks\' URLs (no private, link-local or reserved address; loopback only with `WEBHOOK_ALLOW_LOOPBACK`). An image that cannot be fetched is a warning; the post keeps its URL ([docs/import.md](docs/import.md)).' },
+    { name: 'IMPORT_IMAGE_MAX_BYTES', default: '20971520', description: 'With `IMPORT_FETCH_IMAGES`: the largest image an import fetches (20 MiB); a larger one is dropped as soon as its `Content-Length` or its bytes say so (and `MEDIA_MAX_BYTES` holds too).' },
+    { name: 'IMPORT_IMAGE_TIMEOUT_MS', default: '15000', description: 'With `IMPORT_FETCH_IMAGES`: how long fetching one image may take, its redirects and body included.' },
+    { name: 'IMPORT_IMAGE_MAX_REDIRECTS', default: '5', description: 'With `IMPORT_FETCH_IMAGES`: redirects followed for one image (each to an address the same rules allow).' },
     { name: 'IMPORT_LEASE_MS', default: '30000', description: 'How long a worker\'s claim on an import lasts unless renewed (every batch renews it); an import whose worker died is taken up by another instance after it, from its last batch.' },
     { name: 'IMPORT_MAX_ATTEMPTS', default: '3', description: 'Runs an import may start (a crash or a failure ends one) before it is marked `failed`.' },
     { name: 'IMPORT_POLL_MS', default: '500', description: 'How often each instance\'s worker looks for queued imports (an import made on the instance wakes it at once).' },
+    { name: 'IMPORT_WORKER_THREAD', default: 'false', description: 'Whether an import converts its posts (HTML to Markdown) on a thread of its own, up to two batches ahead of the batch being written, rather than on the event loop: faster on SQLite, for some 30 MB more memory ([docs/import.md](docs/import.md)).' },
     { name: 'IMPORT_BATCH_SIZE', default: '10', description: 'Posts an import writes per transaction (with their tags, slugs, revisions and events). On SQLite a transaction holds the event loop while it runs: small batches keep requests served during an import, and cost no speed.' },
   ],
 }

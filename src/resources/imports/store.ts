@@ -73,6 +73,8 @@ export interface ImportStore {
   expire (now: Date, maxAttempts: number): Promise<ImportJob[]>
   /** Records a step and extends the lease, together. */
   step (lease: ImportLease, step: ImportStep, leaseUntil: Date, now: Date): Promise<boolean>
+  /** Extends the lease alone (a run busy between steps: fetching a post's images). False when it was lost. */
+  renew (lease: ImportLease, leaseUntil: Date, now: Date): Promise<boolean>
   /** Ends the run. Null when the lease was lost. */
   finish (lease: ImportLease, outcome: { status: 'succeeded' } | { status: 'failed', failure: string }, step: ImportStep, now: Date): Promise<ImportJob | null>
   /** Gives the job back to the queue (a shutdown, or a run that failed and may be retried). */

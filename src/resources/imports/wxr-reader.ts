@@ -14,7 +14,7 @@ const PIECE_CHARS = 16 * 1024
 /** The item's children this reader keeps, by element name. */
 const ITEM_FIELDS = new Set([
   'title', 'link', 'guid', 'dc:creator', 'content:encoded', 'excerpt:encoded', 'wp:post_id', 'wp:post_date',
-  'wp:post_date_gmt', 'pubDate', 'wp:post_name', 'wp:status', 'wp:post_type', 'category',
+  'wp:post_date_gmt', 'pubDate', 'wp:post_name', 'wp:status', 'wp:post_type', 'category', 'wp:attachment_url',
 ])
 const META_FIELDS = new Set(['wp:meta_key', 'wp:meta_value'])
 
@@ -42,7 +42,7 @@ function wpDate (text: string | undefined): Date | null {
   return date
 }
 
-function postOf (item: ItemState): SourcePost {
+function postOf (item: ItemState, attachments: ReadonlyMap<string, string>): SourcePost {
   const f = item.fields
   const metas = (key: string) => item.meta.filter(m => m.key === key).map(m => m.value)
   const markdown = metas('_blog_markdown')[0] ?? null
@@ -67,6 +67,8 @@ function postOf (item: ItemState): SourcePost {
     slug: f.get('wp:post_name') ?? null,
     permalink: f.get('link') ?? null,
     oldSlugs: metas('_wp_old_slug'),
+    // Its feature image is an attachment (an item of its own), named by id.
+    featureImage: attachments.get((metas('_thumbnail_id')[0] ?? '').trim()) ?? null,
     oversize: item.oversize,
   }
 }
@@ -81,8 +83,11 @@ function validDate (ms: number): Date | null {
  * WordPress export has none; entity tricks such as billion laughs or an external entity need one),
  * and an unknown entity is a well-formedness error. An error once items were read ends the reading
  * with a warning (what came before stays imported); before that, the file is not a WXR.
+ *
+ * `attachments` gathers the URL of each attachment read, by its id: a post's feature image is found
+ * there (an attachment that comes after its post is found by a reading that a first one filled).
  */
-export async function * readWxr (text: AsyncIterable<string>): AsyncGenerator<Entry> {
+export async function * readWxr (text: AsyncIterable<string>, attachments = new Map<string, string>()): AsyncGenerator<Entry> {
   const parser = new SaxesParser({ xmlns: false, position: true })
   const out: Entry[] = []
   const stack: string[] = []
@@ -150,7 +155,7 @@ export async function * readWxr (text: AsyncIterable<string>): AsyncGenerator<En
       else item.metaValue = value
     } else if (item !== null && depth === 3 && name === 'item') {
       items++
-      out.push(...entriesOf(item))
+      out.push(...entriesOf(item, attachments))
       item = null
     }
   })
@@ -182,11 +187,13 @@ export async function * readWxr (text: AsyncIterable<string>): AsyncGenerator<En
   else if (!KNOWN_VERSIONS.has(version)) yield { kind: 'warning', item: 'file', message: `WXR version "${version}" is not one this service knows (1.0, 1.1, 1.2); the file was read as WXR 1.2.` }
 }
 
-function entriesOf (item: ItemState): Entry[] {
+function entriesOf (item: ItemState, attachments: Map<string, string>): Entry[] {
   const f = item.fields
   const out: Entry[] = []
   if (item.comments > 0) out.push({ kind: 'other', what: 'comments', count: item.comments })
   const type = (f.get('wp:post_type') ?? 'post').trim()
+  const url = f.get('wp:attachment_url')?.trim()
+  if (type === 'attachment' && url !== undefined && url !== '') attachments.set((f.get('wp:post_id') ?? '').trim(), url)
   if (type !== 'post') {
     out.push({ kind: 'other', what: OTHER_TYPES[type] ?? 'other', count: 1 })
     return out
@@ -196,6 +203,6 @@ function entriesOf (item: ItemState): Entry[] {
   const title = (f.get('title') ?? '').trim()
   // The source identity (WXR guid and wp:post_id): the same post of the same site in any of its exports.
   const key = `${id}|${guid}`
-  out.push({ kind: 'post', key, label: `post ${id === '' ? '?' : id}${title === '' ? '' : ` "${title.slice(0, 80)}"`}`, post: postOf(item) })
+  out.push({ kind: 'post', key, label: `post ${id === '' ? '?' : id}${title === '' ? '' : ` "${title.slice(0, 80)}"`}`, post: postOf(item, attachments) })
   return out
 }

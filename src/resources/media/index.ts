@@ -10,12 +10,12 @@ import { listHandler } from '../../http/collection.ts'
 import { preconditionHolds, sendRepresentation, strongEtag } from '../../http/conditional.ts'
 import { MERGE_PATCH } from '../../http/content-type.ts'
 import { sendRanged } from '../../http/ranges.ts'
-import type { JobContext, Resource, ResourceContext, Services, ServicesContext } from '../../http/resources.ts'
+import type { ImageIntake, JobContext, Resource, ResourceContext, Services, ServicesContext } from '../../http/resources.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses, SYSTEM_ERRORS } from '../../http/schemas.ts'
 import { type ApiVersion, idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerDelete, answerWrite, type Written } from '../../http/write.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
-import { mediaCatalogue } from './catalogue.ts'
+import { factsOf, mediaCatalogue } from './catalogue.ts'
 import { FORMATS, type Format, processUpload } from './image.ts'
 import { ensureBlob, type Library, openLibrary, readAll, storage, variantOf, writeBlob } from './library.ts'
 import { mediaProblems, mediaFieldCodes } from './problems.ts'
@@ -23,7 +23,7 @@ import * as S from './schemas.ts'
 import { mediaSettings } from './settings.ts'
 import { blobKey, type Media, mediaStore } from './store.ts'
 import { mediaSweep } from './sweep.ts'
-import { type Received, receiveUpload } from './upload.ts'
+import { type Received, receiveUpload, sanitiseFilename } from './upload.ts'
 import { uploadRoutes } from './uploads.ts'
 
 const WRITE = { requiredScope: 'media:write', orScopes: ['posts:write'] } as const
@@ -118,6 +118,21 @@ async function recordUpload (uow: UnitOfWork, library: Library, { id, image, cla
   uow.events.record(mediaEvent('media.created', m))
   uow.onCommit(async () => { await ensureBlob(library, image.sha256, image.data, image.contentType) })
   return m
+}
+
+/** Images another resource fetched (an import's), taken in by the upload's own path: prepareUpload, recordUpload. */
+const mediaIntake: ImageIntake = {
+  async add (store, services, bytes, fields, config) {
+    const library = services.mediaLibrary
+    const prepared = await prepareUpload(library, store, config, bytes, undefined)
+    const m = await store.transaction(async uow => {
+      const same = await uow.media.findByDigest(fields.owner, prepared.image.sha256)
+      if (same === null) return await recordUpload(uow, library, prepared, { ...fields, filename: sanitiseFilename(fields.filename), caption: '' })
+      await uow.media.releaseBlob(prepared.claim)
+      return same
+    })
+    return factsOf(m, config.media.widths)
+  },
 }
 
 /** The upload's name when the client gave none: its id and the extension of its format. */
@@ -384,6 +399,7 @@ export const mediaResource: Resource = {
   unversionedRoutes: fileRoutes,
   unversionedPaths: ['/media/*/file', '/media/*/image', '/uploads', '/uploads/*'],
   images: mediaCatalogue,
+  imageIntake: mediaIntake,
   jobs: (ctx: JobContext) => [mediaSweep(ctx.store, ctx.services.mediaLibrary, ctx.config, ctx.log)],
 }
 

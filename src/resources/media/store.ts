@@ -152,6 +152,13 @@ export class MediaRepository {
     return row === undefined ? null : mediaOf(row)
   }
 
+  /** `owner`'s oldest media of these stored bytes, if any (an image taken in again is not recorded twice). */
+  async findByDigest (owner: string, sha256: string): Promise<Media | null> {
+    const row = await this.db.selectFrom('media').selectAll().where('owner', '=', owner).where('sha256', '=', sha256)
+      .orderBy('created_at').orderBy('id').limit(1).executeTakeFirst()
+    return row === undefined ? null : mediaOf(row)
+  }
+
   /** Those of these ids that exist, with their size (a post's feature image). */
   async findMany (ids: readonly string[]): Promise<Media[]> {
     if (ids.length === 0) return []

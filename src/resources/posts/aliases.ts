@@ -4,20 +4,31 @@ import type { Database } from '../../store/tables.ts'
 
 /** Old slugs given to a post from outside (a move from another service): claimed only while free. */
 export interface AliasStore {
-  /** Makes `slug` an old slug of post `postId`; false when any post (this one included) holds it already. */
-  claim (postId: number, slug: string): Promise<boolean>
+  /**
+   * Makes each `slug` an old slug of its post, unless any post (that one included) holds it already:
+   * of each post, how many it got. One statement per 500 claims.
+   */
+  claimMany (claims: ReadonlyArray<{ readonly postId: number, readonly slug: string }>): Promise<Map<number, number>>
 }
+
+const CLAIMS_PER_STATEMENT = 500
 
 class AliasesRepository implements AliasStore {
   constructor (private readonly db: Kysely<Database>) {}
 
-  async claim (postId: number, slug: string): Promise<boolean> {
-    // The slug's primary key settles a race with any other claim, as for a post's own slug.
-    const rows = await this.db.insertInto('post_slugs').values({ slug, post_id: postId })
-      .onConflict(oc => oc.column('slug').doNothing())
-      .returning('slug')
-      .execute()
-    return rows.length === 1
+  async claimMany (claims: ReadonlyArray<{ readonly postId: number, readonly slug: string }>): Promise<Map<number, number>> {
+    const got = new Map<number, number>()
+    for (let at = 0; at < claims.length; at += CLAIMS_PER_STATEMENT) {
+      // The slug's primary key settles a race with any other claim, as for a post's own slug; a slug
+      // twice in one statement is inserted once.
+      const rows = await this.db.insertInto('post_slugs')
+        .values(claims.slice(at, at + CLAIMS_PER_STATEMENT).map(c => ({ slug: c.slug, post_id: c.postId })))
+        .onConflict(oc => oc.column('slug').doNothing())
+        .returning('post_id')
+        .execute()
+      for (const r of rows) got.set(Number(r.post_id), (got.get(Number(r.post_id)) ?? 0) + 1)
+    }
+    return got
   }
 }
 

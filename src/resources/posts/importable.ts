@@ -1,9 +1,10 @@
 import type { Config } from '../../config.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, type FieldError } from '../../errors.ts'
-import type { ExportableEntry, Importable, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
+import type { ExportableEntry, ImageCatalogue, Importable, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
 import { wordMessage } from '../../messages.ts'
 import type { UnitOfWork } from '../../store/store.ts'
+import { contentImages } from './content-images.ts'
 import { postEvents } from './events.ts'
 import type { Post, PostInput } from './post.ts'
 import { PostService } from './post-service.ts'
@@ -19,6 +20,7 @@ function inputOf (item: ImportableItem): PostInput {
     tags: normaliseTags(item.tags),
     excerpt: item.excerpt,
     publishAt: item.status === 'scheduled' ? item.publishAt : null,
+    ...(item.featureImage === undefined ? {} : { featureImage: item.featureImage }),
   }
 }
 
@@ -28,7 +30,8 @@ function unchanged (post: Post, input: PostInput): boolean {
   return post.title === input.title && post.content === input.content && post.status === input.status &&
     JSON.stringify(post.tags) === JSON.stringify(input.tags) &&
     (input.excerpt === null ? post.excerptDerived : post.excerpt === input.excerpt) &&
-    (post.publishAt === null || publishAt === null ? post.publishAt === publishAt : Date.parse(post.publishAt) === Date.parse(publishAt))
+    (post.publishAt === null || publishAt === null ? post.publishAt === publishAt : Date.parse(post.publishAt) === Date.parse(publishAt)) &&
+    (input.featureImage === undefined || (post.featureImage?.id ?? null) === input.featureImage)
 }
 
 /** An entry of a 422 in English: its message, or its code's text (the core's or posts'). */
@@ -43,22 +46,20 @@ function reasonOf (err: AppError): string {
   return details.length > 0 ? details.join('; ') : err.message
 }
 
-async function claimAliases (uow: UnitOfWork, post: Post, aliases: readonly string[]): Promise<number> {
-  let claimed = 0
-  for (const alias of new Set(aliases)) {
-    if (alias !== post.slug && isSlug(alias) && await uow.postAliases.claim(post.id, alias)) claimed++
-  }
-  return claimed
+/** The old slugs a written post claims: those that are slugs and not its own. */
+function aliasClaims (post: Post, aliases: readonly string[]): { postId: number, slug: string }[] {
+  return [...new Set(aliases)].filter(a => a !== post.slug && isSlug(a)).map(slug => ({ postId: post.id, slug }))
 }
 
-async function writeOne (uow: UnitOfWork, service: PostService, item: ImportableItem, admin: Principal): Promise<ImportableOutcome> {
+type Written = { readonly outcome: 'created' | 'updated' | 'unchanged', readonly post: Post }
+
+async function writeOne (uow: UnitOfWork, service: PostService, item: ImportableItem, admin: Principal): Promise<Written> {
   const input = inputOf(item)
   const current = item.existing === null ? null : await uow.posts.findById(item.existing, admin)
   if (current !== null) {
-    if (unchanged(current, input)) return { outcome: 'unchanged', id: current.id, redirects: await claimAliases(uow, current, item.aliases) }
+    if (unchanged(current, input)) return { outcome: 'unchanged', post: current }
     // The slug it has here stays: readers' links to it keep working.
-    const post = await service.update(current.id, admin, () => input)
-    return { outcome: 'updated', id: post.id, redirects: await claimAliases(uow, post, item.aliases) }
+    return { outcome: 'updated', post: await service.update(current.id, admin, () => input) }
   }
   // The slug is kept when free, else it gets -2, -3 … as a derived one does; one that breaks the
   // rules of slugs (too long, other characters) is made into one as a title is.
@@ -70,7 +71,7 @@ async function writeOne (uow: UnitOfWork, service: PostService, item: Importable
     // When the source published it (an archived post may have been), not when it arrived here.
     publishedAt: (item.status === 'published' || item.status === 'archived') && item.publishedAt !== null ? item.publishedAt : w.publishedAt,
   }))
-  return { outcome: 'created', id: post.id, redirects: await claimAliases(uow, post, item.aliases) }
+  return { outcome: 'created', post }
 }
 
 /**
@@ -80,19 +81,29 @@ async function writeOne (uow: UnitOfWork, service: PostService, item: Importable
  * runs, so the batch's transaction stays usable.
  */
 export const postsImportable: Importable = {
-  async write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config): Promise<ImportableOutcome[]> {
-    const service = new PostService(uow, { revisionsKeep: config.editorial.revisionsKeep, changed: postEvents(uow.events) })
+  async write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config, catalogue?: ImageCatalogue): Promise<ImportableOutcome[]> {
+    const images = catalogue === undefined ? undefined : contentImages(catalogue, config)
+    const service = new PostService(uow, {
+      revisionsKeep: config.editorial.revisionsKeep,
+      changed: postEvents(uow.events),
+      // Its images of this service render with their variants, as a post written through the API does.
+      ...(images === undefined ? {} : { images: async (content: string) => await images(uow, content) }),
+      ...(catalogue === undefined ? {} : { featureImage: async (id: string) => (await catalogue.find(uow, [id], config)).get(id) ?? null }),
+    })
     const admin: Principal = { subject: editor, scopes: new Set(['admin']), kind: 'jwt' }
-    const outcomes: ImportableOutcome[] = []
+    const written: (Written | { outcome: 'skipped', reason: string })[] = []
     for (const item of items) {
       try {
-        outcomes.push(await writeOne(uow, service, item, admin))
+        written.push(await writeOne(uow, service, item, admin))
       } catch (err) {
         if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err
-        outcomes.push({ outcome: 'skipped', reason: reasonOf(err) })
+        written.push({ outcome: 'skipped', reason: reasonOf(err) })
       }
     }
-    return outcomes
+    // The batch's old slugs in one statement, once its posts hold their own slugs (a post's own slug
+    // comes before another's old one).
+    const claimed = await uow.postAliases.claimMany(written.flatMap((w, i) => w.outcome === 'skipped' ? [] : aliasClaims(w.post, items[i]!.aliases)))
+    return written.map(w => w.outcome === 'skipped' ? w : { outcome: w.outcome, id: w.post.id, redirects: claimed.get(w.post.id) ?? 0 })
   },
 }
 

@@ -18,8 +18,8 @@ import { postsStore, previewLinksStore, revisionsStore } from './store-module.ts
 import { aliasesStore } from './aliases.ts'
 import { exportEntry, postsImportable } from './importable.ts'
 import { toFieldErrors } from '../../http/validation.ts'
-import type { ListQuery, Repositories, UnitOfWork } from '../../store/store.ts'
-import { type ContentImages, imageSources } from './markdown.ts'
+import type { ListQuery, UnitOfWork } from '../../store/store.ts'
+import { contentImages } from './content-images.ts'
 import type { PostFilter } from './store.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { cacheControlFor } from '../../http/caching.ts'
@@ -63,14 +63,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   const reader = new PostService(ctx.store, serviceOptions)
   // Images of the service in a content are rendered with their variants: the resource that keeps them says what they are.
   const catalogue = ctx.resources.find(r => r.images !== undefined)?.images
-  const images = catalogue === undefined
-    ? undefined
-    : async (store: Repositories, content: string): Promise<ContentImages> => {
-      const ids = new Map(imageSources(content).flatMap(src => { const id = catalogue.idOf(src); return id === null ? [] : [[src, id] as const] }))
-      if (ids.size === 0) return new Map()
-      const facts = await catalogue.find(store, [...ids.values()], ctx.config)
-      return new Map([...ids].flatMap(([src, id]) => { const f = facts.get(id); return f === undefined ? [] : [[src, f] as const] }))
-    }
+  const images = catalogue === undefined ? undefined : contentImages(catalogue, ctx.config)
   const writer = (uow: UnitOfWork) => new PostService(uow, {
     ...serviceOptions,
     changed: postEvents(uow.events),
