@@ -75,7 +75,9 @@ class Slots {
       const next = this.waiting.shift()
       if (next !== undefined) next()
       else this.free++
-      if (this.free === this.size) {
+      if (this.free === this.size && this.lowering !== undefined) {
+        // Once more: threads the last computation started since the last look.
+        lowerImageThreads()
         clearInterval(this.lowering)
         this.lowering = undefined
       }
