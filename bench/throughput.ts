@@ -776,11 +776,14 @@ async function media (service: Server, baseline: Server | undefined, floor: Serv
         }
       }
       const measured = await peakRssWhile(pid, async () => {
-        const workers = Array.from({ length: AT_ONCE }, worker)
+        // Settled, not awaited until wrk ends: a failure must not be an unhandled rejection, which
+        // would end this process and leave the servers running.
+        const workers = Array.from({ length: AT_ONCE }, async () => await worker().then(() => null, (err: unknown) => err))
         await sleep(100)
         const r = await wrkAsync(s, ['read', String(POSTS)], SECONDS)
         load.running = false
-        await Promise.all(workers)
+        const failed = (await Promise.all(workers)).find(err => err !== null)
+        if (failed !== undefined) throw failed
         return r
       })
       loaded.push(measured.value)
