@@ -21,7 +21,7 @@ import { blobBytes, ensureBlob, type Library, libraryOf, openLibrary, readAll, v
 import './problems.ts'
 import * as S from './schemas.ts'
 import { mediaSettings } from './settings.ts'
-import { type Media, mediaStore } from './store.ts'
+import { type Media, type MediaFile, mediaStore } from './store.ts'
 import { mediaSweep } from './sweep.ts'
 import { type Received, receiveUpload } from './upload.ts'
 import { uploadRoutes } from './uploads.ts'
@@ -293,12 +293,12 @@ async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config,
     304: NotModifiedSchema,
     ...problemResponses(...SYSTEM_ERRORS, 404, 406, 416, 422),
   }
-  const findPublic = async (id: string): Promise<Media> => {
+  const findPublic = async (id: string): Promise<MediaFile> => {
     const m = await store.media.findPublic(id)
     if (m === null) throw new AppError('MEDIA_NOT_FOUND', `No media ${id} exists.`)
     return m
   }
-  const send = (req: FastifyRequest, reply: FastifyReply, m: Media, sha256: string, bytes: number, format: Format) => {
+  const send = (req: FastifyRequest, reply: FastifyReply, m: MediaFile, sha256: string, bytes: number, format: Format) => {
     reply.header('x-content-type-options', 'nosniff')
     return sendRanged(req, reply, {
       size: bytes,
