@@ -455,7 +455,9 @@ async function main (): Promise<void> {
       } else {
         fs.copyFileSync(template, file)
       }
-      servers.push(await startServer(kind, { ...common, BENCH_DB: file, DATABASE_URL: `sqlite:${file}`, DATA_DIR: dir, BENCH_FILES: files }))
+      // The baseline keeps its media apart: a sweep of its own would remove the blobs its store does not hold.
+      const data = kind === 'baseline' ? path.join(dir, 'baseline-data') : dir
+      servers.push(await startServer(kind, { ...common, BENCH_DB: file, DATABASE_URL: `sqlite:${file}`, DATA_DIR: data, BENCH_FILES: files }))
     }
     const service = servers.find(s => s.kind === 'service')!
     const position = positionAt(POSTS, 0.9)
@@ -472,7 +474,7 @@ async function main (): Promise<void> {
     const results = drive(servers, list)
     const rss = new Map(servers.map(s => [s.kind, rssPeakMiB(s.child.pid!)]))
     // After the posts' peak RSS is read: the images' memory is reported on its own.
-    const mediaLines = MEDIA ? await media(service, servers.find(s => s.kind === 'floor')!, files, token, target) : []
+    const mediaLines = MEDIA ? await media(service, baseline, servers.find(s => s.kind === 'floor')!, files, token, target) : []
     for (const s of servers) await stop(s)
     const serviceLog = await logSummary(service)
     const baselineLog = baseline === undefined ? '' : await logSummary(baseline)
@@ -643,44 +645,61 @@ async function peakRssWhile<T> (pid: number, work: () => Promise<T>): Promise<{ 
 const EXTENSION: Record<string, string> = { 'image/jpeg': '.jpg', 'image/webp': '.webp', 'image/png': '.png', 'image/avif': '.avif' }
 
 /**
- * The media part, on the service and the floor of the 10 000-post run (the service stores its
- * media under DATA_DIR, on local storage): returns the lines of its section and records its targets.
+ * The media part, on the service (and the baseline, when given) and the floor of the 10 000-post
+ * run (each service stores its media under its DATA_DIR, on local storage): returns the lines of
+ * its section and records the service's targets.
  *   1. `/media/{id}/file` of a ~200 KB image and its 640-wide WebP (computed once before), against
  *      the floor sending the same bytes from `files` as a static file server does: ≥ 0.8× it;
  *   2. the first computation of 20 uploaded 12-megapixel JPEGs' 1 280-wide WebP, one at a time
  *      through HTTP (p50/p95); the uploads are sent 4 at once, the service's peak RSS measured;
  *   3. read one (as its scenario) idle, then while 4 first computations are asked at once and kept
  *      at 4 until wrk ends (each a new variant: another quality of one of the 20): p99 ≤ 2× idle.
+ * Steps 2 and 3 run on the service, then on the baseline.
  */
-async function media (service: Server, floor: Server, files: string, token: string,
+async function media (service: Server, baseline: Server | undefined, floor: Server, files: string, token: string,
   target: (what: string, met: boolean, value: string) => void): Promise<string[]> {
   const lines: string[] = []
-  const base = `http://127.0.0.1:${service.port}`
-  const pid = service.child.pid!
+  const subjects = baseline === undefined ? [service] : [service, baseline]
   const log = (s: string) => { process.stderr.write(`  media: ${s}\n`) }
-  const upload = async (bytes: Buffer): Promise<string> => {
-    const res = await fetch(`${base}/media`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'image/jpeg' }, body: bytes })
+  // A request shed (503, on a shared machine that stalls the service) is counted and sent again after its Retry-After.
+  let shed = 0
+  const retried = async (send: () => Promise<Response>): Promise<Response> => {
+    for (let attempt = 1; ; attempt++) {
+      const res = await send()
+      if (res.status !== 503 || attempt === 5) return res
+      shed++
+      await res.arrayBuffer()
+      await sleep(1000 * Number(res.headers.get('retry-after') ?? 1))
+    }
+  }
+  const upload = async (s: Server, bytes: Buffer): Promise<string> => {
+    const res = await retried(async () => await fetch(`http://127.0.0.1:${s.port}/media`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'image/jpeg' }, body: bytes }))
     if (res.status !== 201) throw new Error(`upload answered ${res.status}: ${await res.text()}`)
     const href = ((await res.json()) as { _links: { file: { href: string } } })._links.file.href
     return /\/media\/([^/]+)\/file/.exec(href)![1]!
   }
   const get = async (port: number, p: string): Promise<{ bytes: Buffer, type: string }> => {
-    const res = await fetch(`http://127.0.0.1:${port}${p}`)
+    const res = await retried(async () => await fetch(`http://127.0.0.1:${port}${p}`))
     if (res.status !== 200) throw new Error(`GET ${p} answered ${res.status}: ${await res.text()}`)
     return { bytes: Buffer.from(await res.arrayBuffer()), type: res.headers.get('content-type') ?? '' }
   }
+  const label = (s: Server) => s.kind === 'baseline' ? 'before (BENCH_BASELINE)' : 'this service'
 
   // 1. Reads of stored bytes, the service's against the floor's of the same bytes.
-  const small = await upload(await photo(1000, ...SMALL_IMAGE))
+  const smallPhoto = await photo(1000, ...SMALL_IMAGE)
+  const small = new Map<ServerKind, string>()
+  for (const s of subjects) small.set(s.kind, await upload(s, smallPhoto))
   const reads: Scenario[] = []
-  for (const [what, p, name] of [['/file', `/media/${small}/file`, 'file'], ['cached variant (w=640, WebP)', `/media/${small}/image?w=640&format=webp`, 'variant']] as const) {
-    const { bytes, type } = await get(service.port, p)
+  for (const [what, name] of [['/file', 'file'], ['cached variant (w=640, WebP)', 'variant']] as const) {
+    const pathOf = (s: Server) => name === 'file' ? `/media/${small.get(s.kind)!}/file` : `/media/${small.get(s.kind)!}/image?w=640&format=webp`
+    const { bytes, type } = await get(service.port, pathOf(service))
+    if (baseline !== undefined && !(await get(baseline.port, pathOf(baseline))).bytes.equals(bytes)) throw new Error(`the baseline does not send ${what}'s bytes`)
     const file = `${name}${EXTENSION[type] ?? ''}`
     fs.writeFileSync(path.join(files, file), bytes)
-    if (!(await get(floor.port, `/bench-files/${file}`)).bytes.equals(bytes)) throw new Error(`the floor does not send ${p}'s bytes`)
-    reads.push({ name: `media ${what}: ${(bytes.length / 1000).toFixed(0)} KB ${type}`, args: s => ['path', s.kind === 'service' ? p : `/bench-files/${file}`] })
+    if (!(await get(floor.port, `/bench-files/${file}`)).bytes.equals(bytes)) throw new Error(`the floor does not send ${what}'s bytes`)
+    reads.push({ name: `media ${what}: ${(bytes.length / 1000).toFixed(0)} KB ${type}`, args: s => ['path', s.kind === 'floor' ? `/bench-files/${file}` : pathOf(s)] })
   }
-  const readResults = drive([floor, service], reads)
+  const readResults = drive([floor, ...subjects], reads)
   lines.push('\n## Media: reads, first computations, read one beside them, memory\n',
     'The service on local storage (`DATA_DIR/media`) and SQLite, the floor sending the same bytes from a folder as a static file ' +
     'server does (stat, the file streamed, Content-Type, Content-Length, ETag, Last-Modified, Cache-Control), each pinned as above.\n',
@@ -688,9 +707,9 @@ async function media (service: Server, floor: Server, files: string, token: stri
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|')
   for (const sc of reads) {
     const f = readResults.get(`${sc.name}|floor`)!
-    for (const kind of ['floor', 'service'] as const) {
-      const r = readResults.get(`${sc.name}|${kind}`)!
-      lines.push(`| ${sc.name} | ${kind === 'floor' ? 'floor, static file' : 'this service'} | ${rps(r).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ` +
+    for (const s of [floor, ...subjects]) {
+      const r = readResults.get(`${sc.name}|${s.kind}`)!
+      lines.push(`| ${sc.name} | ${s.kind === 'floor' ? 'floor, static file' : label(s)} | ${rps(r).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ` +
         `${errorsOf(r)} | ${(100 * r.cpu).toFixed(0)}% | ${cpuPerRequest(r).toFixed(0)} | ${(rps(r) / rps(f)).toFixed(2)} | ${(cpuPerRequest(f) / cpuPerRequest(r)).toFixed(2)} |`)
     }
     const s = readResults.get(`${sc.name}|service`)!
@@ -698,89 +717,105 @@ async function media (service: Server, floor: Server, files: string, token: stri
       `${(rps(s) / rps(f)).toFixed(2)}× (${rps(s).toFixed(0)} vs ${rps(f).toFixed(0)} req/s; by CPU per request ${(cpuPerRequest(f) / cpuPerRequest(s)).toFixed(2)}×; ${errorsOf(s)} errors)`)
   }
 
-  // 2. 20 distinct 12-megapixel uploads, 4 at once; then each one's 1 280-wide WebP asked once.
   log(`making ${LARGE_UPLOADS} 12-megapixel JPEGs`)
   const large: Buffer[] = []
   for (let i = 0; i < LARGE_UPLOADS; i++) large.push(await photo(2000 + i))
-  const ids: string[] = []
-  let uploadPeak = 0
-  let uploadHow = ''
-  const uploadMs: number[] = []
-  for (let i = 0; i < large.length; i += AT_ONCE) {
-    const t0 = performance.now()
-    const batch = await peakRssWhile(pid, async () => await Promise.all(large.slice(i, i + AT_ONCE).map(upload)))
-    uploadMs.push(performance.now() - t0)
-    ids.push(...batch.value)
-    uploadPeak = Math.max(uploadPeak, batch.peakMiB)
-    uploadHow = batch.how
-  }
   const meanBytes = large.reduce((a, b) => a + b.length, 0) / large.length
-  large.length = 0
-  log(`uploaded ${ids.length}; timing their first 1280-wide WebP`)
-  const firstMs: number[] = []
-  for (const id of ids) {
-    const t0 = performance.now()
-    await get(service.port, `/media/${id}/image?w=1280&format=webp`)
-    firstMs.push(performance.now() - t0)
-  }
-  lines.push('', `**First computation of a 12-megapixel JPEG's 1 280-wide WebP** (4 240 × 2 832, ~${(meanBytes / 1e6).toFixed(1)} MB each; ` +
-    `${LARGE_UPLOADS} distinct uploads, each variant asked once, one at a time, through HTTP; the service alone on core 0): ` +
-    `p50 ${quantile(firstMs, 0.5).toFixed(0)} ms, p95 ${quantile(firstMs, 0.95).toFixed(0)} ms (min ${Math.min(...firstMs).toFixed(0)}, max ${Math.max(...firstMs).toFixed(0)}).`)
-  lines.push('', `**Peak RSS while ${AT_ONCE} large images are processed** — the ${LARGE_UPLOADS} uploads sent ${AT_ONCE} at once ` +
-    `(${AT_ONCE} × ~${(meanBytes / 1e6).toFixed(1)} MB JPEGs received, decoded, re-encoded): ${uploadPeak.toFixed(0)} MiB (${uploadHow}); ` +
-    `a batch of ${AT_ONCE} took p50 ${quantile(uploadMs, 0.5).toFixed(0)} ms.`)
-
-  // 3. Read one idle, then beside 4 first computations kept running, over the rounds.
-  const qualities = Array.from({ length: 95 - 30 + 1 }, (_, i) => 30 + i).filter(q => q !== 75)
-  const pending = ids.flatMap(id => qualities.map(q => `/media/${id}/image?w=1280&format=webp&q=${q}`))
-  const idle: Run[] = []
-  const loaded: Run[] = []
-  let computed = 0
-  let computePeak = 0
-  let computeHow = ''
-  // A warm-up first, as every scenario has: with BENCH_SCENARIOS=media the service has served no
-  // read yet, and its first idle run measured a cold start (p99 525 ms against 62 ms a round later).
-  wrk(service, ['read', String(POSTS)], Math.min(2, SECONDS))
-  for (let round = 1; round <= ROUNDS; round++) {
-    idle.push(wrk(service, ['read', String(POSTS)], SECONDS))
-    const load = { running: true }
-    const worker = async (): Promise<void> => {
-      while (load.running) {
-        const next = pending.shift()
-        if (next === undefined) throw new Error('out of distinct variants to compute')
-        await get(service.port, next)
-        if (load.running) computed++
-      }
-    }
-    const measured = await peakRssWhile(pid, async () => {
-      const workers = Array.from({ length: AT_ONCE }, worker)
-      await sleep(100)
-      const r = await wrkAsync(service, ['read', String(POSTS)], SECONDS)
-      load.running = false
-      await Promise.all(workers)
-      return r
-    })
-    loaded.push(measured.value)
-    computePeak = Math.max(computePeak, measured.peakMiB)
-    computeHow = measured.how
-    process.stderr.write(`  round ${round} read one, idle p99 ${idle.at(-1)!.p99.toFixed(1)} ms, beside ${AT_ONCE} computations p99 ${measured.value.p99.toFixed(1)} ms\n`)
-  }
-  const quiet = combine(idle)
   // The service's own figure: half the cores it may run on, at least 1 (pinned: 1 core).
   const imageConcurrency = pinned ? 1 : Math.max(1, Math.floor(os.availableParallelism() / 2))
-  const busy = combine(loaded)
-  lines.push('', `**Read one beside ${AT_ONCE} first computations** (wrk as the read-one scenario, ${ROUNDS} × ${SECONDS} s each; ` +
-    `during each loaded run ${AT_ONCE} requests for new 1 280-wide WebP variants of the 12-megapixel uploads are kept in flight, ` +
-    `each answered one replaced by another; the service computes \`IMAGE_CONCURRENCY\` of them at a time, ${imageConcurrency} here, the others wait for a slot):\n`,
-  '| read one | req/s | p50 ms | p99 ms | errors | server CPU | CPU µs/req | variants computed meanwhile |',
-  '|---|---:|---:|---:|---:|---:|---:|---:|')
-  for (const [label, r, n] of [['idle', quiet, ''], [`beside ${AT_ONCE} computations`, busy, String(computed)]] as const) {
-    lines.push(`| ${label} | ${rps(r).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${errorsOf(r)} | ${(100 * r.cpu).toFixed(0)}% | ${cpuPerRequest(r).toFixed(0)} | ${n} |`)
+  const summary: string[] = []
+  for (const s of subjects) {
+    const pid = s.child.pid!
+    // 2. 20 distinct 12-megapixel uploads, 4 at once; then each one's 1 280-wide WebP asked once.
+    const ids: string[] = []
+    let uploadPeak = 0
+    let uploadHow = ''
+    const uploadMs: number[] = []
+    for (let i = 0; i < large.length; i += AT_ONCE) {
+      const t0 = performance.now()
+      const batch = await peakRssWhile(pid, async () => await Promise.all(large.slice(i, i + AT_ONCE).map(async b => await upload(s, b))))
+      uploadMs.push(performance.now() - t0)
+      ids.push(...batch.value)
+      uploadPeak = Math.max(uploadPeak, batch.peakMiB)
+      uploadHow = batch.how
+    }
+    log(`${label(s)}: uploaded ${ids.length}; timing their first 1280-wide WebP`)
+    const firstMs: number[] = []
+    for (const id of ids) {
+      const t0 = performance.now()
+      await get(s.port, `/media/${id}/image?w=1280&format=webp`)
+      firstMs.push(performance.now() - t0)
+    }
+    lines.push('', `### ${label(s)}`, '', `**First computation of a 12-megapixel JPEG's 1 280-wide WebP** (4 240 × 2 832, ~${(meanBytes / 1e6).toFixed(1)} MB each; ` +
+      `${LARGE_UPLOADS} distinct uploads, each variant asked once, one at a time, through HTTP; the service alone on core 0): ` +
+      `p50 ${quantile(firstMs, 0.5).toFixed(0)} ms, p95 ${quantile(firstMs, 0.95).toFixed(0)} ms (min ${Math.min(...firstMs).toFixed(0)}, max ${Math.max(...firstMs).toFixed(0)}).`)
+    lines.push('', `**Peak RSS while ${AT_ONCE} large images are processed** — the ${LARGE_UPLOADS} uploads sent ${AT_ONCE} at once ` +
+      `(${AT_ONCE} × ~${(meanBytes / 1e6).toFixed(1)} MB JPEGs received, decoded, re-encoded): ${uploadPeak.toFixed(0)} MiB (${uploadHow}); ` +
+      `a batch of ${AT_ONCE} took p50 ${quantile(uploadMs, 0.5).toFixed(0)} ms.`)
+
+    // 3. Read one idle, then beside 4 first computations kept running, over the rounds.
+    const qualities = Array.from({ length: 95 - 30 + 1 }, (_, i) => 30 + i).filter(q => q !== 75)
+    const pending = ids.flatMap(id => qualities.map(q => `/media/${id}/image?w=1280&format=webp&q=${q}`))
+    const idle: Run[] = []
+    const loaded: Run[] = []
+    let computed = 0
+    let computePeak = 0
+    let computeHow = ''
+    // A warm-up first, as every scenario has: with BENCH_SCENARIOS=media the service has served no
+    // read yet, and its first idle run measured a cold start (p99 525 ms against 62 ms a round later).
+    wrk(s, ['read', String(POSTS)], Math.min(2, SECONDS))
+    for (let round = 1; round <= ROUNDS; round++) {
+      idle.push(wrk(s, ['read', String(POSTS)], SECONDS))
+      const load = { running: true }
+      const worker = async (): Promise<void> => {
+        while (load.running) {
+          const next = pending.shift()
+          if (next === undefined) throw new Error('out of distinct variants to compute')
+          await get(s.port, next)
+          if (load.running) computed++
+        }
+      }
+      const measured = await peakRssWhile(pid, async () => {
+        // Settled, not awaited until wrk ends: a failure must not be an unhandled rejection, which
+        // would end this process and leave the servers running.
+        const workers = Array.from({ length: AT_ONCE }, async () => await worker().then(() => null, (err: unknown) => err))
+        await sleep(100)
+        const r = await wrkAsync(s, ['read', String(POSTS)], SECONDS)
+        load.running = false
+        const failed = (await Promise.all(workers)).find(err => err !== null)
+        if (failed !== undefined) throw failed
+        return r
+      })
+      loaded.push(measured.value)
+      computePeak = Math.max(computePeak, measured.peakMiB)
+      computeHow = measured.how
+      process.stderr.write(`  ${label(s)}: round ${round} read one, idle p99 ${idle.at(-1)!.p99.toFixed(1)} ms, beside ${AT_ONCE} computations p99 ${measured.value.p99.toFixed(1)} ms\n`)
+    }
+    const quiet = combine(idle)
+    const busy = combine(loaded)
+    lines.push('', `**Read one beside ${AT_ONCE} first computations** (wrk as the read-one scenario, ${ROUNDS} × ${SECONDS} s each; ` +
+      `during each loaded run ${AT_ONCE} requests for new 1 280-wide WebP variants of the 12-megapixel uploads are kept in flight, ` +
+      `each answered one replaced by another; the service computes \`IMAGE_CONCURRENCY\` of them at a time, ${imageConcurrency} here, the others wait for a slot):\n`,
+    '| read one | req/s | p50 ms | p99 ms | errors | server CPU | CPU µs/req | variants computed meanwhile |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|')
+    for (const [what, r, n] of [['idle', quiet, ''], [`beside ${AT_ONCE} computations`, busy, String(computed)]] as const) {
+      lines.push(`| ${what} | ${rps(r).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${errorsOf(r)} | ${(100 * r.cpu).toFixed(0)}% | ${cpuPerRequest(r).toFixed(0)} | ${n} |`)
+    }
+    lines.push('', `Peak RSS of the service during those runs (${AT_ONCE} variants of 12-megapixel images asked at once, and the reads): ${computePeak.toFixed(0)} MiB (${computeHow}).`)
+    const ratio = `${(busy.p99 / quiet.p99).toFixed(2)}× (${quiet.p99.toFixed(1)} → ${busy.p99.toFixed(1)} ms; rounds ${loaded.map((r, i) => `${(r.p99 / idle[i]!.p99).toFixed(2)}×`).join(', ')})`
+    if (shed > 0) lines.push('', `Image requests and uploads shed with 503 and sent again (so far in the media part): ${shed}.`)
+    summary.push(`| ${label(s)} | ${quantile(firstMs, 0.5).toFixed(0)} / ${quantile(firstMs, 0.95).toFixed(0)} | ${ratio} | ${computed} | ${uploadPeak.toFixed(0)} | ${computePeak.toFixed(0)} |`)
+    if (s.kind === 'service') {
+      target(`read one's p99 beside ${AT_ONCE} image computations ≤ 2× its idle p99`, busy.p99 <= 2 * quiet.p99,
+        `${busy.p99.toFixed(1)} ms vs ${quiet.p99.toFixed(1)} ms, the worst of each (${(busy.p99 / quiet.p99).toFixed(2)}×; round by round ` +
+        `${loaded.map((r, i) => `${(r.p99 / idle[i]!.p99).toFixed(2)}×`).join(', ')}; ${computed} variants computed meanwhile; req/s ${(rps(busy) / rps(quiet)).toFixed(2)}× idle)`)
+    }
   }
-  lines.push('', `Peak RSS of the service during those runs (${AT_ONCE} variants of 12-megapixel images asked at once, and the reads): ${computePeak.toFixed(0)} MiB (${computeHow}).`)
-  target(`read one's p99 beside ${AT_ONCE} image computations ≤ 2× its idle p99`, busy.p99 <= 2 * quiet.p99,
-    `${busy.p99.toFixed(1)} ms vs ${quiet.p99.toFixed(1)} ms, the worst of each (${(busy.p99 / quiet.p99).toFixed(2)}×; round by round ` +
-    `${loaded.map((r, i) => `${(r.p99 / idle[i]!.p99).toFixed(2)}×`).join(', ')}; ${computed} variants computed meanwhile; req/s ${(rps(busy) / rps(quiet)).toFixed(2)}× idle)`)
+  if (baseline !== undefined) {
+    lines.push('', '### Images, before and after\n',
+      '| server | first computation p50 / p95 ms | read one p99 beside computations ÷ idle | variants computed meanwhile | peak RSS, uploads (MiB) | peak RSS, computations (MiB) |',
+      '|---|---:|---:|---:|---:|---:|', ...summary)
+  }
   return lines
 }
 

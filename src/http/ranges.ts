@@ -17,7 +17,8 @@ export interface RangedFile {
   readonly cacheControl?: string
   /** Shown in the browser (`inline`) rather than saved (`attachment`, the default). */
   readonly inline?: boolean
-  read (from: number, to: number): AsyncIterable<Uint8Array>
+  /** The bytes `from`–`to`: streamed, or (a small file) in one buffer. */
+  read (from: number, to: number): AsyncIterable<Uint8Array> | Promise<Uint8Array>
 }
 
 /** RFC 9110 §14.1.2 byte-range-specs; a spec whose last position comes before its first makes the header invalid. */
@@ -49,9 +50,10 @@ function ifRangeHolds (req: FastifyRequest, file: RangedFile): boolean {
  * with `Content-Range`; none satisfiable → 416 with `Content-Range: bytes *∕len`; several ranges →
  * merged when they touch, else the whole file with 200 (no multipart/byteranges); a malformed
  * Range, another unit, or a stale If-Range → the whole file with 200. HEAD: the same headers, no body.
- * The body streams from `read`, so memory does not grow with the file.
+ * The body streams from `read`, so memory does not grow with the file, or is sent in one write when
+ * `read` gives a buffer.
  */
-export function sendRanged (req: FastifyRequest, reply: FastifyReply, file: RangedFile): FastifyReply {
+export function sendRanged (req: FastifyRequest, reply: FastifyReply, file: RangedFile): FastifyReply | Promise<FastifyReply> {
   reply.header('accept-ranges', 'bytes')
     .header('etag', file.etag)
     .header('last-modified', file.lastModified.toUTCString())
@@ -81,5 +83,7 @@ export function sendRanged (req: FastifyRequest, reply: FastifyReply, file: Rang
   reply.code(status).header('content-type', file.contentType).header('content-length', String(to - from + 1))
   // Fastify's HEAD route sets Content-Length 0 for an absent body, but keeps it for a stream (which it drains).
   if (req.method === 'HEAD' || to < from) return reply.send(Readable.from([]))
-  return reply.send(Readable.from(file.read(from, to), { objectMode: false }))
+  const body = file.read(from, to)
+  if (body instanceof Promise) return body.then(bytes => reply.send(bytes))
+  return reply.send(Readable.from(body, { objectMode: false }))
 }

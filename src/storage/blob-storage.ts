@@ -11,7 +11,8 @@ import type { Readable } from 'node:stream'
  * @example
  * const blobs = openBlobStorage({ kind: 'local', dir: '/var/lib/blog/blobs' })
  * await blobs.put('ab/cd…', Readable.from(bytes), { contentType: 'image/webp', length: bytes.length })
- * const body = await blobs.get('ab/cd…', { start: 0, end: 99 })   // the first 100 bytes
+ * const body = await blobs.get('ab/cd…', { start: 0, end: 99 })   // the first 100 bytes, streamed
+ * const head = await blobs.read('ab/cd…', { start: 0, end: 99 })  // the same, in one Buffer
  */
 export interface BlobStorage {
   /** `local` or `s3`: for logs and the start-up line. */
@@ -23,6 +24,11 @@ export interface BlobStorage {
   put (key: string, body: Readable | Buffer, meta: BlobMeta): Promise<void>
   /** The blob's bytes, or bytes `start`–`end` (inclusive) of it; null when no such blob exists. */
   get (key: string, range?: ByteRange): Promise<Readable | null>
+  /**
+   * The blob's bytes, or bytes `start`–`end` (inclusive) of it, in one buffer; null when no such
+   * blob exists. For small blobs: one read instead of a stream (`get` for anything large).
+   */
+  read (key: string, range?: ByteRange): Promise<Buffer | null>
   /** The blob's length in bytes, or null when no such blob exists. */
   stat (key: string): Promise<{ readonly bytes: number } | null>
   /** Removes the blob; removing one that is not there is not an error. */

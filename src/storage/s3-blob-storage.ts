@@ -191,7 +191,7 @@ export function openS3BlobStorage (options: S3Options): BlobStorage {
   }))
   const keyOf = (key: string) => prefix + key
 
-  return {
+  const blobs: BlobStorage = {
     kind: 's3',
 
     async put (key: string, body: Readable | Buffer, meta: BlobMeta): Promise<void> {
@@ -245,6 +245,18 @@ export function openS3BlobStorage (options: S3Options): BlobStorage {
       }
     },
 
+    async read (key: string, range?: ByteRange): Promise<Buffer | null> {
+      const body = await blobs.get(key, range)
+      if (body === null) return null
+      const chunks: Buffer[] = []
+      try {
+        for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(chunk)
+      } catch (err) {
+        throw unavailable('read the blob', err)
+      }
+      return Buffer.concat(chunks)
+    },
+
     async stat (key: string): Promise<{ readonly bytes: number } | null> {
       try {
         const head = await reads.send(new HeadObjectCommand({ Bucket: bucket, Key: keyOf(key) }))
@@ -282,4 +294,5 @@ export function openS3BlobStorage (options: S3Options): BlobStorage {
       writes.destroy()
     },
   }
+  return blobs
 }

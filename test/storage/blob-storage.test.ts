@@ -98,6 +98,29 @@ export function blobStorageSuite (name: string, fixture: () => Promise<BlobStora
       assert.deepEqual(await read(blobs, 'ranges', { start: 0, end: 999 }), bytes, 'every byte')
     })
 
+    it('reads the bytes put in one buffer, whole and by inclusive ranges, and null for a key that holds none', async () => {
+      const bytes = randomBytes(1000)
+      await blobs.put('whole', bytes, meta(bytes.length))
+      assert.deepEqual(await blobs.read('whole'), bytes)
+      assert.deepEqual(await blobs.read('whole', { start: 0, end: 0 }), bytes.subarray(0, 1), 'the first byte')
+      assert.deepEqual(await blobs.read('whole', { start: 999, end: 999 }), bytes.subarray(999), 'the last byte')
+      assert.deepEqual(await blobs.read('whole', { start: 100, end: 599 }), bytes.subarray(100, 600), 'the middle')
+      assert.deepEqual(await blobs.read('whole', { start: 0, end: 999 }), bytes, 'every byte')
+      await blobs.put('nothing', Buffer.alloc(0), meta(0))
+      assert.deepEqual(await blobs.read('nothing'), Buffer.alloc(0))
+      assert.equal(await blobs.read('never-put'), null)
+      assert.equal(await blobs.read('never-put', { start: 0, end: 0 }), null)
+    })
+
+    it('reads a blob of several MiB whole, as a stream gives it', async () => {
+      const bytes = randomBytes(3 * MiB + 7)
+      await blobs.put('several', bytes, meta(bytes.length))
+      const whole = await blobs.read('several')
+      assert.equal(whole?.length, bytes.length)
+      assert.equal(sha256(whole!), sha256(bytes))
+      assert.deepEqual(await blobs.read('several', { start: MiB, end: 2 * MiB }), bytes.subarray(MiB, 2 * MiB + 1))
+    })
+
     it('puts a stream of unknown length, and a Buffer without a declared length', async () => {
       await blobs.put('stream', Readable.from([text('hello, '), text('world')]), meta())
       assert.equal((await read(blobs, 'stream'))?.toString(), 'hello, world')
@@ -197,6 +220,8 @@ export function blobStorageSuite (name: string, fixture: () => Promise<BlobStora
           ['put of a stream', async () => { await gone.put('k', Readable.from([text('x')]), meta()) }],
           ['get', async () => await gone.get('k')],
           ['ranged get', async () => await gone.get('k', { start: 0, end: 0 })],
+          ['read', async () => await gone.read('k')],
+          ['ranged read', async () => await gone.read('k', { start: 0, end: 0 })],
           ['stat', async () => await gone.stat('k')],
           ['delete', async () => { await gone.delete('k') }],
           ['keys', async () => await allKeys(gone)],

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import fs from 'node:fs'
 import os from 'node:os'
 import { fileTypeFromBuffer } from 'file-type'
 import sharp, { type Metadata, type OutputInfo, type Sharp } from 'sharp'
@@ -24,21 +25,62 @@ export const IMAGE_CONCURRENCY = Math.max(1, Math.floor(os.availableParallelism(
 // Each image is read once: libvips' operation cache would only hold memory.
 sharp.cache(false)
 
-/** A counting semaphore: `run` waits for one of `size` slots. */
+/** How often, while images are worked on, libvips' new threads are looked for to lower their priority. */
+const LOWER_EVERY_MS = 10
+/** Threads looked at already (each thread's priority is lowered once, when it is first seen). */
+const seenThreads = new Set<number>()
+
+/**
+ * Lowers libvips' worker threads to a low CPU priority (nice 10; Linux sets it per thread), so that
+ * where images and requests share a core, the event loop gets about nine tenths of it and images
+ * the rest: reads keep their latency while images are computed, and images still progress under a
+ * saturated loop (at nice 19 they would get a sixtieth, and time out). Elsewhere it does nothing.
+ */
+function lowerImageThreads (): void {
+  let tasks: string[]
+  try {
+    tasks = fs.readdirSync('/proc/self/task')
+  } catch {
+    return
+  }
+  for (const task of tasks) {
+    const tid = Number(task)
+    if (seenThreads.has(tid)) continue
+    seenThreads.add(tid)
+    try {
+      if (fs.readFileSync(`/proc/self/task/${task}/comm`, 'latin1').startsWith('libvips')) os.setPriority(tid, os.constants.priority.PRIORITY_BELOW_NORMAL)
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+}
+
+/** A counting semaphore: `run` waits for one of `size` slots; while any runs, libvips' threads are kept low. */
 class Slots {
   private free: number
   private readonly waiting: (() => void)[] = []
-  constructor (size: number) { this.free = size }
+  private lowering: NodeJS.Timeout | undefined
+  constructor (private readonly size: number) { this.free = size }
 
   async run<T> (fn: () => Promise<T>): Promise<T> {
     if (this.free > 0) this.free--
     else await new Promise<void>(resolve => { this.waiting.push(resolve) })
+    if (process.platform === 'linux' && this.lowering === undefined) {
+      lowerImageThreads()
+      this.lowering = setInterval(lowerImageThreads, LOWER_EVERY_MS).unref()
+    }
     try {
       return await fn()
     } finally {
       const next = this.waiting.shift()
       if (next !== undefined) next()
       else this.free++
+      if (this.free === this.size && this.lowering !== undefined) {
+        // Once more: threads the last computation started since the last look.
+        lowerImageThreads()
+        clearInterval(this.lowering)
+        this.lowering = undefined
+      }
     }
   }
 }

@@ -17,11 +17,11 @@ import { answerDelete, answerWrite, type Written } from '../../http/write.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
 import { factsOf, mediaCatalogue } from './catalogue.ts'
 import { FORMATS, type Format, processUpload } from './image.ts'
-import { ensureBlob, type Library, openLibrary, readAll, storage, variantOf, writeBlob } from './library.ts'
+import { blobBytes, ensureBlob, type Library, openLibrary, readAll, variantOf, writeBlob } from './library.ts'
 import { mediaProblems, mediaFieldCodes } from './problems.ts'
 import * as S from './schemas.ts'
 import { mediaSettings } from './settings.ts'
-import { blobKey, type Media, mediaStore } from './store.ts'
+import { type Media, type MediaFile, mediaStore } from './store.ts'
 import { mediaSweep } from './sweep.ts'
 import { type Received, receiveUpload, sanitiseFilename } from './upload.ts'
 import { uploadRoutes } from './uploads.ts'
@@ -308,12 +308,12 @@ async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config,
     304: NotModifiedSchema,
     ...problemResponses(...SYSTEM_ERRORS, 404, 406, 416, 422),
   }
-  const findPublic = async (id: string): Promise<Media> => {
+  const findPublic = async (id: string): Promise<MediaFile> => {
     const m = await store.media.findPublic(id)
     if (m === null) throw new AppError('MEDIA_NOT_FOUND', `No media ${id} exists.`)
     return m
   }
-  const send = (req: FastifyRequest, reply: FastifyReply, m: Media, sha256: string, bytes: number, format: Format): FastifyReply => {
+  const send = (req: FastifyRequest, reply: FastifyReply, m: MediaFile, sha256: string, bytes: number, format: Format) => {
     reply.header('x-content-type-options', 'nosniff')
     return sendRanged(req, reply, {
       size: bytes,
@@ -323,7 +323,7 @@ async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config,
       filename: `${m.id}.${EXTENSIONS[format]}`,
       cacheControl: IMMUTABLE,
       inline: true,
-      read: (from, to) => blobBytes(library, sha256, from, to),
+      read: (from, to) => blobBytes(library, sha256, bytes, from, to),
     })
   }
 
@@ -364,13 +364,6 @@ async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config,
     const v = await variantOf(library, store, key, m.sha256, FORMATS[format], config.requestTimeoutMs, req.abandoned)
     return send(req, reply, m, v.sha256, v.bytes, format)
   })
-}
-
-/** Bytes `from`–`to` of a stored blob. */
-async function * blobBytes (library: Library, sha256: string, from: number, to: number): AsyncGenerator<Uint8Array> {
-  const body = await storage(library, async blobs => await blobs.get(blobKey(sha256), { start: from, end: to }))
-  if (body === null) throw new Error(`blob ${sha256} is missing`)
-  yield * (body as AsyncIterable<Uint8Array>)
 }
 
 /** The storage, opened once per app; closed with it. */

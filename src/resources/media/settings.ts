@@ -14,6 +14,8 @@ export interface MediaSettings {
   readonly widths: readonly number[]
   /** Unfinished resumable uploads are removed after this many hours. */
   readonly uploadExpiryH: number
+  /** Small files and variants kept in memory for reads, at most this many bytes in all (0: none). */
+  readonly cacheBytes: number
 }
 
 declare module '../../config.ts' { interface ResourceSettings { readonly media: MediaSettings } }
@@ -58,6 +60,7 @@ export const mediaSettings: SettingsSection<'media'> = {
       maxPixels: env.int('MEDIA_MAX_PIXELS', 50_000_000, 1, 1_000_000_000),
       widths: widthsOf(env.str('MEDIA_WIDTHS') ?? DEFAULT_WIDTHS),
       uploadExpiryH: env.int('UPLOAD_EXPIRY_H', 24, 1, 24 * 365),
+      cacheBytes: env.int('MEDIA_CACHE_MB', 32, 0, 64 * 1024) * 1024 * 1024,
     }
   },
   rows: [
@@ -71,6 +74,7 @@ export const mediaSettings: SettingsSection<'media'> = {
     { name: 'MEDIA_MAX_BYTES', default: '20971520', description: 'Largest upload in bytes; a larger one is refused with 413 before it is read whole.' },
     { name: 'MEDIA_MAX_PIXELS', default: '50000000', description: 'Largest image in pixels (width × height × frames), checked from its header before any decoding: 422 `IMAGE_UNREADABLE`.' },
     { name: 'MEDIA_WIDTHS', default: DEFAULT_WIDTHS, description: 'The widths `/media/{id}/image?w=` offers (and `srcset` lists).' },
+    { name: 'MEDIA_CACHE_MB', default: '32', description: 'Memory for the most read files and variants of at most 1 MiB each, served without touching the storage (`0`: none). Blobs never change under their digest, so nothing is ever stale.' },
     { name: 'UPLOAD_EXPIRY_H', default: '24', description: 'Unfinished resumable uploads (`/uploads`) are removed after this many hours.' },
   ],
 }

@@ -65,6 +65,9 @@ export interface Media {
   readonly revision: number
 }
 
+/** A media as its public file and variants are served. */
+export type MediaFile = Pick<Media, 'id' | 'contentType' | 'bytes' | 'width' | 'sha256' | 'createdAt'>
+
 export type NewMedia = Omit<Media, 'createdAt' | 'updatedAt' | 'revision'>
 export type MediaChanges = Partial<Pick<Media, 'filename' | 'alt' | 'caption'>>
 export type MediaSortKey = 'id' | 'created_at'
@@ -146,10 +149,12 @@ export class MediaRepository {
     return row === undefined ? null : mediaOf(row)
   }
 
-  /** The media whoever asks (its file and variants are public). */
-  async findPublic (id: string): Promise<Media | null> {
-    const row = await this.db.selectFrom('media').selectAll().where('id', '=', id).executeTakeFirst()
-    return row === undefined ? null : mediaOf(row)
+  /** What a read of the media's file or variants needs, whoever asks (they are public). */
+  async findPublic (id: string): Promise<MediaFile | null> {
+    const row = await this.db.selectFrom('media').select(['id', 'content_type', 'bytes', 'width', 'sha256', 'created_at'])
+      .where('id', '=', id).executeTakeFirst()
+    if (row === undefined) return null
+    return { id: row.id, contentType: row.content_type, bytes: Number(row.bytes), width: Number(row.width), sha256: row.sha256, createdAt: iso(row.created_at) }
   }
 
   /** `owner`'s oldest media of these stored bytes, if any (an image taken in again is not recorded twice). */
