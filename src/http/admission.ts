@@ -18,8 +18,8 @@
  * concurrency is not either while its queue stays under the target (a closed loop of 64
  * connections queues at most 64 requests). Once overloaded, every request whose sojourn is over
  * the target is shed as the queue reaches it (a 503 costs a small part of serving), so the queue
- * drains to the target and what is served waited at most `targetMs + intervalMs`; the overload
- * ends with the first request served within the target.
+ * drains to the target and what is served waited at most `targetMs`; the overload ends once
+ * nothing has been shed for `intervalMs`.
  *
  * The clock and the end of a turn are parameters, so the rule is tested by driving it, not by
  * timing it.
@@ -50,6 +50,10 @@ export class AdmissionQueue<T> {
   private overloadAt: number | null = null
   /** Whether the queue sheds what waited over the target (sojourns stood over it for intervalMs). */
   shedding = false
+  /** When the last request was shed. */
+  private lastShedAt = -Infinity
+  /** The mean time the loop spends starting a request (a moving average over ~16). */
+  private costMs = 0
   /** When this turn started serving, and whether its end is armed. */
   private turnStart = 0
   private turnArmed = false
@@ -71,16 +75,34 @@ export class AdmissionQueue<T> {
     return this.items.length - this.head
   }
 
-  /** A request read now: started at once if nothing waits and the turn has work to spare, else queued. */
+  /**
+   * A request read now: started at once if nothing waits and the turn has work to spare; shed at
+   * once while shedding, if the work queued ahead of it already exceeds the target (it would be
+   * shed when its turn came, and its connection is worth more to its client free now: an open
+   * loop opens a new connection for every request it sends while all of its own are busy); else
+   * queued.
+   */
   offer (item: T): void {
     const now = this.now()
     this.markTurn(now)
     if (this.length === 0 && !this.accepting() && now - this.turnStart < this.sliceMs) {
       this.judge(0, now)
-      this.serve(item)
+      this.serveTimed(item)
+      return
+    }
+    if (this.shedding && this.length * this.costMs > this.targetMs) {
+      this.lastShedAt = now
+      this.shed(item)
       return
     }
     this.items.push({ item, since: now })
+  }
+
+  /** Serves `item`, and keeps the mean time a request takes to start (its synchronous work). */
+  private serveTimed (item: T): void {
+    const start = this.now()
+    this.serve(item)
+    this.costMs += ((this.now() - start) - this.costMs) / 16
   }
 
   /** The end of a turn: the next one serves from the queue. */
@@ -135,7 +157,7 @@ export class AdmissionQueue<T> {
       if (!sheds && (acceptOnly || (served > 0 && now - start >= this.sliceMs))) break
       this.take()
       if (this.judge(sojourn, now) === 'serve') {
-        this.serve(next.item)
+        this.serveTimed(next.item)
         served++
       } else {
         this.shed(next.item)
@@ -157,13 +179,18 @@ export class AdmissionQueue<T> {
   judge (sojourn: number, now: number): 'serve' | 'shed' {
     if (sojourn <= this.targetMs) {
       this.overloadAt = null
-      this.shedding = false
+      // The overload ends once nothing has had to be shed for an interval: ending it at the first
+      // request within the target made every overload stand for another interval before it was
+      // shed again, and served waits up to the target plus the interval, over and over.
+      if (this.shedding && now - this.lastShedAt >= this.intervalMs) this.shedding = false
       return 'serve'
     }
-    if (this.shedding) return 'shed'
-    this.overloadAt ??= now + this.intervalMs
-    if (now < this.overloadAt) return 'serve'
-    this.shedding = true
+    if (!this.shedding) {
+      this.overloadAt ??= now + this.intervalMs
+      if (now < this.overloadAt) return 'serve'
+      this.shedding = true
+    }
+    this.lastShedAt = now
     return 'shed'
   }
 }
