@@ -94,7 +94,7 @@ async function main (): Promise<void> {
   const port = await freePort()
   const child: ChildProcess = spawn(process.execPath, ['--max-semi-space-size=8', '--heap-growing-percent=50', ...PROFILE, path.join(ROOT, 'dist', 'blog.js'), 'serve'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: url, DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: String(await freePort()), AUTH_JWT_SECRET: SECRET, BOOTSTRAP_ADMIN_KEY: 'false', ...(process.env.IMPORT_BATCH_SIZE === undefined ? {} : { IMPORT_BATCH_SIZE: process.env.IMPORT_BATCH_SIZE }), LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '0', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', OVERLOAD_MAX_WAIT_MS: '0' },
+    env: { ...process.env, DATABASE_URL: url, DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: String(await freePort()), AUTH_JWT_SECRET: SECRET, BOOTSTRAP_ADMIN_KEY: 'false', ...(process.env.IMPORT_BATCH_SIZE === undefined ? {} : { IMPORT_BATCH_SIZE: process.env.IMPORT_BATCH_SIZE }), LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '0', OVERLOAD_MAX_WAIT_MS: '0' },
     stdio: ['ignore', 'inherit', 'inherit'],
   })
   const base = `http://127.0.0.1:${port}`

@@ -57,22 +57,37 @@ function finish (c, status) {
   done++
 }
 function open () {
-  const c = { socket: net.connect(port, '127.0.0.1'), buf: '', due: -1 }
+  const c = { socket: net.connect(port, '127.0.0.1'), head: null, left: 0, status: '', close: false, due: -1 }
   c.socket.setNoDelay(true)
+  // Bodies are counted, not kept: answers of 200 KB at hundreds a second, parsed by appending
+  // strings, made this client the bottleneck on a busy machine.
+  const answered = () => {
+    if (c.due >= 0) finish(c, c.status)
+    if (c.close) { c.socket.destroy(); return }
+    free.push(c)
+  }
   c.socket.on('data', d => {
-    c.buf += d.toString('latin1')
-    for (;;) {
-      const end = c.buf.indexOf('\\r\\n\\r\\n')
+    let off = 0
+    while (off < d.length) {
+      if (c.left > 0) {
+        const n = Math.min(c.left, d.length - off)
+        c.left -= n
+        off += n
+        if (c.left === 0) answered()
+        continue
+      }
+      const before = c.head === null ? 0 : c.head.length
+      c.head = c.head === null ? d.subarray(off) : Buffer.concat([c.head, d.subarray(off)])
+      const end = c.head.indexOf('\\r\\n\\r\\n')
       if (end === -1) return
-      const m = /\\r\\ncontent-length: *(\\d+)/i.exec(c.buf.slice(0, end + 2))
-      const length = m === null ? 0 : Number(m[1])
-      if (c.buf.length < end + 4 + length) return
-      const status = c.buf.slice(9, 12)
-      const close = /\\r\\nconnection: *close/i.test(c.buf.slice(0, end + 2))
-      c.buf = c.buf.slice(end + 4 + length)
-      if (c.due >= 0) finish(c, status)
-      if (close) { c.socket.destroy(); return }
-      free.push(c)
+      const text = c.head.toString('latin1', 0, end + 2)
+      const m = /\\r\\ncontent-length: *(\\d+)/i.exec(text)
+      c.status = text.slice(9, 12)
+      c.close = /\\r\\nconnection: *close/i.test(text)
+      off += end + 4 - before
+      c.head = null
+      c.left = m === null ? 0 : Number(m[1])
+      if (c.left === 0) answered()
     }
   })
   c.socket.on('error', () => {})

@@ -100,7 +100,6 @@ async function runOnce (url: string, posts: number): Promise<Result> {
     BOOTSTRAP_ADMIN_KEY: 'false',
     RATE_LIMIT_MAX: '0',
     BACKGROUND_WORK: 'false',
-    OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
     OVERLOAD_MAX_WAIT_MS: '0',
   })
   const store = await openStore(config)

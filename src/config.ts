@@ -89,14 +89,10 @@ export interface Config extends ResourceSettings {
   readonly instanceLeaseMs: number
   /** How long an Idempotency-Key's record (and the response it replays) is kept. */
   readonly idempotencyTtlS: number
-  /** Mean event-loop delay above which requests are shed with 503; 0 turns the check off. */
-  readonly overloadMaxEventLoopDelayMs: number
-  /** A request that waited longer than this before its handler started is shed with 503; 0: off. */
+  /** Sojourn in the admission queue over which, once standing, requests are shed with 503; 0: no queue. */
   readonly overloadMaxWaitMs: number
   /** Requests in flight at most; one more is shed with 503 at once; 0: no bound. */
   readonly overloadMaxInFlight: number
-  /** Whether requests read from sockets go through the admission queue (src/http/admission.ts) instead of the wait rule. */
-  readonly overloadQueue: boolean
   /** Time a client has to send the request line and headers (Node's headersTimeout). */
   readonly headersTimeoutMs: number
   /** SQLite's `synchronous` level: what a power cut may lose (docs/reliability.md). */
@@ -380,10 +376,8 @@ export function readConfig (env: Env, sections: readonly SettingsSection[], vers
     instanceId: str(env, 'INSTANCE_ID') ?? `${os.hostname()}:${int(env, 'PORT', 3000, 0, 65535)}`,
     instanceLeaseMs: int(env, 'INSTANCE_LEASE_MS', 3_000, 300, 600_000),
     idempotencyTtlS: int(env, 'IDEMPOTENCY_TTL_S', 86_400, 1, 30 * 86_400),
-    overloadMaxEventLoopDelayMs: int(env, 'OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000),
     overloadMaxWaitMs: int(env, 'OVERLOAD_MAX_WAIT_MS', 500, 0, 60_000),
     overloadMaxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 512, 0, 1_000_000),
-    overloadQueue: bool(env, 'OVERLOAD_QUEUE', false),
     headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
     sqliteSynchronous: sqliteSynchronous(env),
     bodyLimitBytes: 1024 * 1024,

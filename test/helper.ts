@@ -166,7 +166,6 @@ export function testConfig (url: string, dataDir: string, env: Record<string, st
     BOOTSTRAP_ADMIN_KEY: 'false',
     // Load shedding measures the whole machine: on a busy shared test machine it would shed tests'
     // requests at random. The tests of shedding set these themselves.
-    OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
     OVERLOAD_MAX_WAIT_MS: '0',
     ...env,
   }, parts)

@@ -1,36 +1,36 @@
 /**
- * The queue of requests read but not yet started, and the rule that sheds from it (a CoDel-style
- * controller: RFC 8289's idea of a standing queue, with the queue timeout of Facebook's servers).
+ * The queue of requests read but not yet started, and the rule that sheds from it: CoDel (RFC 8289)
+ * on the time a request waited in the queue, its sojourn time.
  *
- * Node reads every readable connection in one turn of the event loop and starts each request as
- * it is read; under overload a turn grows until it holds seconds of work, and the connections
- * that wait behind it (in the kernel: libuv takes one new connection from the accept queue per
- * turn) are answered, 200 or 503, only after it. Here a request read once the turn has served
- * `sliceMs` of work waits in this queue instead, and the queue serves `sliceMs` of work per later
- * turn, so the loop keeps polling its sockets and accepting connections while it works through
- * the queue. Light load never queues: a request read in a turn with less than `sliceMs` of work
- * behind it starts at once.
+ * Node reads every readable connection in one turn of the event loop and would start each request
+ * as it is read; under overload a turn grows until it holds seconds of work, and everything that
+ * waits behind it does so in the kernel, unseen: the sockets' buffers, and the accept queue, from
+ * which libuv takes one connection per turn of the loop. Here a request read once the turn has
+ * served `sliceMs` of work waits in this queue instead, and the queue serves `sliceMs` of work per
+ * later turn (at least one request), so the loop keeps polling its sockets and accepting
+ * connections while it works through the queue, and the wait is where it can be measured: a
+ * request's sojourn runs from when it was read. Light load never queues: a request read in a turn
+ * that has served less than `sliceMs` starts at once.
  *
- * What is shed, and when: a request's wait is the time since its bytes could have arrived (the
- * caller's estimate at reading) plus its time in the queue. A wait over `maxWaitMs` is overload
- * only once waits have stayed over it for `intervalMs`: a single long turn (a stall, one slow
- * request) delays the requests behind it, but they are served, since the queue empties again at
- * once and shedding them would not have made the stall shorter. Once waits have stood over
- * `maxWaitMs` for `intervalMs`, the queue sheds every request that has waited more than
- * `targetMs` (a 503 costs a small part of serving), so that those it serves are served fast and
- * the queue drains; it stops at the first request that waited `targetMs` or less, and resumes at
- * the first that waited more than half of `maxWaitMs` within 10 intervals of that (the overload
- * has not ended). A closed loop
- * (each client waits for its answer before it sends again) queues at most one request per client,
- * and is never shed while that queue's wait is under `maxWaitMs`.
+ * What is shed, and when: a sojourn over `targetMs` is overload only once sojourns have stayed
+ * over it for `intervalMs` (CoDel's standing queue). A single long turn (a stall, one slow
+ * request) is not: the requests read after it start with a sojourn of zero. A client's own
+ * concurrency is not either while its queue stays under the target (a closed loop of 64
+ * connections queues at most 64 requests). Once overloaded, every request whose sojourn is over
+ * the target is shed as the queue reaches it (a 503 costs a small part of serving), so the queue
+ * drains to the target and what is served waited at most `targetMs`; the overload ends once
+ * nothing has been shed for `intervalMs`.
  *
- * The clock is a parameter, so the rule is tested by driving it, not by timing it.
+ * The clock and the end of a turn are parameters, so the rule is tested by driving it, not by
+ * timing it.
  */
 export interface AdmissionOptions {
-  maxWaitMs: number
-  intervalMs: number
+  /** The sojourn over which, standing for `intervalMs`, requests are shed. */
   targetMs: number
-  sliceMs: number
+  /** How long sojourns over the target must stand before they are overload (default 100 ms). */
+  intervalMs?: number
+  /** The work a turn serves from the queue before the loop polls its sockets again (default 2 ms). */
+  sliceMs?: number
   now?: () => number
   /** Arms a call at the end of this turn of the loop (setImmediate); a test drives turns itself. */
   endOfTurn?: (fn: () => void) => void
@@ -39,29 +39,34 @@ export interface AdmissionOptions {
 interface Queued<T> { item: T, since: number }
 
 export class AdmissionQueue<T> {
+  private readonly targetMs: number
+  private readonly intervalMs: number
+  private readonly sliceMs: number
   private readonly now: () => number
   private readonly endOfTurn: (fn: () => void) => void
   private items: Queued<T>[] = []
   private head = 0
-  /** When waits over maxWaitMs, if they go on, become overload (null: the last wait was under it). */
+  /** When sojourns over the target, if they go on, become overload (null: the last was within it). */
   private overloadAt: number | null = null
-  /** Whether the queue is shedding (waits stood over maxWaitMs for intervalMs). */
+  /** Whether the queue sheds what waited over the target (sojourns stood over it for intervalMs). */
   shedding = false
-  /**
-   * Until when an overload that ended is remembered: a wait over half of maxWaitMs by then resumes
-   * the shedding at once (CoDel resumes its drop rate the same way), or every overload would serve
-   * waits up to maxWaitMs + intervalMs again before it is shed again. (Half, not targetMs: a
-   * closed loop whose waits sit near the target right after an overload is not shed by it.)
-   */
-  private recentUntil = -Infinity
-  /** When this turn started serving (the first request it served), and whether its end is armed. */
+  /** When the last request was shed. */
+  private lastShedAt = -Infinity
+  /** The mean time the loop spends starting a request (a moving average over ~16). */
+  private costMs = 0
+  /** When this turn started serving, and whether its end is armed. */
   private turnStart = 0
   private turnArmed = false
-  /** When the last turn's share of the queue ended (-1: no share served yet). */
-  private lastDrainEnd = -1
+  /** Whether this turn accepted a connection, and when the queue was last served. */
+  private acceptedInTurn = false
+  private acceptedLastTurn = false
+  private lastServedAt = -Infinity
 
-  constructor (readonly opts: AdmissionOptions, private readonly serve: (item: T) => void, private readonly shed: (item: T) => void,
+  constructor (opts: AdmissionOptions, private readonly serve: (item: T) => void, private readonly shed: (item: T) => void,
     private readonly gone: (item: T) => boolean = () => false) {
+    this.targetMs = opts.targetMs
+    this.intervalMs = opts.intervalMs ?? 100
+    this.sliceMs = opts.sliceMs ?? 2
     this.now = opts.now ?? (() => performance.now())
     this.endOfTurn = opts.endOfTurn ?? (fn => { setImmediate(fn) })
   }
@@ -70,15 +75,34 @@ export class AdmissionQueue<T> {
     return this.items.length - this.head
   }
 
-  /** A request read now, that had waited `waitedMs` before it was read. */
-  offer (item: T, waitedMs: number): void {
+  /**
+   * A request read now: started at once if nothing waits and the turn has work to spare; shed at
+   * once while shedding, if the work queued ahead of it already exceeds the target (it would be
+   * shed when its turn came, and its connection is worth more to its client free now: an open
+   * loop opens a new connection for every request it sends while all of its own are busy); else
+   * queued.
+   */
+  offer (item: T): void {
     const now = this.now()
     this.markTurn(now)
-    if (this.length === 0 && now - this.turnStart < this.opts.sliceMs) {
-      this.act(item, waitedMs, now)
+    if (this.length === 0 && !this.accepting() && now - this.turnStart < this.sliceMs) {
+      this.judge(0, now)
+      this.serveTimed(item)
       return
     }
-    this.items.push({ item, since: now - waitedMs })
+    if (this.shedding && this.length * this.costMs > this.targetMs) {
+      this.lastShedAt = now
+      this.shed(item)
+      return
+    }
+    this.items.push({ item, since: now })
+  }
+
+  /** Serves `item`, and keeps the mean time a request takes to start (its synchronous work). */
+  private serveTimed (item: T): void {
+    const start = this.now()
+    this.serve(item)
+    this.costMs += ((this.now() - start) - this.costMs) / 16
   }
 
   /** The end of a turn: the next one serves from the queue. */
@@ -90,22 +114,36 @@ export class AdmissionQueue<T> {
   }
 
   /**
-   * Serves the queue until the turn has served its share (what it started at once counts; at
-   * least one request, so the queue always moves; shedding costs little and is not counted), then
-   * arms the next turn's share and yields to the loop. The share is sliceMs, or four times what
-   * the loop spent since the last share (reading sockets, accepting, answering), if more: serving
-   * keeps four fifths of the loop however many connections it has to read.
+   * A connection taken from the kernel's accept queue this turn. libuv takes one per turn of the
+   * loop, so while connections arrive faster than turns end, the kernel's queue holds them, their
+   * requests unread and their wait unseen: under an open loop the accept queue, not this one, held
+   * the backlog (seconds of it, no request ever waiting here long enough to be shed).
+   */
+  accepted (): void {
+    this.acceptedInTurn = true
+    this.markTurn(this.now())
+  }
+
+  /** Whether connections are being accepted turn after turn: more may wait in the kernel. */
+  private accepting (): boolean {
+    return this.acceptedInTurn || this.acceptedLastTurn
+  }
+
+  /**
+   * Serves the queue for sliceMs (at least one request, so the queue always moves; shedding costs
+   * little and takes none of it), then arms the next turn's share and yields to the loop: a turn
+   * stays short, so the loop accepts a connection and reads its sockets every few milliseconds. A
+   * turn that accepted a connection serves nothing, unless sliceMs has passed since the queue was
+   * last served: turns that only accept and read are short, so the kernel's accept queue empties
+   * at many times the rate of one connection per served request, and the backlog waits here,
+   * where its sojourn is seen and shed.
    */
   readonly drain = (): void => {
-    const now0 = this.now()
-    // Work this turn started at once (the queue was empty when its requests were read).
-    const inline = this.turnArmed && this.lastDrainEnd < 0 ? Math.max(0, now0 - this.turnStart) : 0
-    const share = this.lastDrainEnd < 0 ? this.opts.sliceMs : Math.max(this.opts.sliceMs, 4 * (now0 - this.lastDrainEnd))
     this.turnArmed = false
-    if (this.length === 0) {
-      this.lastDrainEnd = -1
-      return
-    }
+    const start = this.now()
+    const acceptOnly = this.accepting() && start - this.lastServedAt < this.sliceMs
+    this.acceptedLastTurn = this.acceptedInTurn
+    this.acceptedInTurn = false
     let served = 0
     while (this.length > 0) {
       const now = this.now()
@@ -114,12 +152,19 @@ export class AdmissionQueue<T> {
         this.take()
         continue
       }
-      if (served > 0 && inline + now - now0 >= share && !this.sheds(now - next.since)) break
+      const sojourn = now - next.since
+      const sheds = this.shedding && sojourn > this.targetMs
+      if (!sheds && (acceptOnly || (served > 0 && now - start >= this.sliceMs))) break
       this.take()
-      if (this.act(next.item, now - next.since, now)) served++
+      if (this.judge(sojourn, now) === 'serve') {
+        this.serveTimed(next.item)
+        served++
+      } else {
+        this.shed(next.item)
+      }
     }
-    this.lastDrainEnd = this.now()
-    if (this.length > 0) this.markTurn(this.lastDrainEnd)
+    if (served > 0) this.lastServedAt = this.now()
+    if (this.length > 0) this.markTurn(this.now())
   }
 
   private take (): void {
@@ -130,45 +175,22 @@ export class AdmissionQueue<T> {
     }
   }
 
-  /** Whether a request that waited `waited` would be shed now (without changing the state). */
-  private sheds (waited: number): boolean {
-    return this.shedding && waited > this.opts.targetMs
-  }
-
-  /** Serves or sheds `item`; true when served. */
-  private act (item: T, waited: number, now: number): boolean {
-    if (this.judge(waited, now) === 'serve') {
-      this.serve(item)
-      return true
-    }
-    this.shed(item)
-    return false
-  }
-
   /** The rule, on each request as it leaves the queue (or starts at once): serve or shed. */
-  judge (waited: number, now: number): 'serve' | 'shed' {
-    if (this.shedding) {
-      if (waited > this.opts.targetMs) return 'shed'
-      // Drained to the target: no standing queue any more.
-      this.shedding = false
+  judge (sojourn: number, now: number): 'serve' | 'shed' {
+    if (sojourn <= this.targetMs) {
       this.overloadAt = null
-      this.recentUntil = now + 10 * this.opts.intervalMs
+      // The overload ends once nothing has had to be shed for an interval: ending it at the first
+      // request within the target made every overload stand for another interval before it was
+      // shed again, and served waits up to the target plus the interval, over and over.
+      if (this.shedding && now - this.lastShedAt >= this.intervalMs) this.shedding = false
       return 'serve'
     }
-    if (waited > this.opts.maxWaitMs / 2 && now < this.recentUntil) {
+    if (!this.shedding) {
+      this.overloadAt ??= now + this.intervalMs
+      if (now < this.overloadAt) return 'serve'
       this.shedding = true
-      return 'shed'
     }
-    if (waited <= this.opts.maxWaitMs) {
-      this.overloadAt = null
-      return 'serve'
-    }
-    if (this.overloadAt === null) {
-      this.overloadAt = now + this.opts.intervalMs
-      return 'serve'
-    }
-    if (now < this.overloadAt) return 'serve'
-    this.shedding = true
+    this.lastShedAt = now
     return 'shed'
   }
 }

@@ -199,7 +199,7 @@ describe('a bad setting', () => {
     ['PORT', '70000', /between/],
     ['AUTH_JWT_SECRET', 'short', /32 bytes/],
     ['AUTH_JWT_PUBLIC_KEY', '-----BEGIN PUBLIC KEY-----\nnot a key\n-----END PUBLIC KEY-----', /readable/],
-    ['OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', '-1', /whole number/],
+    ['OVERLOAD_MAX_WAIT_MS', '-1', /whole number/],
     ['AUTH_JWKS_URL', 'ftp://idp.example/jwks', /must use/],
     ['HOST', 'not_a_host..', /IP address or a host name/],
     ['DATABASE_URL', 'postgres://', /needs a host/],

@@ -104,7 +104,7 @@ for (const kind of await storeKinds()) {
     it(`loses no acknowledged write and resurrects no acknowledged delete over ${ROUNDS} kill points`, async () => {
       const db = await freshDatabase(kind)
       drop = db.drop
-      const env = processEnv(db, { RATE_LIMIT_MAX: '0', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0' })
+      const env = processEnv(db, { RATE_LIMIT_MAX: '0' })
       const authorization = `Bearer ${await token('writer', ['posts:write'])}`
       const ledger: Ledger = { created: new Map(), deleted: new Set(), deleting: new Set() }
       const admin: Viewer = { subject: 'checker', scopes: new Set(['admin']), kind: 'jwt' }

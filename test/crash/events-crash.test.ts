@@ -51,7 +51,7 @@ for (const kind of await storeKinds()) {
       const r = await rx
       const db = await freshDatabase(kind)
       drop = db.drop
-      const env = processEnv(db, { RATE_LIMIT_MAX: '0', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', WEBHOOK_SECRET: SECRET, WEBHOOK_ALLOW_LOOPBACK: '1', EVENTS_POLL_MS: '20', EXPORT_POLL_MS: '20', WEBHOOK_RETRY_BASE_MS: '50' })
+      const env = processEnv(db, { RATE_LIMIT_MAX: '0', WEBHOOK_SECRET: SECRET, WEBHOOK_ALLOW_LOOPBACK: '1', EVENTS_POLL_MS: '20', EXPORT_POLL_MS: '20', WEBHOOK_RETRY_BASE_MS: '50' })
       const writerAuth = `Bearer ${await token('writer', ['orders:write'])}`
       const adminAuth = `Bearer ${await token('root', ['admin'])}`
       for (let round = 0; round < ROUNDS; round++) {

@@ -175,7 +175,7 @@ for (const kind of await storeKinds()) {
     before(async () => {
       // Load shedding off: the fuzzer shares the server's event loop, so its own work would count
       // as the server's queue (test/http/shedding.test.ts covers shedding).
-      t = await buildTestApp(kind, { RATE_LIMIT_MAX: '0', REQUEST_TIMEOUT_MS: '3000', HEADERS_TIMEOUT_MS: '1000', OVERLOAD_MAX_WAIT_MS: '0', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0' })
+      t = await buildTestApp(kind, { RATE_LIMIT_MAX: '0', REQUEST_TIMEOUT_MS: '3000', HEADERS_TIMEOUT_MS: '1000', OVERLOAD_MAX_WAIT_MS: '0' })
       doc = JSON.parse(JSON.stringify(t.app.swagger())) as Schema
       ops = operationsOf(doc)
       tokens.alice = `Bearer ${await t.token('alice', ['posts:write'])}`

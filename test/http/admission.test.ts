@@ -4,7 +4,8 @@ import { AdmissionQueue } from '../../src/http/admission.ts'
 
 /**
  * The admission queue driven by a clock and by turns of a loop the test runs itself: what it
- * serves, what it sheds and when, with no timing of real work.
+ * serves, what it sheds and when, with no timing of real work. Target 200 ms, interval 100 ms,
+ * slice 5 ms.
  */
 function harness (opts: { workMs?: number } = {}) {
   let t = 0
@@ -12,7 +13,7 @@ function harness (opts: { workMs?: number } = {}) {
   const log: string[] = []
   const gone = new Set<string>()
   const q = new AdmissionQueue<string>(
-    { maxWaitMs: 500, intervalMs: 100, targetMs: 100, sliceMs: 5, now: () => t, endOfTurn: fn => { ends.push(fn) } },
+    { targetMs: 200, intervalMs: 100, sliceMs: 5, now: () => t, endOfTurn: fn => { ends.push(fn) } },
     id => {
       log.push(`serve ${id}`)
       t += opts.workMs ?? 0
@@ -24,6 +25,8 @@ function harness (opts: { workMs?: number } = {}) {
     q,
     log,
     gone,
+    served: () => log.filter(l => l.startsWith('serve')).length,
+    shed: () => log.filter(l => l.startsWith('shed')).length,
     advance: (ms: number) => { t += ms },
     /** The end of the current turn of the loop: what it armed runs, as setImmediate's callbacks would. */
     turn: () => { for (const fn of ends.splice(0)) fn() },
@@ -33,136 +36,138 @@ function harness (opts: { workMs?: number } = {}) {
 describe('the admission queue', () => {
   it('starts a request at once when nothing waits and the turn has served less than its slice', () => {
     const h = harness({ workMs: 2 })
-    h.q.offer('a', 0)
-    h.q.offer('b', 0)
-    h.q.offer('c', 0)
+    h.q.offer('a')
+    h.q.offer('b')
+    h.q.offer('c')
     assert.deepEqual(h.log, ['serve a', 'serve b', 'serve c'], 'served as they were read: 4 ms of work, under the 5 ms slice, before c')
-    h.q.offer('d', 0)
-    assert.deepEqual(h.log.length, 3, 'd, read after 6 ms of work this turn, waits for the next')
+    h.q.offer('d')
+    assert.equal(h.log.length, 3, 'd, read after 6 ms of work this turn, waits for the next')
     assert.equal(h.q.length, 1)
     h.turn()
-    assert.deepEqual(h.log.at(-1), 'serve d')
+    assert.equal(h.log.at(-1), 'serve d')
   })
 
-  it('serves its slice per turn and lets the loop poll between slices', () => {
+  it('serves its slice per turn, at least one request, and lets the loop poll between slices', () => {
     const h = harness({ workMs: 2 })
     h.advance(10)
-    for (const id of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) h.q.offer(id, 0)
-    // a, b, c at once (0, 2, 4 ms into the turn); the rest queued.
+    for (const id of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) h.q.offer(id)
     assert.deepEqual(h.log, ['serve a', 'serve b', 'serve c'])
     h.turn()
-    assert.deepEqual(h.log, ['serve a', 'serve b', 'serve c', 'serve d'], 'the turn had spent its slice: one more, so the queue moves')
+    assert.deepEqual(h.log.slice(3), ['serve d', 'serve e', 'serve f'], 'a turn: 6 ms of work, the first request past the 5 ms slice ends it')
     h.turn()
-    assert.deepEqual(h.log.slice(4), ['serve e', 'serve f', 'serve g'], 'a new turn: 5 ms of work, then one past it ends the queue')
+    assert.deepEqual(h.log.slice(6), ['serve g'])
     assert.equal(h.q.length, 0)
+    const heavy = harness({ workMs: 50 })
+    for (const id of ['a', 'b', 'c']) heavy.q.offer(id)
+    heavy.turn()
+    assert.deepEqual(heavy.log, ['serve a', 'serve b'], 'one request at once, one per turn after: the queue always moves')
   })
 
-  it('gives the queue four times what the loop spent between its shares, when that is more than the slice', () => {
-    const h = harness({ workMs: 5 })
-    h.advance(10)
-    for (let i = 0; i < 30; i++) h.q.offer(`r${i}`, 0)
+  it('while connections are being accepted, turns only accept and read, serving a slice every slice', () => {
+    // libuv takes one connection from the kernel's accept queue per turn of the loop: turns that
+    // each served a request accepted one connection per request, and the backlog waited in the
+    // kernel, unseen. Turns that accept serve nothing until a slice has passed since the last.
+    const h = harness({ workMs: 10 })
+    h.q.accepted()
+    h.q.offer('a')
+    assert.deepEqual(h.log, [], 'a request read in a turn that accepted a connection waits')
     h.turn()
-    const first = h.log.length
-    // The loop then reads its sockets for 10 ms before the next share: that share is 40 ms.
-    h.advance(10)
+    assert.deepEqual(h.log, ['serve a'], 'nothing served for longer than a slice: this turn serves')
+    for (let i = 0; i < 5; i++) {
+      h.advance(0.1)
+      h.q.accepted()
+      h.q.offer(`n${i}`)
+      h.turn()
+    }
+    assert.deepEqual(h.log, ['serve a'], 'five short turns that each accepted a connection, within the slice after a served one')
+    h.advance(5)
+    h.q.accepted()
     h.turn()
-    assert.equal(h.log.length - first, 8, h.log.slice(first).join(', '))
-    // A turn that spent nothing between shares gets the slice: one request of 5 ms.
+    assert.deepEqual(h.log.slice(1), ['serve n0'], 'a slice after the last served: one served (10 ms of work)')
     h.turn()
-    assert.equal(h.log.length - first, 9)
+    h.turn()
+    assert.deepEqual(h.log.slice(2), ['serve n1'], 'no accept for a turn: the queue is served again')
   })
 
-  it('serves every request behind one stall, though each waited more than the bound', () => {
+  it('serves every request behind one stall: their sojourn starts when they are read', () => {
     const h = harness()
     h.advance(1000)
-    // Twelve requests read after the loop was held 600 ms by one of them (a fuzzer's slow request).
-    for (let i = 0; i < 12; i++) h.q.offer(`r${i}`, 600)
+    // Twelve requests read in the turn after the loop was held 600 ms (a fuzzer's slow request).
+    for (let i = 0; i < 12; i++) h.q.offer(`r${i}`)
     h.advance(3)
     h.turn()
-    assert.equal(h.log.filter(l => l.startsWith('serve')).length, 12)
+    assert.equal(h.served(), 12)
     assert.equal(h.q.shedding, false)
   })
 
-  it('sheds once waits have stood over the bound for the interval, then sheds all that waited more than the target', () => {
-    const h = harness()
-    // An open loop beyond capacity: each request read has waited longer than the one before.
-    // Each read in a turn of its own.
-    h.q.offer('a', 510)
+  it('sheds once sojourns have stood over the target for the interval, then what waited over it, until nothing is shed for the interval', () => {
+    const h = harness({ workMs: 10 })
+    h.q.offer('first')
+    for (let i = 0; i < 40; i++) h.q.offer(`r${i}`)
+    // One 10 ms request per turn: r<k> is served after (k + 1) × 10 ms in the queue.
+    for (let i = 0; i < 31; i++) h.turn()
+    assert.equal(h.log.at(-1), 'serve r30', 'r30 waited 300 ms: sojourns over the target since r21, 90 ms before')
+    assert.equal(h.shed(), 0)
     h.turn()
-    h.advance(60)
-    h.q.offer('b', 560)
-    h.turn()
-    h.advance(39)
-    h.q.offer('c', 600)
-    h.turn()
-    assert.deepEqual(h.log, ['serve a', 'serve b', 'serve c'], 'over the bound for 99 ms: still served')
-    h.advance(1)
-    h.q.offer('d', 600)
-    h.turn()
-    assert.equal(h.log.at(-1), 'shed d', 'over the bound for 100 ms: overload')
+    assert.deepEqual(h.log.slice(-9), ['shed r31', 'shed r32', 'shed r33', 'shed r34', 'shed r35', 'shed r36', 'shed r37', 'shed r38', 'shed r39'],
+      '100 ms over the target: overload, and all that waited over it is shed at once, taking none of the slice')
+    assert.equal(h.q.length, 0)
     assert.equal(h.q.shedding, true)
-    h.q.offer('e', 101)
+    h.q.offer('fresh')
     h.turn()
-    assert.equal(h.log.at(-1), 'shed e', 'while shedding, anything that waited more than the target is shed')
-    h.q.offer('f', 100)
-    h.turn()
-    assert.equal(h.log.at(-1), 'serve f', 'a request that waited the target or less ends it')
-    assert.equal(h.q.shedding, false)
-    h.advance(998)
-    h.q.offer('g', 250)
-    h.turn()
-    assert.equal(h.log.at(-1), 'serve g', 'half the bound within 10 intervals of the end: served')
-    h.advance(1)
-    h.q.offer('h', 251)
-    h.turn()
-    assert.equal(h.log.at(-1), 'shed h', 'over half the bound within 10 intervals of the end: the overload goes on')
-    h.q.offer('h2', 50)
-    h.turn()
-    h.advance(1000)
-    h.q.offer('i', 400)
-    h.turn()
-    assert.equal(h.log.at(-1), 'serve i', 'ten intervals later, under the bound: served')
+    assert.equal(h.log.at(-1), 'serve fresh', 'a request within the target is served')
+    assert.equal(h.q.shedding, true, 'but the overload goes on: a request was shed less than the interval ago')
+    h.advance(100)
+    h.q.offer('later')
+    assert.equal(h.log.at(-1), 'serve later')
+    assert.equal(h.q.shedding, false, 'nothing shed for the interval: the overload is over')
   })
 
-  it('never sheds a closed loop whose requests wait just under the bound, however long it lasts', () => {
+  it('never sheds requests that wait just under the target, however long that lasts', () => {
     const h = harness()
-    for (let i = 0; i < 1000; i++) {
-      h.advance(10)
-      h.q.offer(`r${i}`, 500)
+    // Each request waits in the queue for a turn 200 ms long (read in a turn that accepted its
+    // connection, so it is queued, not started at once).
+    const wait = (id: string, ms: number) => {
+      h.q.accepted()
+      h.q.offer(id)
+      h.advance(ms)
       h.turn()
     }
-    assert.equal(h.log.filter(l => l.startsWith('shed')).length, 0)
-    // Just over the bound, for longer than the interval: shed.
-    for (let i = 0; i < 20; i++) {
-      h.advance(10)
-      h.q.offer(`s${i}`, 501)
-      h.turn()
-    }
-    assert.ok(h.log.includes('shed s10'), h.log.slice(-20).join(', '))
-    assert.ok(!h.log.includes('shed s9'))
+    for (let i = 0; i < 1000; i++) wait(`r${i}`, 200)
+    assert.equal(h.shed(), 0)
+    assert.equal(h.served(), 1000)
+    // Just over the target, for longer than the interval: shed.
+    for (let i = 0; i < 3; i++) wait(`s${i}`, 201)
+    assert.deepEqual(h.log.slice(-3), ['serve s0', 'shed s1', 'shed s2'])
   })
 
   it('forgets requests whose clients went away while they waited, without serving or shedding them', () => {
     const h = harness({ workMs: 6 })
-    h.q.offer('a', 0)
-    h.q.offer('b', 0)
-    h.q.offer('c', 0)
+    h.q.offer('a')
+    h.q.offer('b')
+    h.q.offer('c')
     h.gone.add('b')
     h.turn()
     h.turn()
     assert.deepEqual(h.log, ['serve a', 'serve c'])
     assert.equal(h.q.length, 0)
   })
+})
 
-  it('counts the time in the queue in the wait', () => {
-    const h = harness({ workMs: 50 })
-    h.q.offer('a', 0)
-    for (let i = 0; i < 15; i++) h.q.offer(`r${i}`, 0)
-    // One served per turn (50 ms of work each): r<k> has waited 50·k ms when its turn comes.
-    for (let i = 0; i < 13; i++) h.turn()
-    assert.deepEqual(h.log.slice(-3), ['serve r10', 'serve r11', 'serve r12'], 'at the bound, over it for the first time, 50 ms over it: served')
-    h.turn()
-    assert.deepEqual(h.log.slice(-2), ['shed r13', 'shed r14'], '100 ms over the bound: shed, and shedding takes none of the slice')
-    assert.equal(h.q.length, 0)
+describe('the admission queue while shedding', () => {
+  it('sheds a request at once when the work queued ahead of it already exceeds the target', () => {
+    const h = harness({ workMs: 10 })
+    h.q.offer('first')
+    for (let i = 0; i < 40; i++) h.q.offer(`r${i}`)
+    for (let i = 0; i < 32; i++) h.turn()
+    assert.equal(h.q.shedding, true)
+    // Requests of ~10 ms read while shedding are queued until the work ahead of the next exceeds
+    // the 200 ms target; that one is answered 503 as it is read, not once it has waited.
+    h.q.accepted()
+    const shedBefore = h.shed()
+    let i = 0
+    while (h.shed() === shedBefore && i < 100) h.q.offer(`q${i++}`)
+    assert.equal(h.log.at(-1), `shed q${i - 1}`)
+    assert.ok(h.q.length >= 20 && h.q.length <= 30, `shed at once behind ${h.q.length} queued`)
   })
 })

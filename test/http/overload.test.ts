@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import net from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import { setImmediate as yieldLoop, setTimeout as sleep } from 'node:timers/promises'
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, json, PG_ADMIN_URL, storeKinds, type TestApp } from '../helper.ts'
 
 function assertProblem (res: LightMyRequestResponse, status: number, code: string): void {
@@ -11,69 +11,6 @@ function assertProblem (res: LightMyRequestResponse, status: number, code: strin
   assert.equal(json(res).code, code)
   if (status === 503) assert.ok(Number(res.headers['retry-after']) > 0, 'Retry-After on a 503')
 }
-
-function busyWait (ms: number): void {
-  const end = Date.now() + ms
-  while (Date.now() < end) { /* blocking the event loop is the point */ }
-}
-
-/** Blocks the event loop in bursts until GET `url` is shed (or gives up), and returns that answer. */
-async function blockUntilShed (app: FastifyInstance, url: string): Promise<LightMyRequestResponse> {
-  let res = await app.inject({ method: 'GET', url })
-  for (let i = 0; i < 30 && res.statusCode !== 503; i++) {
-    busyWait(300)
-    await yieldLoop()
-    res = await app.inject({ method: 'GET', url })
-  }
-  return res
-}
-
-describe('event-loop overload', () => {
-  let b: TestApp
-  before(async () => {
-    b = await buildTestApp('sqlite', { OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '50' })
-    // Shedding starts once a whole sample has been taken after start-up.
-    await sleep(2200)
-  })
-  after(async () => { await b.close() })
-
-  it('sheds requests with 503 SERVICE_UNAVAILABLE and Retry-After while the loop is blocked, but not health checks', async () => {
-    const shed = await blockUntilShed(b.app, '/posts')
-    assertProblem(shed, 503, 'SERVICE_UNAVAILABLE')
-    assert.equal(json(shed).instance, '/posts')
-    assert.match(json(shed).detail, /overloaded/)
-    // Same sample window: still under pressure, yet the probes answer.
-    assert.equal((await b.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200)
-    assert.equal((await b.app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200)
-    assertProblem(await b.app.inject({ method: 'GET', url: '/posts' }), 503, 'SERVICE_UNAVAILABLE')
-  })
-
-  it('serves again once the loop is idle', async () => {
-    let res = await b.app.inject({ method: 'GET', url: '/posts' })
-    for (let i = 0; i < 40 && res.statusCode !== 200; i++) {
-      await sleep(250)
-      res = await b.app.inject({ method: 'GET', url: '/posts' })
-    }
-    assert.equal(res.statusCode, 200)
-  })
-})
-
-describe('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS=0', () => {
-  let b: TestApp
-  before(async () => {
-    b = await buildTestApp('sqlite', { OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0' })
-    await sleep(2200)
-  })
-  after(async () => { await b.close() })
-
-  it('turns load shedding off', async () => {
-    for (let i = 0; i < 8; i++) {
-      busyWait(300)
-      await yieldLoop()
-      assert.equal((await b.app.inject({ method: 'GET', url: '/posts' })).statusCode, 200)
-    }
-  })
-})
 
 describe('REQUEST_TIMEOUT_MS', () => {
   let b: TestApp
