@@ -93,7 +93,8 @@ describe('group commit [sqlite]', () => {
     assert.ok(commitAt > 0, statements.join(' | '))
     assert.ok(answeredAt > commitAt, `answered after ${answeredAt} statements, the COMMIT was #${commitAt + 1}`)
     // The reader asked while the group was open; its SELECT ran after the COMMIT, and saw the write.
-    const selects = statements.map((s, i) => /^select/i.test(s) ? i : -1).filter(i => i >= 0)
+    // (The unit's own look-up of its slug, in post_slugs, is inside the transaction.)
+    const selects = statements.map((s, i) => /^select .* from "posts"/i.test(s) ? i : -1).filter(i => i >= 0)
     assert.ok(selects.length > 0 && selects.every(i => i > commitAt), statements.join(' | '))
     assert.ok(seen.includes('durable'))
   })
