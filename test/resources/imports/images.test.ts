@@ -167,7 +167,7 @@ for (const kind of await storeKinds()) {
       assert.match(warning('declared'), /1073741824 bytes, more than the 50000/)
       assert.match(warning('endless'), /larger than 50000 bytes/)
       assert.match(warning('html'), /not an image: the host sent text\/html/)
-      assert.match(warning('fake'), /could not be fetched/)
+      assert.match(warning('fake'), /could not be fetched \(The file is .*judged by the bytes\.\)/, 'its bytes judged as an upload\'s are')
       assert.match(warning('missing'), /answered 404/)
       assert.match(warning('relative'), /not an absolute http\(s\) URL/)
       assert.equal(hits('/to-private'), 1)
