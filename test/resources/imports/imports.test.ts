@@ -241,6 +241,7 @@ for (const kind of await storeKinds()) {
       assert.equal(job.dry_run, true)
       assert.deepEqual(job.report.posts, { created: 2, updated: 1, unchanged: 0, skipped: 0 })
       assert.deepEqual(await allPosts(t, admin), before)
+      await t.searchIndexed() // a post written would be in the index by now
       const found = await t.request({ method: 'GET', url: '/posts?q=Fifty-one', headers: admin })
       assert.deepEqual(json(found), [])
     })
