@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { Counter } from 'prom-client'
-import { checkCallbackUrl } from '../../domain/callback-url.ts'
+import { checkCallbackUrl } from '../../facilities/events/index.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { message } from '../../messages.ts'
