@@ -20,8 +20,8 @@ const PART_FOLDERS = [path.join(SRC, 'resources'), path.join(SRC, 'facilities')]
  * Resources whose names are also the words of what the core offers every part and the events
  * facility (src/facilities/events/) implements: the event log a unit of work records into
  * (`uow.events`, `EventStore`), the event types a part declares (`eventTypes`), the webhook outbox
- * (`uow.webhooks`, `ctx.webhooks`) and its settings, and the frozen migrations that made their
- * tables (`core/0001-events`, `core/0003-delivery-queues`).
+ * (`ctx.webhooks`, `WebhookOutbox`, OpenAPI's `webhooks`), and the frozen migrations that made
+ * their tables (`core/0001-events`, `core/0003-delivery-queues`).
  */
 const CORE_FACILITIES = new Set(['events', 'webhooks'])
 

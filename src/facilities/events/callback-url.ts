@@ -105,7 +105,7 @@ export type CallbackCheck = { readonly ok: true } | { readonly ok: false, readon
  * member, the field error does.
  *
  * @example
- * const check = await checkCallbackUrl(body.url, config.webhookAllowLoopback)
+ * const check = await checkCallbackUrl(body.url, config.eventLog.webhookAllowLoopback)
  * if (!check.ok) throw validationFailed([fieldError('url', 'INVALID_VALUE', check.reason)])
  */
 export async function checkCallbackUrl (raw: string, allowLoopback: boolean): Promise<CallbackCheck> {

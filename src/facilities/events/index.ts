@@ -1,5 +1,6 @@
 import type { Part } from '../../http/resources.ts'
 import { webhookOutbox } from './outbox.ts'
+import { eventLogSettings } from './settings.ts'
 import { deliveriesStore, eventsStore } from './store-module.ts'
 
 export { eventsResource } from './events-resource.ts'
@@ -14,6 +15,7 @@ export type { NewDelivery, WebhookDelivery } from './store.ts'
  */
 export const eventsFacility: Part = {
   name: 'event-log',
+  settings: eventLogSettings,
   store: [eventsStore, deliveriesStore],
   outbox: webhookOutbox,
 }

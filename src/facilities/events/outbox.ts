@@ -39,11 +39,11 @@ export function webhookOutbox ({ config, store, metrics, log, pollMs }: OutboxCo
   return new WebhookSender({
     store,
     log,
-    secret: config.webhookSecret,
-    allowLoopback: config.webhookAllowLoopback,
-    timeoutMs: config.webhookTimeoutMs,
-    maxAttempts: config.webhookMaxAttempts,
-    retryBaseMs: config.webhookRetryBaseMs,
+    secret: config.eventLog.webhookSecret,
+    allowLoopback: config.eventLog.webhookAllowLoopback,
+    timeoutMs: config.eventLog.webhookTimeoutMs,
+    maxAttempts: config.eventLog.webhookMaxAttempts,
+    retryBaseMs: config.eventLog.webhookRetryBaseMs,
     pollMs,
     attempts,
   })

@@ -37,7 +37,7 @@ function eventsOf (events: readonly string[]): string {
 
 /** The one URL check export callbacks use too (callback-url.ts), or 422 naming `url`. */
 async function checkedUrl (url: string, ctx: ResourceContext): Promise<string> {
-  const check = await checkCallbackUrl(url, ctx.config.webhookAllowLoopback)
+  const check = await checkCallbackUrl(url, ctx.config.eventLog.webhookAllowLoopback)
   if (!check.ok) throw validationFailed([fieldError('url', 'INVALID_VALUE', check.reason)])
   return url
 }
@@ -270,7 +270,7 @@ function webhookServices ({ config, store, log: root, background, webhooks }: Se
     log.warn('WEBHOOK_SECRET is not set: on PostgreSQL every instance must share the key that seals webhook subscriptions\' ' +
       'secrets, so POST /webhooks answers 409 WEBHOOK_SECRET_NOT_SET until it is set')
   }
-  const fanOut = new FanOut({ store, log, pollMs: config.eventsPollMs, retentionH: config.eventsRetentionH, queued: () => { webhooks.wake() } })
+  const fanOut = new FanOut({ store, log, pollMs: config.eventLog.eventsPollMs, retentionH: config.eventLog.eventsRetentionH, queued: () => { webhooks.wake() } })
   // The outbox is this facility's own sender (eventsFacility.outbox).
   if (!(webhooks instanceof WebhookSender)) throw new Error('webhook subscriptions need the event-log facility\'s outbox')
   webhooks.serveSubscriptions({
