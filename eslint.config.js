@@ -11,7 +11,7 @@ const LAYERS = [
   ['./src/store', './src/storage'],
   ['./src/jobs'],
   ['./src/http'],
-  ['./src/resources', './src/routes'],
+  ['./src/resources', './src/facilities', './src/routes'],
   ['./src/registry.ts'],
   ['./src/context.ts', './src/app.ts'],
   ['./src/server.ts', './src/cli'],
@@ -29,12 +29,20 @@ const resources = fs.readdirSync(new URL('./src/resources', import.meta.url), { 
   message: 'A resource imports no other resource; move what they share into the core.',
 }))
 
+// A facility has one face: what lies above it imports its index.ts, never a file inside.
+const facilities = fs.readdirSync(new URL('./src/facilities', import.meta.url), { withFileTypes: true }).filter(d => d.isDirectory()).map(d => ({
+  target: LAYERS.slice(LAYERS.findIndex(l => l.includes('./src/facilities'))).flat().filter(t => t !== './src/facilities'),
+  from: `./src/facilities/${d.name}`,
+  except: ['./index.ts'],
+  message: 'A facility is imported through its index.ts.',
+}))
+
 export default [
   ...neostandard({ ts: true, ignores: ['node_modules/**', 'data/**', 'coverage/**', 'dist/**', '.ci/node24/**'] }),
   {
     files: ['src/**/*.ts'],
     rules: {
-      'import-x/no-restricted-paths': ['error', { zones: [...upward, ...resources] }],
+      'import-x/no-restricted-paths': ['error', { zones: [...upward, ...resources, ...facilities] }],
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
     },
   },

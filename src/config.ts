@@ -48,18 +48,6 @@ export interface Config extends ResourceSettings {
   readonly storeBudgetMs: number
   /** Consecutive store failures that open its circuit (503 at once until a probe succeeds); 0: never. */
   readonly storeCircuitFailures: number
-  readonly webhookSecret: string | null
-  readonly webhookAllowLoopback: boolean
-  /** A webhook attempt that has not been answered in this time counts as failed. */
-  readonly webhookTimeoutMs: number
-  /** Attempts per webhook before it is given up. */
-  readonly webhookMaxAttempts: number
-  /** First retry delay; each further one doubles, with full jitter. */
-  readonly webhookRetryBaseMs: number
-  /** Events are kept this many hours (EVENTS_RETENTION_H). */
-  readonly eventsRetentionH: number
-  /** How often the event stream and the fan-out to subscriptions look for new events (EVENTS_POLL_MS). */
-  readonly eventsPollMs: number
   readonly auth: {
     readonly jwtSecret: string | null
     readonly jwtPublicKey: string | null
@@ -103,8 +91,7 @@ export interface Config extends ResourceSettings {
   /** Each API version's dates, by version (which versions there are is src/http/versioning.ts's to say). */
   readonly versions: Readonly<Record<number, VersionDates>>
   /**
-   * Whether this instance runs the background work (webhook deliveries and the fan-out of events
-   * to them, and every resource's jobs): off, it serves requests only, and another instance of
+   * Whether this instance runs the background work (every part's jobs and senders): off, it serves requests only, and another instance of
    * the deployment must run it (BACKGROUND_WORK).
    */
   readonly backgroundWork: boolean
@@ -308,14 +295,6 @@ export function readConfig (env: Env, sections: readonly SettingsSection[], vers
   const logLevel = (str(env, 'LOG_LEVEL') ?? 'info').toLowerCase()
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`)
 
-  const webhookSecret = str(env, 'WEBHOOK_SECRET')
-  if (webhookSecret !== null) {
-    const m = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(webhookSecret)
-    if (!m || Buffer.from(m[1]!, 'base64').length < 16) {
-      throw new ConfigError('WEBHOOK_SECRET', 'must be whsec_ followed by at least 16 bytes in base64')
-    }
-  }
-
   const jwtSecret = str(env, 'AUTH_JWT_SECRET')
   if (jwtSecret !== null && Buffer.byteLength(jwtSecret) < 32) {
     throw new ConfigError('AUTH_JWT_SECRET', 'must be at least 32 bytes long (HS256 needs a 256-bit key)')
@@ -351,13 +330,6 @@ export function readConfig (env: Env, sections: readonly SettingsSection[], vers
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 15_000, 0, 3_600_000),
     storeBudgetMs: int(env, 'STORE_BUDGET_MS', 3_000, 100, 3_600_000),
     storeCircuitFailures: int(env, 'STORE_CIRCUIT_FAILURES', 5, 0, 1_000_000),
-    webhookSecret,
-    webhookAllowLoopback: bool(env, 'WEBHOOK_ALLOW_LOOPBACK', false),
-    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
-    webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 8, 1, 50),
-    webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 2_000, 10, 3_600_000),
-    eventsRetentionH: int(env, 'EVENTS_RETENTION_H', 72, 1, 24 * 365),
-    eventsPollMs: int(env, 'EVENTS_POLL_MS', 500, 10, 2000),
     auth: Object.freeze({
       jwtSecret,
       jwtPublicKey,

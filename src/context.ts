@@ -5,12 +5,10 @@ import { buildCatalogue, type Catalogue } from './catalogue.ts'
 import { type Config, type Env, readConfig } from './config.ts'
 import { Authenticator } from './http/auth.ts'
 import { InFlight } from './http/deadlines.ts'
-import { eventTypesOf } from './domain/events.ts'
 import { CursorCodec } from './http/paging.ts'
-import type { Part, Resource, Services } from './http/resources.ts'
+import type { OutboxContext, Part, Resource, Services } from './http/resources.ts'
 import { API_VERSIONS } from './http/versioning.ts'
-import { webhookOutbox, type WebhookOutbox } from './jobs/deliveries.ts'
-import { JobRunner } from './jobs/job.ts'
+import { JobRunner, type WebhookOutbox } from './jobs/job.ts'
 import { Lifecycle } from './jobs/lifecycle.ts'
 import { FACILITIES, PARTS, RESOURCES } from './registry.ts'
 import type { StoreModule } from './store/module.ts'
@@ -108,7 +106,7 @@ export async function createContext (config: Config, overrides: ContextOverrides
     const log = loggerOf(config, overrides.logger)
     const metrics = new Registry()
     const jobs = new JobRunner(log, config.backgroundWork)
-    const webhooks = webhookOutbox({ config, store, metrics, log: log.child({ component: 'webhooks' }), pollMs: outboxPollMs(config, parts) })
+    const webhooks = outboxOf(parts, { config, store, metrics, log: log.child({ component: 'webhooks' }), pollMs: outboxPollMs(config, parts) })
     jobs.run(webhooks)
     const lifecycle = new Lifecycle()
     const made: Partial<Services> = {}
@@ -123,7 +121,7 @@ export async function createContext (config: Config, overrides: ContextOverrides
       config,
       resources,
       parts,
-      eventTypes: eventTypesOf(parts),
+      eventTypes: parts.flatMap(p => p.eventTypes ?? []),
       store,
       authenticator: new Authenticator(config.auth, store.apiKeys),
       cursors: new CursorCodec(await store.serverSecret()),
@@ -150,6 +148,13 @@ function loggerOf (config: Config, override: ContextOverrides['logger']): Fastif
   const { stream, ...options } = override ?? {}
   const opts = { level: config.logLevel, redact: REDACT, ...options }
   return stream === undefined ? pino(opts) : pino(opts, stream)
+}
+
+/** The outbox's sender the parts bring (one at most), or one that sends nothing when none does. */
+function outboxOf (parts: readonly Part[], ctx: OutboxContext): WebhookOutbox {
+  const makers = parts.flatMap(p => p.outbox === undefined ? [] : [p])
+  if (makers.length > 1) throw new Error(`two parts bring the webhook outbox: ${makers.map(p => p.name).join(', ')}`)
+  return makers[0]?.outbox?.(ctx) ?? { start: () => {}, stop: async () => {}, wake: () => {} }
 }
 
 /** How often the webhook outbox looks for due deliveries: the shortest any resource asks for. */

@@ -1,14 +1,13 @@
 import type { Part, Resource } from './http/resources.ts'
+import { eventsFacility, eventsResource, webhooksResource } from './facilities/events/index.ts'
 import { postsResource } from './resources/posts/index.ts'
 import { ordersResource } from './resources/orders/index.ts'
 import { exportsResource } from './resources/exports/index.ts'
-import { webhooksResource } from './resources/webhooks/index.ts'
-import { eventsResource } from './resources/events/index.ts'
 import { importsResource } from './resources/imports/index.ts'
 import { mediaResource } from './resources/media/index.ts'
 
 /** Every facility (a part without routes of its own): adding one is its folder plus one line here. */
-export const FACILITIES: readonly Part[] = []
+export const FACILITIES: readonly Part[] = [eventsFacility]
 
 /** Every resource the service serves: adding one is its folder plus one line here. */
 export const RESOURCES: readonly Resource[] = [

@@ -5,8 +5,7 @@ import type { Registry } from 'prom-client'
 import type { CatalogueDeclarations } from '../catalogue.ts'
 import type { Config, SettingsSection } from '../config.ts'
 import type { Viewer } from '../domain/principal.ts'
-import type { WebhookOutbox } from '../jobs/deliveries.ts'
-import type { Background, Job, JobWaker } from '../jobs/job.ts'
+import type { Background, Job, JobWaker, WebhookOutbox } from '../jobs/job.ts'
 import type { Lifecycle } from '../jobs/lifecycle.ts'
 import type { StoreModule } from '../store/module.ts'
 import type { ListPage, ListQuery, Repositories, Store, UnitOfWork } from '../store/store.ts'
@@ -64,10 +63,12 @@ export interface Part extends CatalogueDeclarations {
   /** Its settings, read and checked with the core's into `config[settings.name]` (src/config.ts). */
   readonly settings?: SettingsSection
   /**
-   * How often the core's webhook outbox (src/jobs/deliveries.ts) looks for due deliveries, when the
-   * part sets it: the outbox takes the shortest any part asks for, 500 ms when none does.
+   * How often the webhook outbox looks for due deliveries, when the part sets it: the outbox takes
+   * the shortest any part asks for, 500 ms when none does.
    */
   outboxPollMs? (config: Config): number
+  /** The webhook outbox's sender, made once per instance by the one part that brings it. */
+  outbox? (ctx: OutboxContext): WebhookOutbox
   /** Its tables and repository, when it brings any (the store opens every registered part's). */
   readonly store?: StoreModule | readonly StoreModule[]
   /**
@@ -183,6 +184,15 @@ export function schemasOf (resource: Resource, eventTypes: readonly string[]): r
  * (`interface Services { readonly eventStreams: StreamHub }`), as a store module adds its repository.
  */
 export interface Services {}
+
+/** What the webhook outbox's sender is made with: `pollMs`, the shortest any part asks for. */
+export interface OutboxContext {
+  readonly config: Config
+  readonly store: Store
+  readonly log: FastifyBaseLogger
+  readonly metrics: Registry
+  readonly pollMs: number
+}
 
 /** What a resource's services are made with. */
 export interface ServicesContext {

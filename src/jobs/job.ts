@@ -45,6 +45,14 @@ export interface BackgroundWork {
   stop (): Promise<void>
 }
 
+/**
+ * The webhook outbox's sender, one per instance (a facility's `outbox`): background work that
+ * `wake()` sends now rather than at its next poll, after a commit that queued a delivery.
+ */
+export interface WebhookOutbox extends BackgroundWork {
+  wake (): void
+}
+
 /** Where background work is handed to be run (or not: see JobRunner). */
 export interface Background {
   run (work: BackgroundWork): void

@@ -8,25 +8,21 @@ import * as mEvents from './migrations/core/0001-events.ts'
 import * as mOwners from './migrations/core/0002-idempotency-owners.ts'
 import * as mQueues from './migrations/core/0003-delivery-queues.ts'
 import { type MigrationPlan, migrationPlan } from './migrations/plan.ts'
-import type { StoreModule } from './module.ts'
+import type { StoreModule, UnitScope } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
-import { EventsRepository } from './repositories/events-repository.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
-import { WebhooksRepository } from './repositories/webhooks-repository.ts'
-import type { EventInput, Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
+import type { Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
 import type { Database, DialectParts } from './tables.ts'
 
 export type { Database, DialectParts } from './tables.ts'
 
-/** The core's repositories, then each module's under its name; `events` collects a unit of work's events. */
-function repositories (db: Kysely<Database>, dialect: DialectParts, modules: readonly StoreModule[], events: EventInput[] | null = null): Repositories {
+/** The core's repositories, then each module's under its name (bound to `unit` when in one). */
+function repositories (db: Kysely<Database>, dialect: DialectParts, modules: readonly StoreModule[], unit?: UnitScope): Repositories {
   const core = {
-    events: new EventsRepository(db, dialect, events),
     apiKeys: new ApiKeysRepository(db, dialect),
     idempotency: new IdempotencyRepository(db, dialect),
-    webhooks: new WebhooksRepository(db, dialect),
   }
-  return Object.assign(core, Object.fromEntries(modules.map(m => [m.name, m.repository(db, dialect)]))) as unknown as Repositories
+  return Object.assign(core, Object.fromEntries(modules.map(m => [m.name, m.repository(db, dialect, unit)]))) as unknown as Repositories
 }
 
 /** The core's migrations: those that shipped before migrations were named per module keep their names; later ones are `core/NNNN-what`. */
@@ -72,14 +68,16 @@ export class KyselyStore implements Store {
     opts.signal?.throwIfAborted()
     const callbacks: (() => unknown)[] = []
     const work = async (conn: Kysely<Database>): Promise<T> => {
-      const repos = repositories(conn, this.dialect, this.modules, [])
+      const beforeCommit: ((now: Date) => Promise<void>)[] = []
+      const repos = repositories(conn, this.dialect, this.modules, { beforeCommit: f => { beforeCommit.push(f) } })
       const signal = async (channel: string) => {
         callbacks.push(() => this.signals.emit(channel))
         await this.dialect.signals?.notify(conn, channel)
       }
       const result = await fn({ ...repos, onCommit: f => { callbacks.push(f) }, signal })
-      // Last, so the lock that makes event ids follow commit order is held only for the commit.
-      await (repos.events as EventsRepository).flush(new Date())
+      // Last, so a lock taken there (the event log's, for id order) is held only for the commit.
+      const now = new Date()
+      for (const f of beforeCommit) await f(now)
       // An abandoned request (timed out, client gone) commits nothing, so its 503 never hides a change.
       opts.signal?.throwIfAborted()
       // From here the work is committed (or the whole commit fails): it can no longer be abandoned.

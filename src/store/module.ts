@@ -17,5 +17,15 @@ import type { Database, DialectParts } from './tables.ts'
 export interface StoreModule {
   readonly name: string
   readonly migrations: Readonly<Record<string, SharedMigration>>
-  repository (db: Kysely<Database>, dialect: DialectParts): unknown
+  /** The repository, outside a unit of work (`unit` undefined) or bound to one. */
+  repository (db: Kysely<Database>, dialect: DialectParts, unit?: UnitScope): unknown
+}
+
+/** What a repository bound to a unit of work may ask of it. */
+export interface UnitScope {
+  /**
+   * Runs `fn` once the unit's own work is done, just before its commit, in the unit's transaction
+   * (the event log writes a unit's events then, holding its ordering lock for the commit alone).
+   */
+  beforeCommit (fn: (now: Date) => Promise<void>): void
 }

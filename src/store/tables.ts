@@ -1,4 +1,4 @@
-import type { Expression, ExpressionBuilder, Generated, Kysely, Migration, Migrator, SqlBool } from 'kysely'
+import type { Expression, ExpressionBuilder, Kysely, Migration, Migrator, SqlBool } from 'kysely'
 import type { ColumnTypes } from './migrations/column-types.ts'
 import type { MigrationPlan } from './migrations/plan.ts'
 
@@ -44,48 +44,12 @@ export interface InstancesTable {
   lease_until: Timestamp
 }
 
-export interface WebhookDeliveriesTable {
-  /** The Webhook-Id: the same on every attempt, so a receiver can drop duplicates. */
-  id: string
-  export_id: number | null
-  url: string
-  /** The body exactly as first written, so every attempt sends the same bytes. */
-  payload: string
-  state: 'pending' | 'delivered' | 'failed'
-  attempts: Generated<number>
-  next_attempt_at: Timestamp
-  lease_until: Timestamp | null
-  last_error: string | null
-  created_at: Timestamp
-  updated_at: Timestamp
-  /** The subscription and event of a subscription's delivery; null for a resource's callback. */
-  webhook_id: number | null
-  event_id: number | null
-  event_type: string | null
-  last_status_code: number | null
-  delivered_at: Timestamp | null
-}
-
-export interface EventsTable {
-  id: Generated<number>
-  type: string
-  occurred_at: Timestamp
-  owner: string | null
-  /** 1 when every principal may see it on the stream. */
-  public: number
-  webhook_id: number | null
-  /** The event's `data` as JSON. */
-  data: string
-}
-
 /** Every table; a resource adds its own by declaration merging from its folder (see store/module.ts). */
 export interface Database {
   api_keys: ApiKeysTable
   meta: MetaTable
   idempotency_keys: IdempotencyKeysTable
   instances: InstancesTable
-  webhook_deliveries: WebhookDeliveriesTable
-  events: EventsTable
 }
 
 /** What differs between the databases, supplied by each adapter folder. */

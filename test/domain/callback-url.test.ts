@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { addressAllowed, checkCallbackUrl, classifyAddress } from '../../src/domain/callback-url.ts'
+import { addressAllowed, checkCallbackUrl, classifyAddress } from '../../src/facilities/events/callback-url.ts'
 import { recordResult } from '../reliability-record.ts'
 
 /** Every spelling of a non-public address the probe of issue 27 tried, with the class it must get. */

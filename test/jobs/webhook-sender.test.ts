@@ -9,7 +9,7 @@ import pino from 'pino'
 import { Counter, Registry } from 'prom-client'
 import { randomBytes } from 'node:crypto'
 import { Webhook } from 'standardwebhooks'
-import { retryDelay, WebhookSender, WebhookSigner } from '../../src/jobs/webhook-sender.ts'
+import { retryDelay, WebhookSender, WebhookSigner } from '../../src/facilities/events/webhook-sender.ts'
 import { type FreshStore, freshStore } from '../store/store-helper.ts'
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { Counter } from 'prom-client'
-import { checkCallbackUrl } from '../../domain/callback-url.ts'
+import { checkCallbackUrl } from '../../facilities/events/index.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { message } from '../../messages.ts'
@@ -38,9 +38,9 @@ async function findOwn (store: Store, id: number, principal: Principal): Promise
 async function exportRequest (body: CreateExportBody, ctx: ResourceContext): Promise<ExportRequest> {
   const callbackUrl = body.callback_url ?? null
   if (callbackUrl !== null) {
-    const check = await checkCallbackUrl(callbackUrl, ctx.config.webhookAllowLoopback)
+    const check = await checkCallbackUrl(callbackUrl, ctx.config.eventLog.webhookAllowLoopback)
     if (!check.ok) throw validationFailed([fieldError('callback_url', 'INVALID_VALUE', check.reason)])
-    if (ctx.config.webhookSecret === null) {
+    if (ctx.config.eventLog.webhookSecret === null) {
       throw validationFailed([fieldError('callback_url', 'INVALID_VALUE', message('NO_WEBHOOK_SECRET'))])
     }
   }

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { CALLBACK_URL_MAX } from '../../domain/callback-url.ts'
+import { CALLBACK_URL_MAX } from '../../facilities/events/index.ts'
 import { LinkSchema } from '../../http/schemas.ts'
 import { EXPORT_FORMATS, EXPORT_STATUSES, FILTER_STATUSES } from './export.ts'
 

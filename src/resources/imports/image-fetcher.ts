@@ -1,7 +1,7 @@
 import http from 'node:http'
 import https from 'node:https'
 import { isIP } from 'node:net'
-import { addressAllowed, classifyAddress, guardedLookup } from '../../domain/callback-url.ts'
+import { addressAllowed, classifyAddress, guardedLookup } from '../../facilities/events/index.ts'
 
 export interface ImageFetchOptions {
   /** Loopback addresses allowed too (WEBHOOK_ALLOW_LOOPBACK), as for webhooks. */

@@ -115,7 +115,7 @@ export class ImportWorker implements Job {
   private fetchOptions () {
     const { config } = this.opts
     return {
-      allowLoopback: config.webhookAllowLoopback,
+      allowLoopback: config.eventLog.webhookAllowLoopback,
       // Media takes no larger file.
       maxBytes: Math.min(config.imports.imageMaxBytes, config.media.maxBytes),
       timeoutMs: config.imports.imageTimeoutMs,

@@ -2,8 +2,6 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { v7 as uuidv7 } from 'uuid'
-import { checkCallbackUrl } from '../../domain/callback-url.ts'
-import { ALL_EVENTS } from '../../domain/events.ts'
 import type { Principal, Viewer } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { listHandler } from '../../http/collection.ts'
@@ -13,12 +11,16 @@ import type { Resource, ResourceContext, Services, ServicesContext } from '../..
 import { idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, EmptyBodySchema, NoContentSchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
-import type { ListQuery, Store, UnitOfWork, WebhookDelivery } from '../../store/store.ts'
+import type { ListQuery, Store, UnitOfWork } from '../../store/store.ts'
+import { checkCallbackUrl } from './callback-url.ts'
+import { ALL_EVENTS } from './events.ts'
 import { FanOut } from './fan-out.ts'
+import { WebhookSender } from './webhook-sender.ts'
 import { webhooksProblems } from './problems.ts'
 import * as S from './schemas.ts'
 import { newSecret, type SecretBox, sealingOf } from './secrets.ts'
-import { type Subscription, webhooksStore } from './store.ts'
+import type { WebhookDelivery } from './store.ts'
+import { type Subscription, webhooksStore } from './subscriptions-store.ts'
 
 const config = { requiredScope: 'admin' } as const
 const tags = ['webhooks']
@@ -33,9 +35,9 @@ function eventsOf (events: readonly string[]): string {
   return JSON.stringify(events)
 }
 
-/** The one URL check export callbacks use too (src/domain/callback-url.ts), or 422 naming `url`. */
+/** The one URL check export callbacks use too (callback-url.ts), or 422 naming `url`. */
 async function checkedUrl (url: string, ctx: ResourceContext): Promise<string> {
-  const check = await checkCallbackUrl(url, ctx.config.webhookAllowLoopback)
+  const check = await checkCallbackUrl(url, ctx.config.eventLog.webhookAllowLoopback)
   if (!check.ok) throw validationFailed([fieldError('url', 'INVALID_VALUE', check.reason)])
   return url
 }
@@ -268,7 +270,9 @@ function webhookServices ({ config, store, log: root, background, webhooks }: Se
     log.warn('WEBHOOK_SECRET is not set: on PostgreSQL every instance must share the key that seals webhook subscriptions\' ' +
       'secrets, so POST /webhooks answers 409 WEBHOOK_SECRET_NOT_SET until it is set')
   }
-  const fanOut = new FanOut({ store, log, pollMs: config.eventsPollMs, retentionH: config.eventsRetentionH, queued: () => { webhooks.wake() } })
+  const fanOut = new FanOut({ store, log, pollMs: config.eventLog.eventsPollMs, retentionH: config.eventLog.eventsRetentionH, queued: () => { webhooks.wake() } })
+  // The outbox is this facility's own sender (eventsFacility.outbox).
+  if (!(webhooks instanceof WebhookSender)) throw new Error('webhook subscriptions need the event-log facility\'s outbox')
   webhooks.serveSubscriptions({
     async target (id) {
       const s = await store.webhookSubscriptions.find(id, SYSTEM)

@@ -2,7 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import ipaddr from 'ipaddr.js'
-import { type Message, message } from '../messages.ts'
+import { type Message, message } from '../../messages.ts'
 
 /** Where an address leads: only `public` ones may receive webhooks (loopback too, when allowed). */
 export type AddressClass = 'public' | 'loopback' | 'private' | 'link-local' | 'reserved'
@@ -105,7 +105,7 @@ export type CallbackCheck = { readonly ok: true } | { readonly ok: false, readon
  * member, the field error does.
  *
  * @example
- * const check = await checkCallbackUrl(body.url, config.webhookAllowLoopback)
+ * const check = await checkCallbackUrl(body.url, config.eventLog.webhookAllowLoopback)
  * if (!check.ok) throw validationFailed([fieldError('url', 'INVALID_VALUE', check.reason)])
  */
 export async function checkCallbackUrl (raw: string, allowLoopback: boolean): Promise<CallbackCheck> {

@@ -100,7 +100,7 @@ async function eventRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
 /** One reader of the log for all of this instance's streams; streams end when the app closes. */
 function eventServices ({ config, store, log, metrics, lifecycle }: ServicesContext): Partial<Services> {
   const gauge = new Gauge({ name: 'event_streams_open', help: 'Change streams (GET /events) open on this instance', registers: [metrics] })
-  const hub = new StreamHub(store, log.child({ component: 'event-streams' }), config.eventsPollMs, open => { gauge.set(open) })
+  const hub = new StreamHub(store, log.child({ component: 'event-streams' }), config.eventLog.eventsPollMs, open => { gauge.set(open) })
   lifecycle.onReady(() => { hub.start() })
   // Before the server stops accepting: open streams would otherwise hold the close until its grace runs out.
   lifecycle.onClosing(async () => { await hub.stop() })

@@ -1,11 +1,3 @@
-/**
- * The events a change can raise: each resource names those its changes raise
- * (`Resource.eventTypes`); the list is theirs in the order given (the registry's).
- */
-export function eventTypesOf (sources: readonly { readonly eventTypes?: readonly string[] }[]): readonly string[] {
-  return sources.flatMap(s => s.eventTypes ?? [])
-}
-
 /** What a subscription asks for: every event, or these. */
 export const ALL_EVENTS = '*'
 

@@ -1,21 +1,14 @@
-import type { FastifyBaseLogger } from 'fastify'
-import { Counter, Gauge, type Registry } from 'prom-client'
-import type { Config } from '../config.ts'
-import type { Store } from '../store/store.ts'
+import { Counter, Gauge } from 'prom-client'
+import type { OutboxContext } from '../../http/resources.ts'
+import type { WebhookOutbox } from '../../jobs/job.ts'
 import { WebhookSender } from './webhook-sender.ts'
-
-/**
- * This instance's sender of the webhook outbox (every resource's callbacks and deliveries):
- * `wake()` after a commit that queued one, so it goes out now rather than at the next poll.
- */
-export type WebhookOutbox = WebhookSender
 
 /**
  * The webhook outbox's sender, one per instance, shared by every resource that queues webhooks,
  * with its metrics: attempts by outcome, and the backlog (pending deliveries, the oldest one's age)
  * read from the store when scraped, so every instance reports the deployment's queue.
  */
-export function webhookOutbox ({ config, store, metrics, log, pollMs }: { config: Config, store: Store, metrics: Registry, log: FastifyBaseLogger, pollMs: number }): WebhookOutbox {
+export function webhookOutbox ({ config, store, metrics, log, pollMs }: OutboxContext): WebhookOutbox {
   const attempts = new Counter({
     name: 'webhook_delivery_attempts_total',
     help: 'Webhook delivery attempts by outcome: delivered (succeeded), retry (failed, tried again later), failed (given up); their sum is the attempts made',
@@ -46,11 +39,11 @@ export function webhookOutbox ({ config, store, metrics, log, pollMs }: { config
   return new WebhookSender({
     store,
     log,
-    secret: config.webhookSecret,
-    allowLoopback: config.webhookAllowLoopback,
-    timeoutMs: config.webhookTimeoutMs,
-    maxAttempts: config.webhookMaxAttempts,
-    retryBaseMs: config.webhookRetryBaseMs,
+    secret: config.eventLog.webhookSecret,
+    allowLoopback: config.eventLog.webhookAllowLoopback,
+    timeoutMs: config.eventLog.webhookTimeoutMs,
+    maxAttempts: config.eventLog.webhookMaxAttempts,
+    retryBaseMs: config.eventLog.webhookRetryBaseMs,
     pollMs,
     attempts,
   })

@@ -1,5 +1,5 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
-import { ALL_EVENTS } from '../../domain/events.ts'
+import { ALL_EVENTS } from './events.ts'
 import { type CollectionSpec, pagingQueryProperties } from '../../http/paging.ts'
 import type { SchemasContext } from '../../http/resources.ts'
 import { LinkSchema, versionedSchemas } from '../../http/schemas.ts'

@@ -2,8 +2,9 @@ import type { FastifyBaseLogger } from 'fastify'
 import { v7 as uuidv7 } from 'uuid'
 import type { Viewer } from '../../domain/principal.ts'
 import { PollLoop } from '../../jobs/loop.ts'
-import type { NewDelivery, StoredEvent, Store } from '../../store/store.ts'
-import type { Subscription } from './store.ts'
+import type { Store, StoredEvent } from '../../store/store.ts'
+import type { NewDelivery } from './store.ts'
+import type { Subscription } from './subscriptions-store.ts'
 
 export interface FanOutOptions {
   readonly store: Store

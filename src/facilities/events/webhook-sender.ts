@@ -5,9 +5,10 @@ import https from 'node:https'
 import { isIP } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
-import { addressAllowed, classifyAddress, guardedLookup } from '../domain/callback-url.ts'
-import type { Store, UnitOfWork, WebhookDelivery } from '../store/store.ts'
-import { PollLoop } from './loop.ts'
+import { PollLoop } from '../../jobs/loop.ts'
+import type { Store, UnitOfWork } from '../../store/store.ts'
+import { addressAllowed, classifyAddress, guardedLookup } from './callback-url.ts'
+import type { WebhookDelivery } from './store.ts'
 
 /** Where a subscription's delivery goes now, and the secrets (`whsec_…`) it is signed with: two during a rotation. */
 export interface DeliveryTarget {
@@ -15,7 +16,7 @@ export interface DeliveryTarget {
   readonly secrets: readonly string[]
 }
 
-/** What the sender asks of whoever keeps subscriptions (src/resources/webhooks). */
+/** What the sender asks of whoever keeps subscriptions (the subscriptions' resource). */
 export interface SubscriptionTargets {
   /** The subscription's target, or null when it is gone or disabled: the delivery is then given up. */
   target (webhookId: number): Promise<DeliveryTarget | null>

@@ -1,7 +1,8 @@
 import { type Kysely, type Selectable, sql } from 'kysely'
-import type { EventInput, EventStore, StoredEvent } from '../store.ts'
-import { arg, preparedQueries } from '../prepared.ts'
-import { type Database, type DialectParts, type EventsTable, iso } from '../tables.ts'
+import { arg, preparedQueries } from '../../store/prepared.ts'
+import { type Database, type DialectParts, iso } from '../../store/tables.ts'
+import type { EventInput, EventStore, StoredEvent } from '../../store/store.ts'
+import type { EventsTable } from './store.ts'
 
 /** An event row without its data. */
 function headOf (r: Pick<Selectable<EventsTable>, 'id' | 'type' | 'occurred_at' | 'owner' | 'public' | 'webhook_id'>): Omit<StoredEvent, 'data'> {

@@ -1,8 +1,9 @@
 import { type ExpressionBuilder, type Kysely, type Selectable, sql } from 'kysely'
-import { eventJson } from '../../domain/events.ts'
-import { readPage } from '../read-page.ts'
-import type { ListPage, ListQuery, NewDelivery, WebhookDelivery, WebhookStore } from '../store.ts'
-import { type Database, type DialectParts, iso, type Timestamp, type WebhookDeliveriesTable } from '../tables.ts'
+import { readPage } from '../../store/read-page.ts'
+import type { ListPage, ListQuery } from '../../store/store.ts'
+import { type Database, type DialectParts, iso, type Timestamp } from '../../store/tables.ts'
+import { eventJson } from './events.ts'
+import type { NewDelivery, WebhookDeliveriesTable, WebhookDelivery, WebhookStore } from './store.ts'
 
 function deliveryOf (r: Selectable<WebhookDeliveriesTable>): WebhookDelivery {
   const num = (v: number | null) => v === null ? null : Number(v)

@@ -139,9 +139,9 @@ export function sealingOf (config: Config): Sealing {
   let sealing = resolved.get(config)
   if (sealing !== undefined) return sealing
   const file = path.join(config.dataDir, SEALING_KEY_FILE)
-  if (config.webhookSecret !== null) {
+  if (config.eventLog.webhookSecret !== null) {
     const earlier = config.storeKind === 'sqlite' && fs.existsSync(file) ? [readKey(file)] : []
-    sealing = { box: new SecretBox([config.webhookSecret, ...earlier]), source: { kind: 'setting' } }
+    sealing = { box: new SecretBox([config.eventLog.webhookSecret, ...earlier]), source: { kind: 'setting' } }
   } else if (config.storeKind === 'sqlite') {
     const made = madeKey(config.dataDir)
     sealing = { box: new SecretBox(made.key), source: { kind: 'made', file: made.file, now: made.now } }

@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http'
 import type { FastifyBaseLogger } from 'fastify'
-import { eventJson } from '../../domain/events.ts'
 import { isAdmin, type Principal } from '../../domain/principal.ts'
 import { PollLoop } from '../../jobs/loop.ts'
 import type { Store, StoredEvent } from '../../store/store.ts'
+import { eventJson } from './events.ts'
 
 /** Events read per query, live or catching up. */
 const PAGE = 500
