@@ -5,7 +5,8 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { Webhook } from 'standardwebhooks'
 import { processEnv, ROOT, startInstance, stop, token } from '../process-helper.ts'
-import { receiver, until } from '../support/receiver.ts'
+import { receiver } from '../support/receiver.ts'
+import { until } from '../support/poll.ts'
 
 const START = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
 

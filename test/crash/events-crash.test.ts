@@ -6,7 +6,8 @@ import { loadConfig, openStore } from '../../src/context.ts'
 import { freshDatabase, storeKinds } from '../helper.ts'
 import { processEnv, startInstance, token } from '../process-helper.ts'
 import { recordResult } from '../reliability-record.ts'
-import { receiver, until } from '../support/receiver.ts'
+import { receiver } from '../support/receiver.ts'
+import { until } from '../support/poll.ts'
 
 /**
  * At least once across crashes: writers raise events while two subscriptions are

@@ -5,7 +5,8 @@ import { catalogueOf, loadConfig } from '../../src/context.ts'
 import { FACILITIES, RESOURCES } from '../../src/registry.ts'
 import { remindersFacility } from '../fixtures/reminders/index.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
-import { receiver, until } from '../support/receiver.ts'
+import { receiver } from '../support/receiver.ts'
+import { until } from '../support/poll.ts'
 
 // The one line a new facility adds to src/registry.ts, here beside the registry's own.
 const facilities = [...FACILITIES, remindersFacility]

@@ -5,7 +5,8 @@ import { Webhook } from 'standardwebhooks'
 import { loadConfig } from '../../src/context.ts'
 import { freshDatabase, storeKinds } from '../helper.ts'
 import { type Instance, processEnv, startInstance, stop, token } from '../process-helper.ts'
-import { receiver, until } from '../support/receiver.ts'
+import { receiver } from '../support/receiver.ts'
+import { until } from '../support/poll.ts'
 
 const ENV = {
   WEBHOOK_ALLOW_LOOPBACK: '1',

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import pino from 'pino'
 import { Counter, Registry } from 'prom-client'
 import type { JobRunner } from '../../src/jobs/job.ts'
@@ -8,21 +7,12 @@ import { postsResource } from '../../src/resources/posts/index.ts'
 import type { Post } from '../../src/resources/posts/post.ts'
 import { ExportWorker, PAGE_SIZE } from '../../src/resources/exports/export-worker.ts'
 import { runnerOf } from '../helper.ts'
+import { untilValue } from '../support/poll.ts'
 import { type FreshStore, freshStore } from '../store/store-helper.ts'
 
 const log = pino({ level: process.env.TEST_LOG ?? 'silent' })
 const request = { format: 'ndjson' as const, filter: {}, callbackUrl: 'https://example.com/hooks' }
 const v1 = { apiVersion: 1, linkBase: '' }
-
-async function until<T> (read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    const v = await read()
-    if (done(v)) return v
-    assert.ok(Date.now() < deadline, `timed out; last seen ${JSON.stringify(v)}`)
-    await sleep(20)
-  }
-}
 
 describe('ExportWorker', () => {
   let f: FreshStore
@@ -55,7 +45,7 @@ describe('ExportWorker', () => {
     const w = worker({ maxAttempts: 2, renderPost: () => { throw new Error('the disk is on fire') } })
     w.start()
     try {
-      const failed = await until(async () => await f.store.exports.findById(job.id, 'root'), j => j?.status === 'failed')
+      const failed = await untilValue(async () => await f.store.exports.findById(job.id, 'root'), j => j?.status === 'failed')
       assert.equal(failed?.attempts, 2)
       assert.match(failed?.error ?? '', /failed on the service's side 2 times/)
       assert.doesNotMatch(failed?.error ?? '', /disk/, 'the internal error stays in the log')
@@ -77,7 +67,7 @@ describe('ExportWorker', () => {
     let stopping: Promise<void> | undefined
     w = worker({ renderPost: post => { stopping ??= w!.stop(); return { id: post.id } } })
     w.start()
-    await until(async () => stopping !== undefined, called => called)
+    await untilValue(async () => stopping !== undefined, called => called)
     await stopping
     const back = await f.store.exports.findById(job.id, 'root')
     assert.equal(back?.status, 'pending')
@@ -86,7 +76,7 @@ describe('ExportWorker', () => {
     const next = worker({ renderPost: post => ({ id: post.id }) })
     next.start()
     try {
-      const done = await until(async () => await f.store.exports.findById(job.id, 'root'), j => j?.status === 'succeeded')
+      const done = await untilValue(async () => await f.store.exports.findById(job.id, 'root'), j => j?.status === 'succeeded')
       assert.equal(done?.exported, PAGE_SIZE + 10)
       assert.equal(done?.attempts, 1)
     } finally {

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto'
 import { Webhook } from 'standardwebhooks'
 import { retryDelay, WebhookSender, WebhookSigner } from '../../src/facilities/events/webhook-sender.ts'
 import { type FreshStore, freshStore } from '../store/store-helper.ts'
+import { until } from '../support/poll.ts'
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`
 
@@ -45,14 +46,6 @@ describe('WebhookSender', () => {
     const attempts = new Counter({ name: 'attempts', help: 'attempts', labelNames: ['outcome'], registers: [new Registry()] })
     const s = new WebhookSender({ store: f.store, log: pino({ level: 'silent' }), secret: SECRET, retryBaseMs: 10, pollMs: 20, timeoutMs: opts.timeoutMs ?? 2000, attempts, ...opts })
     return { s, attempts }
-  }
-
-  async function until (cond: () => Promise<boolean>, what: string): Promise<void> {
-    const deadline = Date.now() + 60_000
-    while (!await cond()) {
-      assert.ok(Date.now() < deadline, `timed out waiting for ${what}`)
-      await sleep(20)
-    }
   }
 
   it('checks the address again when delivering: a name or literal that is loopback now is refused', async () => {

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
-import { until } from '../support/receiver.ts'
+import { until } from '../support/poll.ts'
 import { openStream, type SseStream } from '../support/sse.ts'
 
 const ENV = { EVENTS_POLL_MS: '20', OVERLOAD_MAX_IN_FLIGHT: '5', REQUEST_TIMEOUT_MS: '1500' }

@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Webhook } from 'standardwebhooks'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
+import { until } from '../support/poll.ts'
 
 const SECRET = `whsec_${Buffer.alloc(32, 42).toString('base64')}`
 const FAST = { WEBHOOK_SECRET: SECRET, WEBHOOK_ALLOW_LOOPBACK: '1', EXPORT_POLL_MS: '50', WEBHOOK_RETRY_BASE_MS: '20', WEBHOOK_TIMEOUT_MS: '2000' }
@@ -47,14 +48,6 @@ async function receiver (statuses: number[] = []): Promise<{ url: string, got: {
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
   return { url: `http://127.0.0.1:${port}/hooks`, got, close: async () => { await new Promise(resolve => server.close(resolve)) } }
-}
-
-async function until (cond: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 60_000
-  while (!cond()) {
-    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`)
-    await sleep(20)
-  }
 }
 
 for (const kind of await storeKinds()) {

@@ -11,7 +11,8 @@ import { generateApiKey } from '../../src/http/auth.ts'
 import { SEALING_KEY_FILE } from '../../src/facilities/events/secrets.ts'
 import { freshDatabase, json, postgresAvailable, testConfig } from '../helper.ts'
 import { validateResponse } from '../openapi-validator.ts'
-import { type Received, receiver, until } from '../support/receiver.ts'
+import { type Received, receiver } from '../support/receiver.ts'
+import { until } from '../support/poll.ts'
 
 const ENV = { WEBHOOK_ALLOW_LOOPBACK: '1', EVENTS_POLL_MS: '20', WEBHOOK_RETRY_BASE_MS: '10', LOG_LEVEL: 'info' }
 const SUBSCRIPTION = { url: 'http://127.0.0.1:9/x', events: ['*'] }

@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Webhook } from 'standardwebhooks'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
-import { type Received, receiver, until } from '../support/receiver.ts'
+import { type Received, receiver } from '../support/receiver.ts'
+import { until } from '../support/poll.ts'
 
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`
 const ENV = {

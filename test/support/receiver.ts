@@ -1,7 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import assert from 'node:assert/strict'
-import { setTimeout as sleep } from 'node:timers/promises'
 
 export interface Received {
   readonly path: string
@@ -67,13 +65,5 @@ export async function receiver (): Promise<{ base: string, got: Received[], bigC
       server.closeAllConnections()
       await new Promise(resolve => server.close(resolve))
     },
-  }
-}
-
-export async function until (cond: () => boolean | Promise<boolean>, what: string, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!await cond()) {
-    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`)
-    await sleep(20)
   }
 }
