@@ -23,7 +23,7 @@ export const CORE_PROBLEMS = {
   IDEMPOTENCY_KEY_IN_USE: { status: 409, title: 'Idempotency key in use', detail: 'A request with this Idempotency-Key is still being processed. Retry later.' },
   VERSION_SUNSET: { status: 410, title: 'API version retired', detail: 'This version of the API has passed its sunset date. Use a newer version.' },
   PRECONDITION_FAILED: { status: 412, title: 'Precondition failed', detail: 'The resource has changed since the version named in If-Match or If-Unmodified-Since. Nothing was changed.' },
-  PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large', detail: 'The request body is larger than this endpoint accepts (1 MiB for JSON; media and imports have limits of their own).' },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large', detail: 'The request body is larger than this endpoint accepts (1 MiB for JSON; some endpoints set limits of their own).' },
   URI_TOO_LONG: { status: 414, title: 'URI too long', detail: 'The request URI is longer than the service accepts.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type', detail: 'The Content-Type of the request body is not supported here.' },
   RANGE_NOT_SATISFIABLE: { status: 416, title: 'Range not satisfiable', detail: 'The requested byte range lies outside the file.' },
