@@ -161,7 +161,9 @@ function importJobs ({ config, store, log, metrics, resources, services }: JobCo
   const intake = resources.find(r => r.imageIntake !== undefined)?.imageIntake
   if (config.imports.fetchImages && intake === undefined) throw new Error('IMPORT_FETCH_IMAGES needs a resource that takes images in (media) in the registry')
   const runs = new Counter({ name: 'import_runs_total', help: 'Import runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [metrics] })
-  const { leaseMs, maxAttempts, pollMs, batchSize } = config.imports
+  const { leaseMs, maxAttempts, pollMs } = config.imports
+  // On SQLite a batch's transaction holds the event loop: small ones keep reads served beside an import.
+  const batchSize = config.imports.batchSize ?? (store.kind === 'sqlite' ? 2 : 10)
   return [new ImportWorker({ store, services, log: log.child({ component: 'imports' }), config, target, ...(images === undefined ? {} : { images }), ...(intake === undefined ? {} : { intake }), leaseMs, maxAttempts, pollMs, batchSize, runs })]
 }
 

@@ -7,8 +7,8 @@ export interface ImportSettings {
   readonly leaseMs: number
   readonly maxAttempts: number
   readonly pollMs: number
-  /** Posts written per transaction. */
-  readonly batchSize: number
+  /** Posts written per transaction; null: the store's own (2 on SQLite, 10 on PostgreSQL). */
+  readonly batchSize: number | null
   /** Whether the images of imported posts are fetched into media. */
   readonly fetchImages: boolean
   /** The largest image fetched, in bytes. */
@@ -30,7 +30,7 @@ export const importSettings: SettingsSection<'imports'> = {
       leaseMs: env.int('IMPORT_LEASE_MS', 30_000, 100, 3_600_000),
       maxAttempts: env.int('IMPORT_MAX_ATTEMPTS', 3, 1, 100),
       pollMs: env.int('IMPORT_POLL_MS', 500, 10, 60_000),
-      batchSize: env.int('IMPORT_BATCH_SIZE', 10, 1, 1000),
+      batchSize: env.str('IMPORT_BATCH_SIZE') === null ? null : env.int('IMPORT_BATCH_SIZE', 10, 1, 1000),
       fetchImages: env.bool('IMPORT_FETCH_IMAGES', false),
       imageMaxBytes: env.int('IMPORT_IMAGE_MAX_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       imageTimeoutMs: env.int('IMPORT_IMAGE_TIMEOUT_MS', 15_000, 100, 600_000),
@@ -48,6 +48,6 @@ export const importSettings: SettingsSection<'imports'> = {
     { name: 'IMPORT_MAX_ATTEMPTS', default: '3', description: 'Runs an import may start (a crash or a failure ends one) before it is marked `failed`.' },
     { name: 'IMPORT_POLL_MS', default: '500', description: 'How often each instance\'s worker looks for queued imports (an import made on the instance wakes it at once).' },
     { name: 'IMPORT_WORKER_THREAD', default: 'false', description: 'Whether an import converts its posts (HTML to Markdown) on a thread of its own, up to two batches ahead of the batch being written, rather than on the event loop: faster on SQLite, for some 30 MB more memory ([docs/import.md](docs/import.md)).' },
-    { name: 'IMPORT_BATCH_SIZE', default: '10', description: 'Posts an import writes per transaction (with their tags, slugs, revisions and events). On SQLite a transaction holds the event loop while it runs: small batches keep requests served during an import, and cost no speed.' },
+    { name: 'IMPORT_BATCH_SIZE', default: '2 on SQLite, 10 on PostgreSQL', description: 'Posts an import writes per transaction (with their tags, slugs, revisions and events). On SQLite a transaction holds the event loop while it runs: small batches keep requests served during an import (10 000 posts: read p99 2.5× idle at 2, 6× at 10; 38 s against 29 s); on PostgreSQL larger batches save round trips.' },
   ],
 }
