@@ -5,6 +5,7 @@ import type { Principal } from '../../src/domain/principal.ts'
 import { requestFingerprint } from '../../src/http/idempotency.ts'
 import { answerWrite } from '../../src/http/write.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
+import { createPost } from '../support/posts.ts'
 
 const body = (title: string) => JSON.stringify({ title, content: 'Once only.' })
 
@@ -29,7 +30,7 @@ for (const kind of await storeKinds()) {
             enter()
             await new Promise<void>(resolve => { release = resolve })
             return await answerWrite(t.store, req, reply, async uow => {
-              const post = await uow.posts.create({ title: 'slow', content: '', status: 'published' }, (req.principal as Principal).subject, new Date())
+              const post = await createPost(uow, { title: 'slow' }, { author: (req.principal as Principal).subject })
               return { status: 201, body: { id: post.id }, location: `/posts/${post.id}` }
             })
           })

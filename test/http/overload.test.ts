@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, json, PG_ADMIN_URL, storeKinds, type TestApp } from '../helper.ts'
+import { createPost, writeOver } from '../support/posts.ts'
 
 function assertProblem (res: LightMyRequestResponse, status: number, code: string): void {
   assert.equal(res.statusCode, status, res.body)
@@ -98,16 +99,15 @@ for (const kind of await storeKinds()) {
     it('never commits a write whose request was abandoned', async () => {
       const t = await buildTestApp(kind)
       try {
-        const input = { title: 'late', content: '', status: 'published' } as const
         const gone = AbortSignal.abort(new Error('abandoned'))
-        await assert.rejects(t.store.transaction(async uow => await uow.posts.create(input, 'alice', new Date()), { signal: gone }))
-        const p = await t.store.posts.create({ title: 'kept', content: '', status: 'published' }, 'alice', new Date())
+        await assert.rejects(t.store.transaction(async uow => await createPost(uow, { title: 'late' }), { signal: gone }))
+        const p = await createPost(t.store, { title: 'kept' })
         // The signal fires while the work runs: what it wrote is rolled back.
         const controller = new AbortController()
         await assert.rejects(t.store.transaction(async uow => {
-          await uow.posts.replace(p.id, input, p.revision, new Date())
+          await uow.posts.replace(p.id, writeOver(p, { title: 'late' }), p.revision, new Date())
           controller.abort(new Error('client gone'))
-          await uow.posts.create(input, 'alice', new Date())
+          await createPost(uow, { title: 'late' })
         }, { signal: controller.signal }))
         assert.equal((await t.store.posts.findById(p.id, null))?.title, 'kept')
         await t.searchIndexed()

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { PostStatus } from '../../src/resources/posts/post.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
+import { createPost } from '../support/posts.ts'
 
 /** `Link` header → { rel: url }. */
 function links (header: unknown): Record<string, string> {
@@ -22,7 +23,7 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind)
       // 25 posts sharing created_at and title: only the id tie-breaker orders them.
       for (let i = 0; i < 25; i++) {
-        sameIds.push((await t.store.posts.create({ title: 'Same', content: `twin ${i}`, status: 'published' }, 'alice', same)).id)
+        sameIds.push((await createPost(t.store, { title: 'Same', content: `twin ${i}` }, { now: same })).id)
       }
       const others: [string, string, PostStatus, string][] = [
         ['Apple pie', 'sweet baking with apples', 'published', 'alice'],
@@ -32,7 +33,7 @@ for (const kind of await storeKinds()) {
       ]
       let minute = 0
       for (const [title, content, status, author] of others) {
-        await t.store.posts.create({ title, content, status }, author, new Date(Date.UTC(2026, 6, 1, 0, minute++)))
+        await createPost(t.store, { title, content, status }, { author, now: new Date(Date.UTC(2026, 6, 1, 0, minute++)) })
       }
       sameIds = sameIds.sort((a, b) => a - b)
     })

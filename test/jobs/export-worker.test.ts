@@ -8,6 +8,7 @@ import type { Post } from '../../src/resources/posts/post.ts'
 import { ExportWorker, PAGE_SIZE } from '../../src/resources/exports/export-worker.ts'
 import { runnerOf } from '../helper.ts'
 import { untilValue } from '../support/poll.ts'
+import { createPost } from '../support/posts.ts'
 import { type FreshStore, freshStore } from '../store/store-helper.ts'
 
 const log = pino({ level: process.env.TEST_LOG ?? 'silent' })
@@ -19,7 +20,7 @@ describe('ExportWorker', () => {
   before(async () => {
     f = await freshStore('sqlite')
     await f.store.transaction(async uow => {
-      for (let i = 0; i < PAGE_SIZE + 10; i++) await uow.posts.create({ title: `p${i}`, content: '', status: 'published' }, 'alice', new Date())
+      for (let i = 0; i < PAGE_SIZE + 10; i++) await createPost(uow, { title: `p${i}` })
     })
   })
   after(async () => { await f.close() })

@@ -4,6 +4,7 @@ import { gunzipSync } from 'node:zlib'
 import { after, before, describe, it } from 'node:test'
 import { parseSitemap, parseSitemapIndex } from 'sitemap'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
+import { createPost } from '../support/posts.ts'
 
 type Headers = Record<string, string>
 const BASE = 'https://blog.example.com'
@@ -116,7 +117,7 @@ for (const kind of await storeKinds()) {
 
     it('reads the posts from the store page by page: every one of 1 005, in id order', async () => {
       const now = new Date()
-      for (let i = 0; i < 1005; i++) await t.store.posts.create({ title: `Bulk ${i}`, content: '', status: 'published', slug: { given: `bulk-${i}` } }, 'alice', now)
+      for (let i = 0; i < 1005; i++) await createPost(t.store, { title: `Bulk ${i}`, slug: `bulk-${i}` }, { now })
       const urls = (await urlsOf((await sitemap()).body)).map(u => u.url)
       const bulk = urls.filter(u => u.includes('/bulk-'))
       assert.equal(bulk.length, 1005)

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { Store } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
+import { createPost } from '../support/posts.ts'
 import { type FreshStore, freshStore } from './store-helper.ts'
 
 for (const kind of await storeKinds()) {
@@ -66,7 +67,7 @@ for (const kind of await storeKinds()) {
         assert.ok(first.length >= 1)
         await f.store.migrate()
         assert.deepEqual(await tables(), first)
-        const p = await f.store.posts.create({ title: 't', content: 'c', status: 'published' }, 'a', new Date())
+        const p = await createPost(f.store, { title: 't', content: 'c' }, { author: 'a' })
         await (await f.open()).migrate()
         assert.deepEqual(await f.store.posts.findById(p.id, null), p, 'data survives')
       } finally {
@@ -79,7 +80,7 @@ for (const kind of await storeKinds()) {
       try {
         const stores = [f.store, await f.open(), await f.open(), await f.open()]
         await Promise.all(stores.map(async s => { await s.migrate() }))
-        const p = await stores[1]!.posts.create({ title: 't', content: 'c', status: 'published' }, 'a', new Date())
+        const p = await createPost(stores[1]!, { title: 't', content: 'c' }, { author: 'a' })
         assert.equal((await stores[3]!.posts.findById(p.id, null))?.id, p.id)
       } finally {
         await f.close()

@@ -8,8 +8,8 @@ import type { KyselyStore } from '../../src/store/kysely-store.ts'
 import { STORE_MODULES } from '../../src/context.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { freshDatabase } from '../helper.ts'
+import { createPost } from '../support/posts.ts'
 
-const input = (title: string, content = '') => ({ title, content, status: 'published' as const })
 const admin = { subject: 'root', scopes: new Set(['admin']), kind: 'jwt' as const }
 
 /**
@@ -42,7 +42,7 @@ describe('group commit [sqlite]', () => {
     statements.length = 0
     const stalledBefore = loopStalledMs()
     const ids = await Promise.all(Array.from({ length: 10 }, async (_, i) => await store.transaction(async uow => {
-      return (await uow.posts.create(input(`group ${i}`), 'alice', new Date())).id
+      return (await createPost(uow, { title: `group ${i}` })).id
     })))
     assert.equal(new Set(ids).size, 10)
     assert.equal(count('BEGIN IMMEDIATE'), 1)
@@ -55,24 +55,24 @@ describe('group commit [sqlite]', () => {
     for (let i = 0; i < 10; i++) assert.ok(all.includes(`group ${i}`))
     // Units of a later turn go to a new group.
     statements.length = 0
-    await store.transaction(async uow => await uow.posts.create(input('next turn'), 'alice', new Date()))
+    await store.transaction(async uow => await createPost(uow, { title: 'next turn' }))
     assert.equal(count('COMMIT'), 1)
   })
 
   it('rolls back a failing or abandoned unit alone; the others of its group commit', async () => {
     const abandon = new AbortController()
     const outcomes = await Promise.allSettled([
-      store.transaction(async uow => await uow.posts.create(input('kept a'), 'alice', new Date())),
+      store.transaction(async uow => await createPost(uow, { title: 'kept a' })),
       store.transaction(async uow => {
-        await uow.posts.create(input('failed'), 'alice', new Date())
+        await createPost(uow, { title: 'failed' })
         throw new Error('the second step failed')
       }),
       store.transaction(async uow => {
-        const p = await uow.posts.create(input('abandoned'), 'alice', new Date())
+        const p = await createPost(uow, { title: 'abandoned' })
         abandon.abort(new Error('the client went away'))
         return p
       }, { signal: abandon.signal }),
-      store.transaction(async uow => await uow.posts.create(input('kept b'), 'alice', new Date())),
+      store.transaction(async uow => await createPost(uow, { title: 'kept b' })),
     ])
     assert.deepEqual(outcomes.map(o => o.status), ['fulfilled', 'rejected', 'rejected', 'fulfilled'])
     assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /the second step failed/)
@@ -84,7 +84,7 @@ describe('group commit [sqlite]', () => {
   it('answers a unit only after the COMMIT, and makes readers outside the group wait for it', async () => {
     statements.length = 0
     let answeredAt = -1
-    const write = store.transaction(async uow => await uow.posts.create(input('durable'), 'alice', new Date()))
+    const write = store.transaction(async uow => await createPost(uow, { title: 'durable' }))
       .then(() => { answeredAt = statements.length })
     const read = titles()
     const [, seen] = await Promise.all([write, read])
@@ -141,7 +141,7 @@ describe('group commit [sqlite]', () => {
     const other = openSqliteStore(db.url.slice('sqlite:'.length), { modules: STORE_MODULES })
     try {
       await other.migrate()
-      const pending = Array.from({ length: 5 }, async (_, i) => await other.transaction(async uow => await uow.posts.create(input(`closing ${i}`), 'alice', new Date())))
+      const pending = Array.from({ length: 5 }, async (_, i) => await other.transaction(async uow => await createPost(uow, { title: `closing ${i}` })))
       const closed = other.close()
       const outcomes = await Promise.race([
         Promise.allSettled(pending),
@@ -166,7 +166,7 @@ describe('group commit [sqlite]', () => {
     try {
       const big = 'x'.repeat(6000)
       const outcomes = await Promise.allSettled(Array.from({ length: 12 }, async (_, i) => await store.transaction(async uow => {
-        return await uow.posts.create(input(`full ${i}`, big), 'alice', new Date())
+        return await createPost(uow, { title: `full ${i}`, content: big })
       })))
       const rejected = outcomes.filter(o => o.status === 'rejected')
       assert.ok(rejected.length > 0, 'the disk filled up')

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
-import type { Post, PostSortKey, PostStatus } from '../../src/resources/posts/post.ts'
+import type { NewPostWrite, Post, PostSortKey, PostStatus } from '../../src/resources/posts/post.ts'
 import { sortValuesOf as postSortValues } from '../../src/http/paging.ts'
 import type { Principal, Viewer } from '../../src/domain/principal.ts'
 import type { PostFilter } from '../../src/resources/posts/store.ts'
 import type { ListQuery, SortTerm, Store } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
+import { createPost, writeOver } from '../support/posts.ts'
 import { useFreshStore } from './store-helper.ts'
 
 function principal (subject: string, scopes: string[] = ['posts:write']): Principal {
@@ -57,9 +58,10 @@ for (const kind of await storeKinds()) {
     before(() => { store = f.store })
 
     describe('create and findById', () => {
-      it('stores the post and reads it back alike', async () => {
+      it('stores a post the service made and reads it back alike', async () => {
+        // The slug, HTML, excerpt and published_at are what the rules of posts decided (post-write.ts).
         const now = new Date('2024-05-01T10:20:30.456Z')
-        const post = await store.posts.create({ title: 'Hello', content: 'World', status: 'published' }, 'alice', now)
+        const post = await createPost(store, { title: 'Hello', content: 'World', status: 'published' }, { now })
         assert.ok(Number.isInteger(post.id) && post.id >= 1)
         assert.equal(typeof post.id, 'number', 'BIGINT ids come back as numbers')
         assert.deepEqual(post, {
@@ -89,12 +91,49 @@ for (const kind of await storeKinds()) {
       it('shows drafts and archived posts only to their author and to admin', async () => {
         const now = new Date()
         for (const status of ['draft', 'archived'] as const) {
-          const p = await store.posts.create({ title: status, content: '', status }, 'alice', now)
+          const p = await createPost(store, { title: status, content: '', status }, { now })
           assert.equal(await store.posts.findById(p.id, null), null, 'anonymous')
           assert.equal(await store.posts.findById(p.id, bob), null, 'another author')
           assert.equal((await store.posts.findById(p.id, alice))?.id, p.id, 'the author')
           assert.equal((await store.posts.findById(p.id, admin))?.id, p.id, 'admin')
         }
+      })
+
+      it('stores a write as it is given: the slug, HTML, excerpt and published_at are what the write says', async () => {
+        // Values no rule of posts would derive from this title and content: the store derives nothing.
+        const now = new Date('2024-05-02T00:00:00.000Z')
+        const write: NewPostWrite = {
+          title: 'A title',
+          content: '# Heading',
+          status: 'published',
+          slug: { given: 'not-the-title' },
+          tags: ['Kept'],
+          excerpt: 'an excerpt of no content',
+          excerptDerived: true,
+          contentHtml: '<p>not the content rendered</p>',
+          publishedAt: null,
+          publishAt: null,
+          metaTitle: null,
+          metaDescription: null,
+          canonicalUrl: null,
+          featureImage: null,
+        }
+        const post = await store.posts.create(write, 'alice', now)
+        const stored = { slug: 'not-the-title', tags: ['Kept'], excerpt: write.excerpt, excerptDerived: true, contentHtml: write.contentHtml, publishedAt: null }
+        assert.deepEqual({ slug: post.slug, tags: post.tags, excerpt: post.excerpt, excerptDerived: post.excerptDerived, contentHtml: post.contentHtml, publishedAt: post.publishedAt }, stored)
+        assert.deepEqual(await store.posts.findById(post.id, null), post)
+        const based = await store.posts.create({ ...write, slug: { derived: 'a-base' } }, 'alice', now)
+        assert.equal(based.slug, 'a-base', 'a derived slug is the base the write names, not one from the title')
+
+        // A replace keeps what it is given too, a published_at that was set replaced or cleared included.
+        const later = new Date('2024-05-03T00:00:00.000Z')
+        const over = { ...write, slug: null, tags: null, contentHtml: '<p>other</p>', excerpt: 'other', excerptDerived: false, publishedAt: '2020-01-01T00:00:00.000Z' }
+        const r = await store.posts.replace(post.id, over, post.revision, later)
+        assert.ok(r.outcome === 'done')
+        assert.deepEqual(r.value, { ...post, contentHtml: '<p>other</p>', excerpt: 'other', excerptDerived: false, publishedAt: '2020-01-01T00:00:00.000Z', updatedAt: later.toISOString(), revision: 2 })
+        const cleared = await store.posts.replace(post.id, { ...over, publishedAt: null }, 2, later)
+        assert.ok(cleared.outcome === 'done')
+        assert.equal(cleared.value.publishedAt, null)
       })
 
       it('answers null for an id that does not exist', async () => {
@@ -104,9 +143,9 @@ for (const kind of await storeKinds()) {
 
     describe('replace and delete', () => {
       it('replaces at the expected revision and bumps it', async () => {
-        const p = await store.posts.create({ title: 'a', content: 'b', status: 'draft' }, 'alice', new Date('2024-01-01T00:00:00.000Z'))
+        const p = await createPost(store, { title: 'a', content: 'b', status: 'draft' }, { now: new Date('2024-01-01T00:00:00.000Z') })
         const later = new Date('2024-01-02T00:00:00.001Z')
-        const r = await store.posts.replace(p.id, { title: 'c', content: 'd', status: 'published' }, 1, later)
+        const r = await store.posts.replace(p.id, writeOver(p, { title: 'c', content: 'd', status: 'published' }, later), 1, later)
         assert.equal(r.outcome, 'done')
         assert.ok(r.outcome === 'done')
         const derived = { excerpt: 'd', contentHtml: '<p>d</p>\n', publishedAt: later.toISOString() }
@@ -115,20 +154,21 @@ for (const kind of await storeKinds()) {
       })
 
       it('answers stale for an old revision and missing for a gone row, changing nothing', async () => {
-        const p = await store.posts.create({ title: 'a', content: 'b', status: 'published' }, 'alice', new Date())
-        assert.deepEqual(await store.posts.replace(p.id, { title: 'x', content: '', status: 'published' }, 7, new Date()), { outcome: 'stale' })
+        const p = await createPost(store, { title: 'a', content: 'b', status: 'published' })
+        const x = writeOver(p, { title: 'x', content: '' })
+        assert.deepEqual(await store.posts.replace(p.id, x, 7, new Date()), { outcome: 'stale' })
         assert.deepEqual(await store.posts.delete(p.id, 7), { outcome: 'stale' })
         assert.deepEqual(await store.posts.findById(p.id, null), p)
         assert.deepEqual(await store.posts.delete(p.id, 1), { outcome: 'done', value: true })
         assert.equal(await store.posts.findById(p.id, admin), null)
         assert.deepEqual(await store.posts.delete(p.id, 1), { outcome: 'missing' })
-        assert.deepEqual(await store.posts.replace(p.id, { title: 'x', content: '', status: 'published' }, 1, new Date()), { outcome: 'missing' })
+        assert.deepEqual(await store.posts.replace(p.id, x, 1, new Date()), { outcome: 'missing' })
       })
 
       it('lets exactly one of several concurrent replaces at one revision win', async () => {
-        const p = await store.posts.create({ title: 'race', content: '', status: 'published' }, 'alice', new Date())
+        const p = await createPost(store, { title: 'race', content: '', status: 'published' })
         const results = await Promise.all(Array.from({ length: 8 }, (_, i) =>
-          store.posts.replace(p.id, { title: `writer ${i}`, content: '', status: 'published' }, 1, new Date())))
+          store.posts.replace(p.id, writeOver(p, { title: `writer ${i}` }), 1, new Date())))
         const done = results.filter(r => r.outcome === 'done')
         assert.equal(done.length, 1)
         assert.equal(results.filter(r => r.outcome === 'stale').length, 7)
@@ -153,8 +193,11 @@ for (const kind of await storeKinds()) {
       const base = Date.parse('2024-03-01T00:00:00.000Z')
       for (let i = 0; i < 37; i++) {
         const created = new Date(base + Math.floor(i / 3) * 1000 + (i % 2))
-        const p = await store.posts.create({ title: titles[i % titles.length]!, content: `post ${i}`, status: statuses[i % statuses.length]! }, authors[i % authors.length]!, created)
-        if (i % 4 === 0) await store.posts.replace(p.id, { title: p.title, content: `post ${i} edited`, status: p.status }, 1, new Date(base + 100_000 - Math.floor(i / 8) * 1000))
+        const p = await createPost(store, { title: titles[i % titles.length]!, content: `post ${i}`, status: statuses[i % statuses.length]! }, { author: authors[i % authors.length]!, now: created })
+        if (i % 4 === 0) {
+          const edited = new Date(base + 100_000 - Math.floor(i / 8) * 1000)
+          await store.posts.replace(p.id, writeOver(p, { content: `post ${i} edited` }, edited), 1, edited)
+        }
       }
       all = (await store.posts.list(query({ sort: withId(['id', 'asc']) }), admin)).items
       assert.equal(all.length, 37)
@@ -241,9 +284,9 @@ for (const kind of await storeKinds()) {
 
     it('matches title and content, case-insensitively, when every word matches', async () => {
       const now = new Date()
-      const fox = await store.posts.create({ title: 'The quick fox', content: 'jumps over the lazy dog', status: 'published' }, 'alice', now)
-      const cat = await store.posts.create({ title: 'A cat', content: 'sleeps; quick it is not', status: 'published' }, 'alice', now)
-      const hidden = await store.posts.create({ title: 'Quick draft', content: 'fox', status: 'draft' }, 'bob', now)
+      const fox = await createPost(store, { title: 'The quick fox', content: 'jumps over the lazy dog', status: 'published' }, { now })
+      const cat = await createPost(store, { title: 'A cat', content: 'sleeps; quick it is not', status: 'published' }, { now })
+      const hidden = await createPost(store, { title: 'Quick draft', content: 'fox', status: 'draft' }, { author: 'bob', now })
       assert.deepEqual(await search('quick'), [fox.id, cat.id, hidden.id])
       assert.deepEqual(await search('QUICK fox'), [fox.id, hidden.id])
       assert.deepEqual(await search('fox dog'), [fox.id], 'a word from the title and one from the content')
@@ -253,12 +296,12 @@ for (const kind of await storeKinds()) {
     })
 
     it('follows replace and delete', async () => {
-      const p = await store.posts.create({ title: 'walrus', content: 'tusks', status: 'published' }, 'alice', new Date())
+      const p = await createPost(store, { title: 'walrus', content: 'tusks', status: 'published' })
       // SQLite indexes after the commit (the write queues its post); PostgreSQL with the write.
       assert.equal(await store.posts.searchBacklog(), kind === 'sqlite' ? 1 : 0)
       assert.deepEqual(await search('walrus'), [p.id])
       assert.equal(await store.posts.searchBacklog(), 0)
-      const r = await store.posts.replace(p.id, { title: 'narwhal', content: 'tusks', status: 'published' }, 1, new Date())
+      const r = await store.posts.replace(p.id, writeOver(p, { title: 'narwhal' }), 1, new Date())
       assert.equal(r.outcome, 'done')
       assert.deepEqual(await search('walrus'), [])
       assert.deepEqual(await search('narwhal tusks'), [p.id])

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { storeKinds } from '../helper.ts'
+import { createPost, writeOver } from '../support/posts.ts'
 import { type FreshStore, freshStore } from './store-helper.ts'
 
-const input = (title: string) => ({ title, content: '', status: 'published' as const })
 const admin = { subject: 'root', scopes: new Set(['admin']), kind: 'jwt' as const }
 
 for (const kind of await storeKinds()) {
@@ -19,8 +19,8 @@ for (const kind of await storeKinds()) {
     it('commits every write of the unit together, and runs onCommit after the commit', async () => {
       const seen: string[][] = []
       const ids = await f.store.transaction(async uow => {
-        const a = await uow.posts.create(input('uow a'), 'alice', new Date())
-        const b = await uow.posts.create(input('uow b'), 'alice', new Date())
+        const a = await createPost(uow, { title: 'uow a' })
+        const b = await createPost(uow, { title: 'uow b' })
         uow.onCommit(async () => { seen.push(await titles()) })
         return [a.id, b.id]
       })
@@ -31,7 +31,7 @@ for (const kind of await storeKinds()) {
     it('leaves nothing behind when the work fails after its first write, and skips onCommit', async () => {
       let ran = false
       await assert.rejects(f.store.transaction(async uow => {
-        await uow.posts.create(input('uow failed'), 'alice', new Date())
+        await createPost(uow, { title: 'uow failed' })
         uow.onCommit(() => { ran = true })
         throw new Error('the second step failed')
       }), /the second step failed/)
@@ -41,9 +41,9 @@ for (const kind of await storeKinds()) {
 
     it('sees its own writes before the commit, which other readers do not', async () => {
       await f.store.transaction(async uow => {
-        const p = await uow.posts.create(input('uow private'), 'alice', new Date())
+        const p = await createPost(uow, { title: 'uow private' })
         assert.equal((await uow.posts.findById(p.id, null))?.title, 'uow private')
-        const changed = await uow.posts.replace(p.id, input('uow changed'), p.revision, new Date())
+        const changed = await uow.posts.replace(p.id, writeOver(p, { title: 'uow changed' }), p.revision, new Date())
         assert.equal(changed.outcome, 'done')
         if (kind === 'postgres') assert.equal(await f.store.posts.findById(p.id, null), null, 'not visible outside before commit')
       })
@@ -53,7 +53,7 @@ for (const kind of await storeKinds()) {
     it('says when the work is past its last abandon check (onCommitting), and only then', async () => {
       const calls: string[] = []
       await f.store.transaction(async uow => {
-        await uow.posts.create(input('committing'), 'alice', new Date())
+        await createPost(uow, { title: 'committing' })
         calls.push('work done')
       }, { onCommitting: () => { calls.push('committing') } })
       await assert.rejects(f.store.transaction(async () => { throw new Error('failed') }, { onCommitting: () => { calls.push('failed unit committing') } }))
@@ -65,7 +65,7 @@ for (const kind of await storeKinds()) {
     it('keeps the commit when an onCommit callback fails, and reports the failure', async () => {
       const reported: unknown[] = []
       await f.store.transaction(async uow => {
-        await uow.posts.create(input('uow kept'), 'alice', new Date())
+        await createPost(uow, { title: 'uow kept' })
         uow.onCommit(() => { throw new Error('webhook down') })
       }, { onCallbackError: err => reported.push(err) })
       assert.ok((await titles()).includes('uow kept'))
@@ -73,10 +73,10 @@ for (const kind of await storeKinds()) {
     })
 
     it('serialises concurrent units of work so each sees a consistent revision', async () => {
-      const p = await f.store.posts.create(input('uow counter'), 'alice', new Date())
+      const p = await createPost(f.store, { title: 'uow counter' })
       const outcomes = await Promise.all(Array.from({ length: 10 }, async (_, i) => await f.store.transaction(async uow => {
         const current = await uow.posts.findById(p.id, null)
-        return (await uow.posts.replace(p.id, input(`uow counter ${i}`), current!.revision, new Date())).outcome
+        return (await uow.posts.replace(p.id, writeOver(current!, { title: `uow counter ${i}` }), current!.revision, new Date())).outcome
       })))
       // On SQLite units run one at a time, so all succeed; on PostgreSQL compare-and-set lets stale ones fail.
       assert.ok(outcomes.includes('done'))

@@ -1,13 +1,13 @@
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import type { ImageFacts } from '../../http/resources.ts'
 import { writeCurrent } from '../../http/action.ts'
-import { type ContentImages, renderContent } from './markdown.ts'
+import type { ContentImages } from './markdown.ts'
 import { publishedAtAfter } from './published-at.ts'
-import { deriveSlug } from './slug.ts'
+import { newPostWrite, postWrite } from './post-write.ts'
 import { SlugTakenError } from './posts-repository.ts'
 import type { ListPage, ListQuery } from '../../store/store.ts'
 import type { DuePost, PostFilter, PostStore, RevisionStore, TagCount, TagsQuery } from './store.ts'
-import type { Post, PostInput, PostSortKey, PostSummary, PostWrite } from './post.ts'
+import type { NewPostWrite, Post, PostInput, PostSortKey, PostSummary, PostWrite } from './post.ts'
 import { mayChange, type Principal, type Viewer } from '../../domain/principal.ts'
 import { type Revision, type RevisionSummary, SYSTEM_EDITOR } from './revision.ts'
 import { applySchedule, SCHEDULE_CHANNEL } from './schedule.ts'
@@ -40,40 +40,6 @@ export interface PostServiceOptions {
 
 function notFound (id: number): AppError {
   return new AppError('POST_NOT_FOUND', `No post ${id} exists, or you may not see it.`)
-}
-
-function sameTags (a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((t, i) => t === b[i])
-}
-
-/**
- * What the store writes for `input` over `current` (null on create): the HTML and derived excerpt
- * from one parse of the content, `published_at` by its one rule, the slug to claim (derived on
- * create when absent; on replace only when it changes), the tags only when they change.
- */
-export function postWrite (input: PostInput, current: Post | null, now: Date, images?: ContentImages): PostWrite {
-  const rendered = renderContent(input.content, images)
-  // An excerpt sent back as it was derived (a GET-modify-PUT round trip, a merge patch of other
-  // members) stays derived, so it follows the content.
-  const derived = input.excerpt === null || (current !== null && current.excerptDerived && input.excerpt === current.excerpt)
-  const slug = current === null
-    ? (input.slug !== undefined ? { given: input.slug } : { derived: deriveSlug(input.title) })
-    : (input.slug !== undefined && input.slug !== current.slug ? { given: input.slug } : null)
-  return {
-    title: input.title,
-    content: input.content,
-    status: input.status,
-    slug,
-    tags: current !== null && sameTags(current.tags, input.tags) ? null : input.tags,
-    excerpt: derived ? rendered.excerpt : input.excerpt!,
-    excerptDerived: derived,
-    contentHtml: rendered.html,
-    publishedAt: publishedAtAfter(current?.publishedAt ?? null, input.status, now),
-    publishAt: input.publishAt ?? null,
-    metaTitle: input.metaTitle ?? null,
-    metaDescription: input.metaDescription ?? null,
-    canonicalUrl: input.canonicalUrl ?? null,
-  }
 }
 
 function slugTaken (slug: PostWrite['slug']): AppError {
@@ -132,12 +98,13 @@ export class PostService {
   }
 
   /** `adjust` changes what is written beyond what a client may set (a move from another service: its slug base, its date). */
-  async create (input: PostInput, author: Principal, adjust: (write: PostWrite) => PostWrite = w => w): Promise<Post> {
+  async create (input: PostInput, author: Principal, adjust: (write: NewPostWrite) => NewPostWrite = w => w): Promise<Post> {
     const now = this.clock()
-    const write = adjust({
-      ...postWrite(applySchedule(input, null, now), null, now, await this.opts.images?.(input.content)),
+    const scheduled = applySchedule(input, null, now)
+    const write = adjust(newPostWrite(scheduled, now, {
+      images: await this.opts.images?.(input.content),
       featureImage: await this.featureImage(input.featureImage ?? null),
-    })
+    }))
     let post: Post
     try {
       post = await this.store.create(write, author.subject, now)
@@ -157,7 +124,11 @@ export class PostService {
     const { before, after, now } = await writeCurrent(precondition, async () => await this.writable(id, viewer), async current => {
       const now = this.clock()
       const input = build(current)
-      const write = { ...postWrite(applySchedule(input, current, now), current, now, await this.opts.images?.(input.content)), ...(input.featureImage === undefined ? {} : { featureImage: await this.featureImage(input.featureImage) }) }
+      const scheduled = applySchedule(input, current, now)
+      const write = postWrite(scheduled, current, now, {
+        images: await this.opts.images?.(input.content),
+        featureImage: input.featureImage === undefined ? undefined : await this.featureImage(input.featureImage),
+      })
       const result = await this.store.replace(id, write, current.revision, now)
       if (result.outcome === 'slug-taken') throw slugTaken(write.slug)
       return result.outcome === 'done' ? { outcome: 'done', value: { before: current, after: result.value, now } } : result

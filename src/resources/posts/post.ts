@@ -62,13 +62,19 @@ export interface PostInput extends Partial<PostSeo> {
   featureImage?: string | null
 }
 
-/** What the store writes: the input with what the service derives from it. */
+/** The slug a write claims: the one the client chose, or a base to number (`-2`, `-3` …) when it is taken. */
+export type SlugWrite = { given: string } | { derived: string }
+
+/**
+ * What the store writes over a post: every value decided by the rules of posts (post-write.ts),
+ * which the store keeps as given.
+ */
 export interface PostWrite extends PostSeo {
   title: string
   content: string
   status: PostStatus
-  /** The slug the client chose, or on create the base to derive one from (`-2`, `-3` … when taken). */
-  slug: { given: string } | { derived: string } | null
+  /** The slug to claim, or null to keep the post's. */
+  slug: SlugWrite | null
   /** The tags to store, or null to keep those the post has. */
   tags: string[] | null
   excerpt: string
@@ -81,8 +87,12 @@ export interface PostWrite extends PostSeo {
   featureImage?: ImageFacts | null
 }
 
-/** What a store write may be given: the client's three fields at least; the rest is derived from them when absent. */
-export type PostWriteInput = Pick<PostWrite, 'title' | 'content' | 'status'> & Partial<PostWrite>
+/** What the store writes for a new post: a write with nothing left to keep. */
+export interface NewPostWrite extends PostWrite {
+  slug: SlugWrite
+  tags: string[]
+  featureImage: ImageFacts | null
+}
 
 /** The sortable keys of a post list, each backed by an index in both stores. */
 export const POST_SORT_KEYS = ['id', 'title', 'created_at', 'updated_at', 'published_at', 'slug'] as const

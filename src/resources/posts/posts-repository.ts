@@ -1,11 +1,9 @@
 import type { Compilable, Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely'
 import { sql } from 'kysely'
-import type { Post, PostSortKey, PostStatus, PostSummary, PostWrite, PostWriteInput } from './post.ts'
+import type { NewPostWrite, Post, PostSortKey, PostStatus, PostSummary, PostWrite } from './post.ts'
 import { isAdmin, type Viewer } from '../../domain/principal.ts'
 import { NULL_PUBLISHED_ASC, NULL_PUBLISHED_DESC } from './0001-content.ts'
-import { renderContent } from './markdown.ts'
-import { publishedAtAfter } from './published-at.ts'
-import { candidateNumber, deriveSlug, firstFreeSlug, slugCandidate } from './slug.ts'
+import { candidateNumber, firstFreeSlug, slugCandidate } from './slug.ts'
 import { tagKey } from './tags.ts'
 import { arg, type PreparedQueries, preparedQueries } from '../../store/prepared.ts'
 import { pageOf, pageQuery, pageValues } from '../../store/read-page.ts'
@@ -98,31 +96,6 @@ export class SlugTakenError extends Error {
   constructor (readonly slug: string) {
     super(`slug ${slug} is taken`)
     this.name = 'SlugTakenError'
-  }
-}
-
-/**
- * A write with what the service derives filled in when a caller of the store gave only the
- * client's fields: HTML and excerpt rendered, the slug derived (create) or kept (replace), tags
- * empty (create) or kept, `published_at` for a post that has none yet.
- */
-function completed (w: PostWriteInput, creating: boolean, now: Date): PostWrite {
-  const rendered = w.contentHtml === undefined || w.excerpt === undefined ? renderContent(w.content) : null
-  return {
-    title: w.title,
-    content: w.content,
-    status: w.status,
-    slug: w.slug !== undefined ? w.slug : creating ? { derived: deriveSlug(w.title) } : null,
-    tags: w.tags !== undefined ? w.tags : creating ? [] : null,
-    excerpt: w.excerpt ?? rendered!.excerpt,
-    excerptDerived: w.excerptDerived ?? w.excerpt === undefined,
-    contentHtml: w.contentHtml ?? rendered!.html,
-    publishedAt: w.publishedAt !== undefined ? w.publishedAt : publishedAtAfter(null, w.status, now),
-    publishAt: w.publishAt ?? null,
-    metaTitle: w.metaTitle ?? null,
-    metaDescription: w.metaDescription ?? null,
-    canonicalUrl: w.canonicalUrl ?? null,
-    ...(w.featureImage !== undefined ? { featureImage: w.featureImage } : creating ? { featureImage: null } : {}),
   }
 }
 
@@ -374,9 +347,8 @@ export class PostsRepository implements PostStore {
     return row !== undefined
   }
 
-  async create (input: PostWriteInput, author: string, now: Date): Promise<Post> {
-    const write = completed(input, true, now)
-    const wanted = write.slug ?? { derived: 'post' }
+  async create (write: NewPostWrite, author: string, now: Date): Promise<Post> {
+    const wanted = write.slug
     const plain = 'given' in wanted ? wanted.given : wanted.derived
     // SQLite has one writer, which this unit of work holds: a slug found free stays free, so the row
     // is written with it at once (no second write of the row). A new post holds no slug yet, so a
@@ -409,8 +381,8 @@ export class PostsRepository implements PostStore {
       })
       .returning(POST_COLUMNS))
     const publishedAt = write.publishedAt === null ? null : this.dialect.timestamp(new Date(write.publishedAt))
-    let [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags ?? []), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt),
-      write.metaTitle, write.metaDescription, write.canonicalUrl, ...featureImageArgs(write.featureImage ?? null), early])
+    let [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt),
+      write.metaTitle, write.metaDescription, write.canonicalUrl, ...featureImageArgs(write.featureImage), early])
     if (row === undefined) throw new Error('INSERT … RETURNING returned no row')
     const id = Number(row.id)
     if (early !== null) {
@@ -421,7 +393,7 @@ export class PostsRepository implements PostStore {
       ;[row] = await this.prepared.get('create-slug', () => this.db.updateTable('posts').set({ slug: arg<string>(0) }).where('id', '=', arg<number>(1)).returning(POST_COLUMNS))
         .execute(this.db, [slug, id])
     }
-    await this.insertTags(id, write.tags ?? [])
+    await this.insertTags(id, write.tags)
     await this.queueSearch(id)
     return toPost(row!)
   }
@@ -537,8 +509,7 @@ export class PostsRepository implements PostStore {
     await insert.execute(this.db, [id, ...tags.flatMap(name => [tagKey(name), name])])
   }
 
-  async replace (id: number, input: PostWriteInput, expectedRevision: number, now: Date): Promise<WriteResult<Post> | { outcome: 'slug-taken' }> {
-    const write = completed(input, false, now)
+  async replace (id: number, write: PostWrite, expectedRevision: number, now: Date): Promise<WriteResult<Post> | { outcome: 'slug-taken' }> {
     // The slug is claimed before the row changes: the unique index on posts.slug is then never the one to refuse it.
     const slug = write.slug === null ? null : await this.claimSlug(id, write.slug)
     if (write.slug !== null && slug === null) return { outcome: 'slug-taken' }
@@ -551,8 +522,7 @@ export class PostsRepository implements PostStore {
         excerpt: arg(4),
         excerpt_derived: arg(5),
         content_html: arg(6),
-        // publishedAtAfter's rule, kept by the statement too: a time once set is never replaced.
-        published_at: eb.fn.coalesce('published_at', eb.val(arg<Timestamp | null>(7))),
+        published_at: arg(7),
         publish_at: arg(12),
         meta_title: arg(13),
         meta_description: arg(14),
@@ -602,8 +572,7 @@ export class PostsRepository implements PostStore {
       .set(eb => ({
         status: 'published',
         publish_at: null,
-        // publishedAtAfter's rule, kept by the statement too: a time once set is never replaced.
-        published_at: eb.fn.coalesce('published_at', eb.val(arg<Timestamp | null>(3))),
+        published_at: arg(3),
         updated_at: arg(0),
         revision: eb('revision', '+', 1),
       }))

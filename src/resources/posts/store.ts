@@ -2,7 +2,7 @@ import type { Generated } from 'kysely'
 import type { Viewer } from '../../domain/principal.ts'
 import type { ListPage, ListQuery, WriteResult } from '../../store/store.ts'
 import type { Timestamp } from '../../store/tables.ts'
-import type { Post, PostSortKey, PostStatus, PostSummary, PostWriteInput } from './post.ts'
+import type { NewPostWrite, Post, PostSortKey, PostStatus, PostSummary, PostWrite } from './post.ts'
 import type { Revision, RevisionSummary } from './revision.ts'
 import type { PreviewLinksTable, PreviewLinkStore } from './preview-links-repository.ts'
 
@@ -130,13 +130,17 @@ export interface PostStore {
   listSummaries (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<PostSummary>>
   /** The post whose current slug or alias `slug` is, if `viewer` may see it. */
   findBySlug (slug: string, viewer: Viewer): Promise<SlugLookup>
-  /** Throws SlugTakenError when the slug given is another post's. */
-  create (write: PostWriteInput, author: string, now: Date): Promise<Post>
   /**
-   * Replaces the client-set fields when the row is still at `expectedRevision`:
+   * Stores `write` as it is (the rules of posts decided it: post-write.ts); of its slug, claims the
+   * given one, or the first free of a derived base's `base`, `base-2` …. Throws SlugTakenError when
+   * the slug given is another post's.
+   */
+  create (write: NewPostWrite, author: string, now: Date): Promise<Post>
+  /**
+   * Stores `write` over the post, as it is, when the row is still at `expectedRevision`:
    * the check and the write are one statement, so of two racing writers one gets `stale`.
    */
-  replace (id: number, write: PostWriteInput, expectedRevision: number, now: Date): Promise<WriteResult<Post> | { readonly outcome: 'slug-taken' }>
+  replace (id: number, write: PostWrite, expectedRevision: number, now: Date): Promise<WriteResult<Post> | { readonly outcome: 'slug-taken' }>
   delete (id: number, expectedRevision: number): Promise<WriteResult<true>>
   /** Every tag on a post `viewer` may see, with how many such posts hold it. */
   tags (query: ListQuery<string, TagsQuery>, viewer: Viewer): Promise<ListPage<TagCount>>
