@@ -1,6 +1,6 @@
 import type { Compilable, Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely'
 import { sql } from 'kysely'
-import type { NewPostWrite, Post, PostSortKey, PostStatus, PostSummary, PostWrite } from './post.ts'
+import type { NewPostWrite, Post, PostSortKey, PostStatus, PostSummary, PostWrite, SlugWrite } from './post.ts'
 import { isAdmin, type Viewer } from '../../domain/principal.ts'
 import { NULL_PUBLISHED_ASC, NULL_PUBLISHED_DESC } from './0001-content.ts'
 import { candidateNumber, firstFreeSlug, slugCandidate } from './slug.ts'
@@ -416,7 +416,7 @@ export class PostsRepository implements PostStore {
    * costs the same as a new one. A base without a counter yet reads the slugs taken once and starts
    * one.
    */
-  private async claimSlug (id: number, slug: { given: string } | { derived: string }): Promise<string | null> {
+  private async claimSlug (id: number, slug: SlugWrite): Promise<string | null> {
     if ('given' in slug) {
       if (await this.tryClaim(id, slug.given)) return slug.given
       const owner = await this.db.selectFrom('post_slugs').select('post_id').where('slug', '=', slug.given).executeTakeFirst()
