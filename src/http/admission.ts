@@ -55,7 +55,10 @@ export class AdmissionQueue<T> {
   shedding = false
   /** When the last request was shed. */
   private lastShedAt = -Infinity
-  /** The mean time the loop spends starting a request (a moving average over ~16). */
+  /**
+   * The mean time the loop spends on a request (a moving average over ~16): from one step to the
+   * next, its awaits included; for one started as it is read, its synchronous start.
+   */
   private costMs = 0
   /** When this turn started serving, and whether its end is armed. */
   private turnStart = 0
@@ -108,7 +111,7 @@ export class AdmissionQueue<T> {
     this.items.push({ item, since: now })
   }
 
-  /** Serves `item`, and keeps the mean time a request takes to start (its synchronous work). */
+  /** Serves `item`, and counts the time its synchronous start took into the mean cost. */
   private serveTimed (item: T): void {
     const start = this.now()
     this.serve(item)
