@@ -4,6 +4,7 @@
 // last one to TAIL_PROBE_OUT as one JSON line, then opens the next.
 import fs from 'node:fs'
 import http from 'node:http'
+import v8 from 'node:v8'
 import { monitorEventLoopDelay, PerformanceObserver, performance } from 'node:perf_hooks'
 
 const out = process.env.TAIL_PROBE_OUT
@@ -52,6 +53,7 @@ if (out !== undefined && out !== '') {
       gc: byKind,
       cpuSeconds: (used.user + used.system) / 1e6,
       memory: process.memoryUsage(),
+      heapSpaces: Object.fromEntries(v8.getHeapSpaceStatistics().map(h => [h.space_name, { used: h.space_used_size, size: h.space_size }])),
     }) + '\n')
     delay.reset()
     gcs = []

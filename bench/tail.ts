@@ -7,13 +7,14 @@
  * monitorEventLoopDelay, 1 ms resolution), every garbage collection (kind, pause), the loop's
  * utilisation, CPU and memory; from the service's log, its own time per request (`duration_ms`,
  * onRequest to the answer). wrk's p50/p99 beside them. In-process figures hold on a shared machine
- * where req/s does not.
+ * where req/s does not. Last, each server's memory at idle (2 s after the load), split by V8's heap spaces.
  *
  *   TAIL_SECONDS=10 TAIL_ROUNDS=3 tsx bench/tail.ts
  *   TAIL_VARIANTS='service;no queue;no log' tsx bench/tail.ts     # these only (names below)
  *   BENCH_BASELINE=../before tsx bench/tail.ts                       # and an earlier build ('baseline')
  *
- * Variants: `bare` (bench/bare-server.ts, the bare ceiling), `service`, `no queue`
+ * Variants: `bare` (bench/bare-server.ts, the bare ceiling), `floor` (bench/bare-fastify-server.ts
+ * with BENCH_FLOOR=1, as npm run bench starts it: through tsx), `service`, `no queue`
  * (OVERLOAD_MAX_WAIT_MS=0: no admission queue), `no bound` (OVERLOAD_MAX_IN_FLIGHT=0), `no log`
  * (LOG_LEVEL=warn: no request line), `semi 16` / `semi 32` (the start script's
  * --max-semi-space-size at 16 or 32 MiB), `growing default` (without --heap-growing-percent),
@@ -36,9 +37,10 @@ const PROBE = path.join(ROOT, 'bench/tail-probe.mjs')
 const SCRIPT = path.join(ROOT, 'bench/wrk/scenario.lua')
 const COMMON = { RATE_LIMIT_MAX: '1000000000', BOOTSTRAP_ADMIN_KEY: 'false', AUTH_JWT_SECRET: 'bench-throughput-secret-bench-throughput!!' }
 
-interface Variant { name: string, root?: string, env?: Record<string, string>, flags?: (start: string) => string, bare?: boolean }
+interface Variant { name: string, root?: string, env?: Record<string, string>, flags?: (start: string) => string, bare?: boolean, floor?: boolean }
 const VARIANTS: Variant[] = [
   { name: 'bare', bare: true },
+  { name: 'floor', floor: true, env: { BENCH_FLOOR: '1' } },
   { name: 'service' },
   { name: 'no queue', env: { OVERLOAD_MAX_WAIT_MS: '0' } },
   { name: 'no bound', env: { OVERLOAD_MAX_IN_FLIGHT: '0' } },
@@ -58,6 +60,7 @@ interface Probe {
   gc: Record<string, { count: number, totalMs: number, maxMs: number, pauses: number[] }>
   cpuSeconds: number
   memory: NodeJS.MemoryUsage
+  heapSpaces: Record<string, { used: number, size: number }>
 }
 interface Server { variant: Variant, child: ChildProcess, port: number, log: string, probe: string }
 interface Sample { requests: number, rps: number, p50: number, p99: number, errors: number, probe: Probe, own: { p50: number, p99: number, p999: number, max: number, n: number } }
@@ -83,6 +86,9 @@ async function start (v: Variant, dir: string): Promise<Server> {
   if (v.bare === true) {
     seedBare(db, POSTS, FILLER)
     command = `node --import tsx --import ${PROBE} ${path.join(ROOT, 'bench/bare-server.ts')}`
+  } else if (v.floor === true) {
+    seedSqlite(db, POSTS)
+    command = `node --import tsx --import ${PROBE} ${path.join(ROOT, 'bench/bare-fastify-server.ts')}`
   } else {
     const root = v.root ?? ROOT
     seedSqlite(db, POSTS, root)
@@ -194,8 +200,18 @@ async function main (): Promise<void> {
         `${(100 * gcMs / 1000 / wall).toFixed(1)}% | ${f1(med(x => num(x.probe.served.p50)))} / ${f1(worst(x => num(x.probe.served.p99)))} / ${f1(worst(x => num(x.probe.served.p999)))} / ${f1(worst(x => num(x.probe.served.max)))} | ` +
         `${f2(med(x => x.own.p50))} / ${f2(worst(x => x.own.p99))} / ${f2(worst(x => x.own.p999))} / ${f1(worst(x => x.own.max))} | ${(1e6 * sum(x => x.probe.cpuSeconds) / sum(x => x.requests)).toFixed(0)} |`)
     }
-    const idle = servers.map(s => `${s.variant.name} ${((samples.get(s.variant.name)!.at(-1)!.probe.memory.rss) / 2 ** 20).toFixed(0)} MiB (heap used ${(samples.get(s.variant.name)!.at(-1)!.probe.memory.heapUsed / 2 ** 20).toFixed(0)})`)
-    lines.push('', `RSS at the end of the last window: ${idle.join('; ')}.`)
+    // Memory at idle after the load: 2 s without requests, then one more window each.
+    await sleep(2000)
+    const mib = (n: number) => (n / 2 ** 20).toFixed(1)
+    lines.push('', 'Memory at idle, 2 s after the last run (MiB):', '',
+      '| variant | RSS | V8 heap committed | heap used | new space used / committed | old space used | code space used | large objects | external (array buffers) | RSS outside the V8 heap |',
+      '|---|---:|---:|---:|---|---:|---:|---:|---|---:|')
+    for (const s of servers) {
+      const { memory: m, heapSpaces: h } = await window(s)
+      const used = (name: string) => h[name]?.used ?? 0
+      lines.push(`| ${s.variant.name} | ${mib(m.rss)} | ${mib(m.heapTotal)} | ${mib(m.heapUsed)} | ${mib(used('new_space'))} / ${mib(h.new_space?.size ?? 0)} | ${mib(used('old_space'))} | ` +
+        `${mib(used('code_space'))} | ${mib(used('large_object_space') + used('code_large_object_space'))} | ${mib(m.external)} (${mib(m.arrayBuffers)}) | ${mib(m.rss - m.heapTotal)} |`)
+    }
     process.stdout.write(`${lines.join('\n')}\n`)
   } finally {
     for (const s of servers) {
