@@ -1,5 +1,5 @@
 /**
- * Where read one's p99 goes (`npm run build && tsx bench/tail.ts`): the service as `npm start`
+ * Where read one's p99 goes (`npm run build && npx tsx bench/tail.ts`): the service as `npm start`
  * runs it, and variants of it, each on its own copy of the 10 000 posts of `npm run bench`, pinned
  * to core 0, driven in turn by wrk (read one, 64 connections) pinned to core 1, the variants
  * interleaved over TAIL_ROUNDS rounds. Inside each server, loaded with bench/tail-probe.mjs over
@@ -9,9 +9,9 @@
  * onRequest to the answer). wrk's p50/p99 beside them. In-process figures hold on a shared machine
  * where req/s does not. Last, each server's memory at idle (2 s after the load), split by V8's heap spaces.
  *
- *   TAIL_SECONDS=10 TAIL_ROUNDS=3 tsx bench/tail.ts
- *   TAIL_VARIANTS='service;no queue;no log' tsx bench/tail.ts     # these only (names below)
- *   BENCH_BASELINE=../before tsx bench/tail.ts                       # and an earlier build ('baseline')
+ *   TAIL_SECONDS=10 TAIL_ROUNDS=3 npx tsx bench/tail.ts
+ *   TAIL_VARIANTS='service;no queue;no log' npx tsx bench/tail.ts     # these only (names below)
+ *   BENCH_BASELINE=../before npx tsx bench/tail.ts                       # and an earlier build ('baseline')
  *
  * Variants: `bare` (bench/bare-server.ts, the bare ceiling), `floor` (bench/bare-fastify-server.ts
  * with BENCH_FLOOR=1, as npm run bench starts it: through tsx), `service`, `no queue`
