@@ -154,6 +154,27 @@ describe('the admission queue', () => {
   })
 })
 
+describe('the admission queue on the real event loop', () => {
+  it('finishes each request it starts from the queue, its promise callbacks included, before it starts the next', async () => {
+    // A request's work goes on after its first await; started several to one callback, their
+    // awaits interleaved and every one finished at the end of the lot.
+    const log: string[] = []
+    const work = async (id: string) => {
+      log.push(`start ${id}`)
+      for (let i = 0; i < 3; i++) await Promise.resolve()
+      log.push(`end ${id}`)
+    }
+    const q = new AdmissionQueue<string>({ targetMs: 200, now: () => 0 }, id => { work(id).catch(() => {}) }, id => { log.push(`shed ${id}`) })
+    // Read in a turn that accepted a connection: queued, not started as they are read.
+    q.accepted()
+    for (const id of ['a', 'b', 'c']) q.offer(id)
+    assert.deepEqual(log, [])
+    await new Promise(resolve => { setImmediate(resolve) })
+    await new Promise(resolve => { setImmediate(resolve) })
+    assert.deepEqual(log, ['start a', 'end a', 'start b', 'end b', 'start c', 'end c'])
+  })
+})
+
 describe('the admission queue while shedding', () => {
   it('sheds a request at once when the work queued ahead of it already exceeds the target', () => {
     const h = harness({ workMs: 10 })
