@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import { fileTypeFromBuffer } from 'file-type'
-import sharp, { type Metadata, type OutputInfo, type Sharp } from 'sharp'
+import type { Metadata, OutputInfo, Sharp } from 'sharp'
 import { rgbaToThumbHash, thumbHashToRGBA } from 'thumbhash'
 import { AppError } from '../../errors.ts'
 
@@ -22,8 +22,22 @@ export const MAX_PLACEHOLDER = 2000
  * cannot take every core and all memory from the requests that only read: half the cores, at least one.
  */
 export const IMAGE_CONCURRENCY = Math.max(1, Math.floor(os.availableParallelism() / 2))
-// Each image is read once: libvips' operation cache would only hold memory.
-sharp.cache(false)
+
+type SharpLibrary = typeof import('sharp')['default']
+let library: Promise<SharpLibrary> | undefined
+
+/**
+ * sharp (libvips), loaded at the first image rather than at start-up: an instance that serves no
+ * image work (most requests, every instance of a blog without uploads) does not hold its memory.
+ */
+async function sharpLibrary (): Promise<SharpLibrary> {
+  library ??= import('sharp').then(m => {
+    // Each image is read once: libvips' operation cache would only hold memory.
+    m.default.cache(false)
+    return m.default
+  })
+  return await library
+}
 
 /** How often, while images are worked on, libvips' new threads are looked for to lower their priority. */
 const LOWER_EVERY_MS = 10
@@ -130,6 +144,7 @@ export async function judge (bytes: Buffer, declared: string | undefined): Promi
  * no decoder has run on it yet (a decompression bomb costs nothing).
  */
 async function checkSize (bytes: Buffer, maxPixels: number): Promise<void> {
+  const sharp = await sharpLibrary()
   let meta: Metadata
   try {
     meta = await sharp(bytes, { animated: true, limitInputPixels: false }).metadata()
@@ -155,6 +170,7 @@ function encoder (image: Sharp, format: Format, quality?: number): Sharp {
 
 /** A ThumbHash of the image, drawn back as a small PNG in a data URL (at most MAX_PLACEHOLDER characters). */
 async function placeholderOf (image: Buffer): Promise<string> {
+  const sharp = await sharpLibrary()
   const small = await sharp(image).resize(100, 100, { fit: 'inside' }).ensureAlpha().raw().toBuffer({ resolveWithObject: true })
   const hash = rgbaToThumbHash(small.info.width, small.info.height, small.data)
   const drawn = thumbHashToRGBA(hash)
@@ -175,6 +191,7 @@ async function placeholderOf (image: Buffer): Promise<string> {
 export async function processUpload (bytes: Buffer, declared: string | undefined, maxPixels: number): Promise<ProcessedImage> {
   const format = await judge(bytes, declared)
   await checkSize(bytes, maxPixels)
+  const sharp = await sharpLibrary()
   return await slots.run(async () => {
     let out: { data: Buffer, info: OutputInfo }
     try {
@@ -198,6 +215,7 @@ export async function processUpload (bytes: Buffer, declared: string | undefined
 
 /** A variant of stored bytes: `width` wide at most (never wider than they are), in `format` at `quality`. */
 export async function makeVariant (stored: Buffer, width: number, format: Format, quality: number): Promise<{ data: Buffer, sha256: string }> {
+  const sharp = await sharpLibrary()
   return await slots.run(async () => {
     const animated = format === 'gif' || format === 'webp'
     const image = sharp(stored, { animated, limitInputPixels: false }).resize({ width, withoutEnlargement: true })
