@@ -7,9 +7,11 @@ import type { Catalogue } from '../catalogue.ts'
 import { AppError, CORE_PROBLEMS, type CoreProblemCode, fieldError, type FieldError, type ProblemCode, problemSlug } from '../errors.ts'
 import { message } from '../messages.ts'
 import { type ProblemLanguage, problemLanguage } from '../errors-i18n.ts'
-import { PROBLEM_LIMITS } from './schemas.ts'
 import { toFieldErrors } from './validation.ts'
 import { routeOf } from './route.ts'
+
+/** Bounds of a problem's members; `buildProblem` shortens what would exceed them. */
+export const PROBLEM_LIMITS = { detail: 16_384, instance: 8192, field: 1024, message: 2048, errors: 100 } as const
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json'
 

@@ -1,10 +1,8 @@
 import { type TObject, type TProperties, Type } from '@sinclair/typebox'
 import type { Catalogue } from '../catalogue.ts'
 import { MAX_PAGE_SIZE } from './paging.ts'
+import { PROBLEM_LIMITS } from './problems.ts'
 import { API_VERSIONS, idNameOf } from './versioning.ts'
-
-/** Bounds of a problem's members; `buildProblem` shortens what would exceed them. */
-export const PROBLEM_LIMITS = { detail: 16_384, instance: 8192, field: 1024, message: 2048, errors: 100 } as const
 
 export const LinkSchema = Type.Object({
   href: Type.String({ maxLength: 8192, description: 'A root-relative path.' }),
