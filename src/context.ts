@@ -36,8 +36,6 @@ export interface AppContext extends PartContext {
   readonly jobs: JobRunner
   /** The requests in flight, which a shutdown that ran out of grace answers 503 (src/server.ts). */
   readonly inFlight: InFlight
-  /** What the parts' `services` do when the app is ready, closing and closed. */
-  readonly lifecycle: Lifecycle
 }
 
 /**
@@ -122,7 +120,6 @@ export async function createContext (config: Config, overrides: ContextOverrides
       catalogue: catalogueOf(parts),
       jobs,
       inFlight: new InFlight(),
-      lifecycle: ctx.lifecycle,
     })
   } catch (err) {
     if (overrides.store === undefined) await store.close().catch(() => {})

@@ -27,7 +27,7 @@ export interface PartContext {
   readonly cursors: CursorCodec
   /** Wakes a job by name after a commit that gave it work (`jobs.wake('reminders')`). */
   readonly jobs: JobWaker
-  /** Work at the app's turns (ready, closing, closed) that is not a job. */
+  /** What its services do at the app's close (closing, closed): work to start is a job. */
   readonly lifecycle: Lifecycle
   /** Every resource served, the facilities' then the registry's (a part may use another's declared capability, never its code). */
   readonly resources: readonly Resource[]
