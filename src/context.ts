@@ -23,9 +23,9 @@ import type { Store } from './store/store.ts'
  * Fastify decoration. Its `PartContext` is what every part's services, jobs and routes get.
  */
 export interface AppContext extends PartContext {
-  /** Every resource served: the facilities' faces, then the registry's resources (or a test's). */
+  /** Every resource served: the registry's (or a test's), then those the facilities carry. */
   readonly resources: readonly Resource[]
-  /** Every part, the facilities (each with its faces) then the resources: what the catalogue, settings and store are made of. */
+  /** Every part: the facilities, the resources, then the resources the facilities carry (what the catalogue, settings and store are made of). */
   readonly parts: readonly Part[]
   /** Open and migrated. */
   readonly store: Store
@@ -61,11 +61,12 @@ export interface ContextOverrides {
 }
 
 /**
- * `parts` with the resources each facility carries, each right after its facility (once, whether
- * `parts` lists them or not): what the settings, store, catalogue and scopes are made of.
+ * `parts` and then the resources its facilities carry (once, whether `parts` lists them or not):
+ * what the settings, store, catalogue and scopes are made of. A facility's routes come after the
+ * registry's resources, which the API's description and index lead with.
  */
 export function withFacilityRoutes (parts: readonly (Part | Facility)[]): Part[] {
-  return [...new Set(parts.flatMap(p => [p, ...('resources' in p ? p.resources ?? [] : [])]))]
+  return [...new Set([...parts, ...parts.flatMap(p => 'resources' in p ? p.resources ?? [] : [])])]
 }
 
 /** The store modules of `parts`, which the store is opened with. */
@@ -90,7 +91,7 @@ export async function openStore (config: Parameters<typeof openStoreWith>[0], pa
  */
 export async function createContext (config: Config, overrides: ContextOverrides = {}): Promise<AppContext> {
   const facilities = overrides.facilities ?? FACILITIES
-  const resources = [...facilities.flatMap(f => f.resources ?? []), ...overrides.resources ?? RESOURCES]
+  const resources = [...overrides.resources ?? RESOURCES, ...facilities.flatMap(f => f.resources ?? [])]
   const parts = withFacilityRoutes([...facilities, ...overrides.resources ?? RESOURCES])
   const store = overrides.store ?? await openStore(config, parts)
   try {

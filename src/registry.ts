@@ -20,6 +20,6 @@ export const RESOURCES: readonly Resource[] = [
 
 /**
  * Every part, in the order their declarations are put together: the facilities, then the
- * resources (the composition root puts the resources a facility carries right after it).
+ * resources (and after them, the resources the facilities carry: the composition root adds them).
  */
 export const PARTS: readonly Part[] = [...FACILITIES, ...RESOURCES]

@@ -29,7 +29,7 @@ export interface PartContext {
   readonly jobs: JobWaker
   /** What its services do at the app's close (closing, closed): work to start is a job. */
   readonly lifecycle: Lifecycle
-  /** Every resource served, the facilities' then the registry's (a part may use another's declared capability, never its code). */
+  /** Every resource served, the registry's then the facilities' (a part may use another's declared capability, never its code). */
   readonly resources: readonly Resource[]
   /** Every event type the registered parts raise, in the registry's order. */
   readonly eventTypes: readonly string[]
