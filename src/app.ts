@@ -134,11 +134,10 @@ export async function buildApp (context: AppContext): Promise<FastifyInstance> {
 }
 
 /**
- * The services' turns, and the background work (every instance's, unless BACKGROUND_WORK is off),
- * run from the app's start to its close.
+ * The parts' jobs, run from the app's start to its close (the deployment's unless BACKGROUND_WORK
+ * is off; the instance's own always), and what their services do at the close.
  */
 function runJobs (app: FastifyInstance, { jobs, lifecycle }: AppContext): void {
-  app.addHook('onReady', async () => { for (const fn of lifecycle.ready) await fn() })
   // Before the server stops accepting: open streams would otherwise hold the close until its grace runs out.
   app.addHook('preClose', async () => { for (const fn of lifecycle.closing) await fn() })
   app.addHook('onReady', async () => {

@@ -6,53 +6,36 @@ import { type Config, type Env, readConfig } from './config.ts'
 import { Authenticator } from './http/auth.ts'
 import { InFlight } from './http/deadlines.ts'
 import { CursorCodec } from './http/paging.ts'
-import type { OutboxContext, Part, Resource, Services } from './http/resources.ts'
+import type { Facility, Part, PartContext, Resource, Services } from './http/resources.ts'
 import { API_VERSIONS } from './http/versioning.ts'
-import { JobRunner, type WebhookOutbox } from './jobs/job.ts'
+import { JobRunner } from './jobs/job.ts'
 import { Lifecycle } from './jobs/lifecycle.ts'
 import { FACILITIES, PARTS, RESOURCES } from './registry.ts'
 import type { StoreModule } from './store/module.ts'
 import { openStore as openStoreWith } from './store/open-store.ts'
 import type { Store } from './store/store.ts'
 
-/** The outbox's poll when no resource sets one. */
-const DEFAULT_OUTBOX_POLL_MS = 500
-
 /**
  * Everything the service is built from, made in one place from the settings (in the manner of
  * atproto's AppContext.fromConfig): the resources, the store with their tables, the logger, the
- * credential checker, the cursor codec, the metrics registry, the catalogue, the background work
- * and the webhook outbox. `buildApp(context)` only registers it; nothing reaches a service through
- * a Fastify decoration.
+ * credential checker, the cursor codec, the metrics registry, the catalogue, the parts' services
+ * and their jobs. `buildApp(context)` only registers it; nothing reaches a service through a
+ * Fastify decoration. Its `PartContext` is what every part's services, jobs and routes get.
  */
-export interface AppContext {
-  readonly config: Config
-  /** The registry's resources, or a test's (a fixture resource beside them). */
+export interface AppContext extends PartContext {
+  /** Every resource served: the registry's (or a test's), then those the facilities carry. */
   readonly resources: readonly Resource[]
-  /** Every part, the facilities then the resources: what the catalogue, settings and store are made of. */
+  /** Every part: the facilities, the resources, then the resources the facilities carry (what the catalogue, settings and store are made of). */
   readonly parts: readonly Part[]
-  /** Every event type the parts raise, in their order. */
-  readonly eventTypes: readonly string[]
   /** Open and migrated. */
   readonly store: Store
   readonly authenticator: Authenticator
-  readonly cursors: CursorCodec
-  /** The app's Prometheus registry: requests, and the counters of background work. */
-  readonly metrics: Registry
-  /** Problem codes, field codes and messages: the core's and the resources'. */
+  /** Problem codes, field codes and messages: the core's and the parts'. */
   readonly catalogue: Catalogue
-  /** The service's logger (the app's requests log through a child of it). */
-  readonly log: FastifyBaseLogger
-  /** This instance's background work: the resources' jobs and the outbox, run unless BACKGROUND_WORK is off. */
+  /** This instance's jobs, every part's: those the deployment shares run unless BACKGROUND_WORK is off. */
   readonly jobs: JobRunner
-  /** The webhook outbox's sender, shared by every resource that queues webhooks. */
-  readonly webhooks: WebhookOutbox
   /** The requests in flight, which a shutdown that ran out of grace answers 503 (src/server.ts). */
   readonly inFlight: InFlight
-  /** What the resources' `services` made, by name. */
-  readonly services: Services
-  /** What those services do when the app is ready, closing and closed. */
-  readonly lifecycle: Lifecycle
 }
 
 /**
@@ -63,23 +46,32 @@ export interface AppContext {
  * const config = loadConfig({ PORT: '8080', DATABASE_URL: 'postgres://localhost/blog' })
  */
 export function loadConfig (env: Env = process.env, parts: readonly Part[] = PARTS): Config {
-  return readConfig(env, parts.flatMap(r => r.settings ?? []), API_VERSIONS)
+  return readConfig(env, withFacilityRoutes(parts).flatMap(r => r.settings ?? []), API_VERSIONS)
 }
 
 /** What a test (or a tool) may supply instead of what the settings make. */
 export interface ContextOverrides {
   readonly resources?: readonly Resource[]
   /** The facilities instead of the registry's (a fixture facility beside them). */
-  readonly facilities?: readonly Part[]
+  readonly facilities?: readonly Facility[]
   /** An open, migrated store (made with the resources' modules). */
   readonly store?: Store
   /** Pino options (a stream, a level) instead of the settings' level; false: no logging at all. */
   readonly logger?: false | pino.LoggerOptions & { stream?: pino.DestinationStream }
 }
 
+/**
+ * `parts` and then the resources its facilities carry (once, whether `parts` lists them or not):
+ * what the settings, store, catalogue and scopes are made of. A facility's routes come after the
+ * registry's resources, which the API's description and index lead with.
+ */
+export function withFacilityRoutes (parts: readonly (Part | Facility)[]): Part[] {
+  return [...new Set([...parts, ...parts.flatMap(p => 'resources' in p ? p.resources ?? [] : [])])]
+}
+
 /** The store modules of `parts`, which the store is opened with. */
 export function storeModules (parts: readonly Part[]): StoreModule[] {
-  return parts.flatMap(r => r.store ?? [])
+  return withFacilityRoutes(parts).flatMap(r => r.store ?? [])
 }
 
 /** The registry's store modules. */
@@ -98,41 +90,37 @@ export async function openStore (config: Parameters<typeof openStoreWith>[0], pa
  * given. On failure, a store it opened is closed again.
  */
 export async function createContext (config: Config, overrides: ContextOverrides = {}): Promise<AppContext> {
-  const resources = overrides.resources ?? RESOURCES
-  const parts = [...overrides.facilities ?? FACILITIES, ...resources]
+  const facilities = overrides.facilities ?? FACILITIES
+  const resources = [...overrides.resources ?? RESOURCES, ...facilities.flatMap(f => f.resources ?? [])]
+  const parts = withFacilityRoutes([...facilities, ...overrides.resources ?? RESOURCES])
   const store = overrides.store ?? await openStore(config, parts)
   try {
     if (overrides.store === undefined && config.migrateOnStart) await store.migrate()
     const log = loggerOf(config, overrides.logger)
-    const metrics = new Registry()
     const jobs = new JobRunner(log, config.backgroundWork)
-    const webhooks = outboxOf(parts, { config, store, metrics, log: log.child({ component: 'webhooks' }), pollMs: outboxPollMs(config, parts) })
-    jobs.run(webhooks)
-    const lifecycle = new Lifecycle()
     const made: Partial<Services> = {}
-    for (const part of parts) {
-      Object.assign(made, await part.services?.({ config, store, log, metrics, background: jobs, webhooks, lifecycle }))
-    }
-    const services = Object.freeze(made) as Services
-    for (const part of parts) {
-      for (const job of part.jobs?.({ config, store, log, metrics, jobs, webhooks, resources, services }) ?? []) jobs.add(job)
-    }
-    return Object.freeze({
+    const ctx: PartContext = {
       config,
-      resources,
-      parts,
-      eventTypes: parts.flatMap(p => p.eventTypes ?? []),
       store,
-      authenticator: new Authenticator(config.auth, store.apiKeys),
-      cursors: new CursorCodec(await store.serverSecret()),
-      metrics,
-      catalogue: catalogueOf(parts),
       log,
+      metrics: new Registry(),
+      cursors: new CursorCodec(await store.serverSecret()),
       jobs,
-      webhooks,
+      lifecycle: new Lifecycle(),
+      resources,
+      eventTypes: parts.flatMap(p => p.eventTypes ?? []),
+      services: made as Services,
+    }
+    for (const part of parts) Object.assign(made, await part.services?.(ctx))
+    Object.freeze(made)
+    for (const part of parts) for (const job of part.jobs?.(ctx) ?? []) jobs.add(job)
+    return Object.freeze({
+      ...ctx,
+      parts,
+      authenticator: new Authenticator(config.auth, store.apiKeys),
+      catalogue: catalogueOf(parts),
+      jobs,
       inFlight: new InFlight(),
-      services,
-      lifecycle,
     })
   } catch (err) {
     if (overrides.store === undefined) await store.close().catch(() => {})
@@ -150,25 +138,12 @@ function loggerOf (config: Config, override: ContextOverrides['logger']): Fastif
   return stream === undefined ? pino(opts) : pino(opts, stream)
 }
 
-/** The outbox's sender the parts bring (one at most), or one that sends nothing when none does. */
-function outboxOf (parts: readonly Part[], ctx: OutboxContext): WebhookOutbox {
-  const makers = parts.flatMap(p => p.outbox === undefined ? [] : [p])
-  if (makers.length > 1) throw new Error(`two parts bring the webhook outbox: ${makers.map(p => p.name).join(', ')}`)
-  return makers[0]?.outbox?.(ctx) ?? { start: () => {}, stop: async () => {}, wake: () => {} }
-}
-
-/** How often the webhook outbox looks for due deliveries: the shortest any resource asks for. */
-function outboxPollMs (config: Config, parts: readonly Part[]): number {
-  const asked = parts.flatMap(r => r.outboxPollMs?.(config) ?? [])
-  return asked.length === 0 ? DEFAULT_OUTBOX_POLL_MS : Math.min(...asked)
-}
-
 /** The catalogue of the core and `parts` (the registry's unless given), in their order. */
 export function catalogueOf (parts: readonly Part[] = PARTS): Catalogue {
-  return buildCatalogue(parts)
+  return buildCatalogue(withFacilityRoutes(parts))
 }
 
 /** The scopes a credential can carry: each resource's, and `admin`, which alone permits everything. */
 export function knownScopes (parts: readonly Part[] = PARTS): string[] {
-  return [...parts.flatMap(r => r.scopes ?? []), 'admin']
+  return [...withFacilityRoutes(parts).flatMap(r => r.scopes ?? []), 'admin']
 }

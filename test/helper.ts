@@ -13,7 +13,7 @@ import { generateApiKey } from '../src/http/auth.ts'
 import { buildMetricsApp } from '../src/http/metrics.ts'
 import { type Job, JobRunner } from '../src/jobs/job.ts'
 import { type AppContext, createContext, loadConfig, openStore } from '../src/context.ts'
-import type { Part, Resource } from '../src/http/resources.ts'
+import type { Facility, Part, Resource } from '../src/http/resources.ts'
 import { FACILITIES, RESOURCES } from '../src/registry.ts'
 import type { Store } from '../src/store/store.ts'
 import { validateResponse } from './openapi-validator.ts'
@@ -153,7 +153,7 @@ export interface TestAppOptions {
   /** The resources to serve instead of the registry's (a fixture resource beside them). */
   resources?: readonly Resource[]
   /** The facilities instead of the registry's (a fixture facility beside them). */
-  facilities?: readonly Part[]
+  facilities?: readonly Facility[]
 }
 
 /** The settings of a test's app on database `url`: silent unless TEST_LOG is set, no bootstrap key, no shedding; `env` overrides. */

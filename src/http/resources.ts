@@ -5,7 +5,7 @@ import type { Registry } from 'prom-client'
 import type { CatalogueDeclarations } from '../catalogue.ts'
 import type { Config, SettingsSection } from '../config.ts'
 import type { Viewer } from '../domain/principal.ts'
-import type { Background, Job, JobWaker, WebhookOutbox } from '../jobs/job.ts'
+import type { Job, JobWaker } from '../jobs/job.ts'
 import type { Lifecycle } from '../jobs/lifecycle.ts'
 import type { StoreModule } from '../store/module.ts'
 import type { ListPage, ListQuery, Repositories, Store, UnitOfWork } from '../store/store.ts'
@@ -13,24 +13,38 @@ import { declareRepresentation } from './conditional.ts'
 import type { CursorCodec } from './paging.ts'
 import { API_VERSIONS, type ApiVersion, DEFAULT_VERSION, vendorMediaType } from './versioning.ts'
 
-/** What a resource's routes get for the version they are registered for. */
-export interface ResourceContext {
-  readonly version: ApiVersion
+/**
+ * What every part's `services`, `jobs` and routes get: the composition root's (src/context.ts),
+ * made once. Routes get it with what their version adds (`RouteContext`).
+ */
+export interface PartContext {
   readonly config: Config
   readonly store: Store
+  /** The service's logger: a part logs through a child of it (`log.child({ component: 'tickets' })`). */
+  readonly log: FastifyBaseLogger
+  /** The app's Prometheus registry: a part adds its counters here. */
+  readonly metrics: Registry
   readonly cursors: CursorCodec
-  /** Wakes a job after a commit that gave it work. */
+  /** Wakes a job by name after a commit that gave it work (`jobs.wake('reminders')`). */
   readonly jobs: JobWaker
-  /** The webhook outbox's sender: `wake()` after a commit that queued a delivery. */
-  readonly webhooks: WebhookOutbox
-  /** What the parts' `services` made (the composition root made them once, before any route). */
-  readonly services: Services
-  /** Compiles against every shared schema: `bodies.getSchema('CreateTicketBody')` validates a whole body. */
-  readonly bodies: Ajv
+  /** What its services do at the app's close (closing, closed): work to start is a job. */
+  readonly lifecycle: Lifecycle
+  /** Every resource served, the registry's then the facilities' (a part may use another's declared capability, never its code). */
+  readonly resources: readonly Resource[]
   /** Every event type the registered parts raise, in the registry's order. */
   readonly eventTypes: readonly string[]
-  /** Every registered resource (a route may use another's declared capability, never its code). */
-  readonly resources: readonly Resource[]
+  /**
+   * What the parts' `services` made. While they are made, it holds those of the parts before (in
+   * the registry's order); jobs and routes see them all.
+   */
+  readonly services: Services
+}
+
+/** What a resource's routes get for the version they are registered for. */
+export interface RouteContext extends PartContext {
+  readonly version: ApiVersion
+  /** Compiles against every shared schema: `bodies.getSchema('CreateTicketBody')` validates a whole body. */
+  readonly bodies: Ajv
   /**
    * A route's options with what every versioned route needs: the router constraint that picks
    * this version, `config.apiVersion`, the media types it produces, and whether the OpenAPI
@@ -46,9 +60,9 @@ export interface ResourceContext {
 /**
  * A part of the service, declared in its own folder and listed by `src/registry.ts`: what it adds
  * to the catalogue (`problems`, `fieldCodes`, `messages`), its settings, event types, scopes and
- * tables, the services it needs and its background work. The composition root (src/context.ts)
- * puts every part's declarations together, in the registry's order. A facility is a part that
- * serves no routes of its own; a resource (below) is a part with routes.
+ * tables, the services it needs and its jobs. The composition root (src/context.ts) puts every
+ * part's declarations together, in the registry's order. A resource (below) is a part with
+ * routes; a facility (below) is a part the core and the other parts use, which may serve routes.
  *
  * @example
  * export const remindersFacility: Part = { name: 'reminders', settings, store, eventTypes: ['reminder.sent'], problems, jobs }
@@ -62,22 +76,31 @@ export interface Part extends CatalogueDeclarations {
   readonly scopes?: readonly string[]
   /** Its settings, read and checked with the core's into `config[settings.name]` (src/config.ts). */
   readonly settings?: SettingsSection
-  /**
-   * How often the webhook outbox looks for due deliveries, when the part sets it: the outbox takes
-   * the shortest any part asks for, 500 ms when none does.
-   */
-  outboxPollMs? (config: Config): number
-  /** The webhook outbox's sender, made once per instance by the one part that brings it. */
-  outbox? (ctx: OutboxContext): WebhookOutbox
   /** Its tables and repository, when it brings any (the store opens every registered part's). */
   readonly store?: StoreModule | readonly StoreModule[]
   /**
    * What it needs beside its routes and jobs (a hub, a scheduler, a storage): made once by the
    * composition root (src/context.ts), before any route or job, and handed to them as `services`.
    */
-  services? (ctx: ServicesContext): Partial<Services> | Promise<Partial<Services>>
-  /** Work it does outside requests, run on every instance from start to close (src/jobs). */
-  jobs? (ctx: JobContext): readonly Job[]
+  services? (ctx: PartContext): Partial<Services> | Promise<Partial<Services>>
+  /**
+   * The work it does outside requests (src/jobs/job.ts): each job declared once, with its poll,
+   * its lease and its stop; run from the app's start to its close, woken by name (`jobs.wake`).
+   */
+  jobs? (ctx: PartContext): readonly Job[]
+}
+
+/**
+ * A part the core and the other parts use (the event log and webhooks): its folder's `index.ts` is
+ * its one face. It may serve routes, as the resources it carries: they are served, documented and
+ * linked from the API index like the registry's, but the registry lists only resources.
+ *
+ * @example
+ * export const eventsFacility: Facility = { name: 'event-log', store, jobs, resources: [webhooksResource, eventsResource] }
+ */
+export interface Facility extends Part {
+  /** Its HTTP faces, each made as a resource is. */
+  readonly resources?: readonly Resource[]
 }
 
 /**
@@ -95,9 +118,9 @@ export interface Resource extends Part {
   readonly webhooks?: Readonly<Record<string, unknown>>
   /** Its `$id` schemas; made from what the registered parts declare when they depend on it (`SchemasContext`). */
   readonly schemas: readonly TSchema[] | ((ctx: SchemasContext) => readonly TSchema[])
-  routes (app: FastifyInstance, ctx: ResourceContext): Promise<void>
+  routes (app: FastifyInstance, ctx: RouteContext): Promise<void>
   /** Routes the same in every version (a feed), registered once, unprefixed; `/vN/…` aliases are rewritten onto them. */
-  unversionedRoutes? (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store, readonly services: Services }): Promise<void>
+  unversionedRoutes? (app: FastifyInstance, ctx: PartContext): Promise<void>
   /** The paths `unversionedRoutes` answer (`/feed.atom`; `*`: any rest), whose `/vN/…` aliases are rewritten. */
   readonly unversionedPaths?: readonly string[]
   /** Further links of the API index, by relation (`feed_atom: '/feed.atom'`). */
@@ -169,10 +192,8 @@ export interface ImageHolder {
   holds (store: Repositories, id: string): Promise<boolean>
 }
 
-/** What the registered resources declare that a resource's schemas may name (a subscription's events). */
-export interface SchemasContext {
-  readonly eventTypes: readonly string[]
-}
+/** What the registered parts declare that a resource's schemas may name (a subscription's events). */
+export type SchemasContext = Pick<PartContext, 'eventTypes'>
 
 /** A resource's schemas, given every event type the registered parts raise. */
 export function schemasOf (resource: Resource, eventTypes: readonly string[]): readonly TSchema[] {
@@ -184,46 +205,6 @@ export function schemasOf (resource: Resource, eventTypes: readonly string[]): r
  * (`interface Services { readonly eventStreams: StreamHub }`), as a store module adds its repository.
  */
 export interface Services {}
-
-/** What the webhook outbox's sender is made with: `pollMs`, the shortest any part asks for. */
-export interface OutboxContext {
-  readonly config: Config
-  readonly store: Store
-  readonly log: FastifyBaseLogger
-  readonly metrics: Registry
-  readonly pollMs: number
-}
-
-/** What a resource's services are made with. */
-export interface ServicesContext {
-  readonly config: Config
-  readonly store: Store
-  readonly log: FastifyBaseLogger
-  /** The app's Prometheus registry. */
-  readonly metrics: Registry
-  /** Where a resource hands its background work (a sender, a scheduler): run on the instances that run it (BACKGROUND_WORK). */
-  readonly background: Background
-  /** The webhook outbox's sender. */
-  readonly webhooks: WebhookOutbox
-  /** Work at the app's turns (ready, closing, closed) that is not background work. */
-  readonly lifecycle: Lifecycle
-}
-
-/** What a resource's jobs are made with. */
-export interface JobContext {
-  readonly config: Config
-  readonly store: Store
-  readonly log: FastifyBaseLogger
-  /** The app's Prometheus registry: a job adds its counters here. */
-  readonly metrics: Registry
-  readonly jobs: JobWaker
-  /** The core's webhook sender: `wake()` after a commit that queued a delivery. */
-  readonly webhooks: WebhookOutbox
-  /** Every registered resource (a job may use another's declared capability, never its code). */
-  readonly resources: readonly Resource[]
-  /** What the parts' `services` made. */
-  readonly services: Services
-}
 
 /**
  * Rows another resource writes out whole, one per line: read in id order by keyset pages (as an admin reads
@@ -295,47 +276,29 @@ export interface Importable {
   write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config, images?: ImageCatalogue): Promise<ImportableOutcome[]>
 }
 
-/** What the routes are registered with: the composition root's (src/context.ts). */
-export interface ResourcesContext {
-  readonly resources: readonly Resource[]
-  /** Every event type the registered parts raise. */
-  readonly eventTypes: readonly string[]
-  readonly config: Config
-  readonly store: Store
-  readonly cursors: CursorCodec
-  readonly jobs: JobWaker
-  readonly webhooks: WebhookOutbox
-  readonly services: Services
-}
-
 export interface ResourcesOptions {
   readonly bodies: Ajv
   /** Versioned routes that are not a resource (the API index), registered alongside. */
-  readonly alongside?: readonly ((app: FastifyInstance, ctx: ResourceContext) => Promise<void>)[]
+  readonly alongside?: readonly ((app: FastifyInstance, ctx: RouteContext) => Promise<void>)[]
 }
 
 const NO_QUERY = Type.Object({}, { additionalProperties: false })
 
 /** Registers every resource once per API version, unprefixed (negotiated by Accept) and under `/vN`. */
-export async function registerResources (app: FastifyInstance, parts: ResourcesContext, opts: ResourcesOptions): Promise<void> {
-  const { eventTypes } = parts
+export async function registerResources (app: FastifyInstance, parts: PartContext, opts: ResourcesOptions): Promise<void> {
+  const { config, store, log, metrics, cursors, jobs, lifecycle, resources, eventTypes, services } = parts
+  // Only what a part's context holds, whatever else `parts` carries (the app's whole context).
+  const shared: PartContext = { config, store, log, metrics, cursors, jobs, lifecycle, resources, eventTypes, services }
   for (const resource of parts.resources) declareRepresentation(resource.name, schemasOf(resource, eventTypes))
-  for (const resource of parts.resources) await resource.unversionedRoutes?.(app, parts)
+  for (const resource of parts.resources) await resource.unversionedRoutes?.(app, shared)
   for (const version of API_VERSIONS) {
     for (const prefix of ['', `/v${version}`]) {
       const documented = prefix === '' ? version === DEFAULT_VERSION : version !== DEFAULT_VERSION
       const produces = ['application/json', vendorMediaType(version)]
-      const ctx: ResourceContext = {
+      const ctx: RouteContext = {
+        ...shared,
         version,
-        config: parts.config,
-        store: parts.store,
-        cursors: parts.cursors,
-        jobs: parts.jobs,
-        webhooks: parts.webhooks,
-        services: parts.services,
         bodies: opts.bodies,
-        eventTypes,
-        resources: parts.resources,
         route: ({ config, schema }) => ({
           constraints: { apiVersion: String(version) },
           config: { ...(config ?? {}), apiVersion: version } as never,

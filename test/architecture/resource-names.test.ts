@@ -8,22 +8,14 @@ import { RESOURCES } from '../../src/registry.ts'
 /**
  * Issue 21's "one shape for every resource": outside `src/resources/`, the source names no
  * registered resource (its code, its texts, its comments), so that a resource is its folder and
- * its line in the registry. The names are the registry's; what may still name one is listed below,
- * each with its reason (docs/resources.md, "What stays in the core, and why").
+ * its line in the registry. The names are the registry's, every one of them (a facility's routes
+ * are its own, not the registry's resources); what may still name one is listed below, each with
+ * its reason (docs/resources.md, "What stays in the core, and why").
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const SRC = path.join(ROOT, 'src')
 /** The parts' folders: the resources', the facilities'. */
 const PART_FOLDERS = [path.join(SRC, 'resources'), path.join(SRC, 'facilities')]
-
-/**
- * Resources whose names are also the words of what the core offers every part and the events
- * facility (src/facilities/events/) implements: the event log a unit of work records into
- * (`uow.events`, `EventStore`), the event types a part declares (`eventTypes`), the webhook outbox
- * (`ctx.webhooks`, `WebhookOutbox`, OpenAPI's `webhooks`), and the frozen migrations that made
- * their tables (`core/0001-events`, `core/0003-delivery-queues`).
- */
-const CORE_FACILITIES = new Set(['events', 'webhooks'])
 
 /** Words that hold a resource's name but mean another thing. */
 const FOREIGN_WORDS = new Set([
@@ -92,7 +84,7 @@ export function resourceNamesOutsideResources (names: readonly string[]): string
 }
 
 describe('resource names outside src/resources/', () => {
-  const names = RESOURCES.map(r => r.name).filter(n => !CORE_FACILITIES.has(n))
+  const names = RESOURCES.map(r => r.name)
 
   it('reads the names from the registry', () => {
     assert.ok(names.length >= 3, names.join(', '))

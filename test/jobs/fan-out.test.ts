@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pino from 'pino'
 import { eventJson } from '../../src/facilities/events/events.ts'
 import { FanOut } from '../../src/facilities/events/fan-out.ts'
-import { storeKinds } from '../helper.ts'
+import { runnerOf, storeKinds } from '../helper.ts'
 import { useFreshStore } from '../store/store-helper.ts'
 
 const event = (n: number) => ({ type: 'post.created', data: { n }, owner: 'alice', public: false })
@@ -16,8 +16,8 @@ for (const kind of await storeKinds()) {
     /** One fan-out run with EVENTS_RETENTION_H 0: every event fanned out is past retention. */
     const pruneOnce = async () => {
       const before = await f.store.events.prunedThrough()
-      const fanOut = new FanOut({ store: f.store, log: pino({ level: 'silent' }), pollMs: 60_000, retentionH: 0, queued: () => {} })
-      fanOut.start()
+      const fanOut = runnerOf(new FanOut({ store: f.store, log: pino({ level: 'silent' }), pollMs: 60_000, retentionH: 0, queued: () => {} }))
+      await fanOut.start()
       for (let i = 0; i < 200 && await f.store.events.prunedThrough() === before; i++) await sleep(10)
       await fanOut.stop()
     }

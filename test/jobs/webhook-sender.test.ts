@@ -10,6 +10,7 @@ import { Counter, Registry } from 'prom-client'
 import { randomBytes } from 'node:crypto'
 import { Webhook } from 'standardwebhooks'
 import { retryDelay, WebhookSender, WebhookSigner } from '../../src/facilities/events/webhook-sender.ts'
+import { runnerOf } from '../helper.ts'
 import { type FreshStore, freshStore } from '../store/store-helper.ts'
 import { until } from '../support/poll.ts'
 
@@ -44,7 +45,7 @@ describe('WebhookSender', () => {
 
   function sender (opts: { allowLoopback: boolean, maxAttempts: number, timeoutMs?: number }) {
     const attempts = new Counter({ name: 'attempts', help: 'attempts', labelNames: ['outcome'], registers: [new Registry()] })
-    const s = new WebhookSender({ store: f.store, log: pino({ level: 'silent' }), secret: SECRET, retryBaseMs: 10, pollMs: 20, timeoutMs: opts.timeoutMs ?? 2000, attempts, ...opts })
+    const s = runnerOf(new WebhookSender({ store: f.store, log: pino({ level: 'silent' }), secret: SECRET, retryBaseMs: 10, pollMs: 20, timeoutMs: opts.timeoutMs ?? 2000, attempts, ...opts }))
     return { s, attempts }
   }
 
@@ -180,7 +181,7 @@ describe('WebhookSender: connections to receivers', () => {
 
   function sender (timeoutMs = 2000) {
     const attempts = new Counter({ name: 'attempts', help: 'attempts', labelNames: ['outcome'], registers: [new Registry()] })
-    const s = new WebhookSender({ store: f.store, log: pino({ level: 'silent' }), secret: SECRET, retryBaseMs: 10, pollMs: 20, timeoutMs, attempts, allowLoopback: true, maxAttempts: 1 })
+    const s = runnerOf(new WebhookSender({ store: f.store, log: pino({ level: 'silent' }), secret: SECRET, retryBaseMs: 10, pollMs: 20, timeoutMs, attempts, allowLoopback: true, maxAttempts: 1 }))
     return { s, attempts }
   }
 

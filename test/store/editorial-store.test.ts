@@ -7,7 +7,7 @@ import { PostService } from '../../src/resources/posts/post-service.ts'
 import { SCHEDULE_CHANNEL } from '../../src/resources/posts/schedule.ts'
 import { PublishScheduler } from '../../src/resources/posts/publish-scheduler.ts'
 import type { Store } from '../../src/store/store.ts'
-import { storeKinds } from '../helper.ts'
+import { runnerOf, storeKinds } from '../helper.ts'
 import { useFreshStore } from './store-helper.ts'
 
 const alice: Principal = { subject: 'alice', scopes: new Set(['posts:write']), kind: 'jwt' }
@@ -139,7 +139,7 @@ for (const kind of await storeKinds()) {
 
     it('runs a scheduler that publishes what is due at start (caught up after downtime) and sleeps until the next due time', async () => {
       const missed = await scheduled(-5000, 'missed while down')
-      const scheduler = new PublishScheduler({ store, log: silent, revisionsKeep: 50, rescanMs: 60_000 })
+      const scheduler = runnerOf(new PublishScheduler({ store, log: silent, revisionsKeep: 50, rescanMs: 60_000 }))
       await scheduler.start()
       try {
         for (let i = 0; i < 200 && (await store.posts.findById(missed.id, null)) === null; i++) await sleep(25)

@@ -1,11 +1,10 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { Gauge } from 'prom-client'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
-import type { Resource, ResourceContext, Services, ServicesContext } from '../../http/resources.ts'
+import type { Resource, RouteContext } from '../../http/resources.ts'
 import { COMMON_ERRORS, problemResponses } from '../../http/schemas.ts'
-import { EventStream, StreamHub } from './stream-hub.ts'
+import { EventStream, type StreamHub } from './stream-hub.ts'
 
 declare module '../../http/resources.ts' {
   interface Services {
@@ -50,7 +49,7 @@ function resumeAfter (header: string | string[] | undefined, query: string | und
 }
 
 /** Change stream: `GET /events` as Server-Sent Events. */
-async function eventRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+async function eventRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
   app.get<{ Querystring: { after?: string, types?: string } }>('/events', ctx.route({
     config: { requiresCredential: true, longLived: true },
     schema: {
@@ -97,16 +96,6 @@ async function eventRoutes (app: FastifyInstance, ctx: ResourceContext): Promise
   })
 }
 
-/** One reader of the log for all of this instance's streams; streams end when the app closes. */
-function eventServices ({ config, store, log, metrics, lifecycle }: ServicesContext): Partial<Services> {
-  const gauge = new Gauge({ name: 'event_streams_open', help: 'Change streams (GET /events) open on this instance', registers: [metrics] })
-  const hub = new StreamHub(store, log.child({ component: 'event-streams' }), config.eventLog.eventsPollMs, open => { gauge.set(open) })
-  lifecycle.onReady(() => { hub.start() })
-  // Before the server stops accepting: open streams would otherwise hold the close until its grace runs out.
-  lifecycle.onClosing(async () => { await hub.stop() })
-  return { eventStreams: hub }
-}
-
 export const eventsResource: Resource = {
   name: 'events',
   description: 'The change stream: every event you may see, as Server-Sent Events',
@@ -114,5 +103,4 @@ export const eventsResource: Resource = {
   indexed: false,
   schemas: [],
   routes: eventRoutes,
-  services: eventServices,
 }

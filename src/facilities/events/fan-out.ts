@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { v7 as uuidv7 } from 'uuid'
 import type { Viewer } from '../../domain/principal.ts'
-import { PollLoop } from '../../jobs/loop.ts'
+import type { PolledJob } from '../../jobs/job.ts'
 import type { Store, StoredEvent } from '../../store/store.ts'
 import type { NewDelivery } from './store.ts'
 import type { Subscription } from './subscriptions-store.ts'
@@ -14,6 +14,9 @@ export interface FanOutOptions {
   /** Called after a commit that queued deliveries. */
   readonly queued: () => void
 }
+
+/** The fan-out's job name: wake it after a commit that recorded an event for it (a ping). */
+export const WEBHOOK_FAN_OUT_JOB = 'webhook-fan-out'
 
 /** Events read per unit of work. */
 const BATCH = 200
@@ -37,19 +40,16 @@ function wants (s: Subscription, e: Omit<StoredEvent, 'data'>): boolean {
  * Also applies retention: events older than EVENTS_RETENTION_H (once fanned out), finished
  * deliveries as old, and the previous secrets of rotations older than 24 h.
  */
-export class FanOut {
-  private readonly loop: PollLoop
+export class FanOut implements PolledJob {
+  readonly name = WEBHOOK_FAN_OUT_JOB
+  readonly pollMs: number
   private lastPrune = 0
 
   constructor (private readonly opts: FanOutOptions) {
-    this.loop = new PollLoop('webhook-fan-out', opts.pollMs, opts.log, async () => await this.tick())
+    this.pollMs = opts.pollMs
   }
 
-  start (): void { this.loop.start() }
-  wake (): void { this.loop.wake() }
-  async stop (): Promise<void> { await this.loop.stop() }
-
-  private async tick (): Promise<boolean> {
+  async tick (): Promise<boolean> {
     const now = new Date()
     const { read, queued, more } = await this.opts.store.transaction(async uow => {
       const position = await uow.events.claimFanOut()

@@ -1,14 +1,13 @@
 import { Counter, Gauge } from 'prom-client'
-import type { OutboxContext } from '../../http/resources.ts'
-import type { WebhookOutbox } from '../../jobs/job.ts'
+import type { PartContext } from '../../http/resources.ts'
 import { WebhookSender } from './webhook-sender.ts'
 
 /**
- * The webhook outbox's sender, one per instance, shared by every resource that queues webhooks,
- * with its metrics: attempts by outcome, and the backlog (pending deliveries, the oldest one's age)
+ * The webhook outbox's sender, one job per instance, shared by every part that queues webhooks
+ * (woken by WEBHOOK_DELIVERIES_JOB), with its metrics: attempts by outcome, and the backlog (pending deliveries, the oldest one's age)
  * read from the store when scraped, so every instance reports the deployment's queue.
  */
-export function webhookOutbox ({ config, store, metrics, log, pollMs }: OutboxContext): WebhookOutbox {
+export function webhookSender ({ config, store, metrics, log }: PartContext): WebhookSender {
   const attempts = new Counter({
     name: 'webhook_delivery_attempts_total',
     help: 'Webhook delivery attempts by outcome: delivered (succeeded), retry (failed, tried again later), failed (given up); their sum is the attempts made',
@@ -38,13 +37,15 @@ export function webhookOutbox ({ config, store, metrics, log, pollMs }: OutboxCo
   }))
   return new WebhookSender({
     store,
-    log,
+    log: log.child({ component: 'webhooks' }),
     secret: config.eventLog.webhookSecret,
     allowLoopback: config.eventLog.webhookAllowLoopback,
     timeoutMs: config.eventLog.webhookTimeoutMs,
     maxAttempts: config.eventLog.webhookMaxAttempts,
     retryBaseMs: config.eventLog.webhookRetryBaseMs,
-    pollMs,
+    // Deliveries are woken by the commits that queue them, and a retry by its own time: the poll
+    // only finds what another instance's sender gave back.
+    pollMs: config.eventLog.eventsPollMs,
     attempts,
   })
 }

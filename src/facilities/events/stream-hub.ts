@@ -1,7 +1,6 @@
 import type { ServerResponse } from 'node:http'
-import type { FastifyBaseLogger } from 'fastify'
 import { isAdmin, type Principal } from '../../domain/principal.ts'
-import { PollLoop } from '../../jobs/loop.ts'
+import type { PolledJob } from '../../jobs/job.ts'
 import type { Store, StoredEvent } from '../../store/store.ts'
 import { eventJson } from './events.ts'
 
@@ -90,33 +89,39 @@ export class EventStream {
  * The instance's reader of the event log for its open streams: one query every EVENTS_POLL_MS
  * whoever and however many are listening (polling, on both databases: events committed on any
  * instance reach every instance's streams within one poll; see docs/events.md), and one heartbeat
- * timer for all of them.
+ * timer for all of them. Its reading is a job of this instance's own (`job`), run on every
+ * instance, background work or not: its streams are its own.
  */
 export class StreamHub {
   private readonly streams = new Set<EventStream>()
   private cursor = 0
-  private readonly loop: PollLoop
   private heartbeat: NodeJS.Timeout | null = null
   private joining: Promise<void> | null = null
+  /** The reading of the log, every `pollMs`, with the heartbeat beside it. */
+  readonly job: PolledJob
 
-  constructor (private readonly store: Store, log: FastifyBaseLogger, pollMs: number, private readonly changed: (open: number) => void) {
-    this.loop = new PollLoop('event-streams', pollMs, log, async () => await this.tick())
+  constructor (private readonly store: Store, pollMs: number, private readonly changed: (open: number) => void) {
+    this.job = {
+      name: 'event-streams',
+      pollMs,
+      runsOn: 'instance',
+      start: () => {
+        this.heartbeat = setInterval(() => { for (const s of this.streams) s.write(': keep-alive\n\n') }, HEARTBEAT_MS)
+        this.heartbeat.unref()
+      },
+      tick: async () => await this.tick(),
+      stop: async () => { this.end() },
+    }
   }
 
   get open (): number { return this.streams.size }
 
-  start (): void {
-    this.loop.start()
-    this.heartbeat = setInterval(() => { for (const s of this.streams) s.write(': keep-alive\n\n') }, HEARTBEAT_MS)
-    this.heartbeat.unref()
-  }
-
   /** Ends every stream (shutdown): clients reconnect elsewhere with Last-Event-ID. */
-  async stop (): Promise<void> {
+  end (): void {
     if (this.heartbeat !== null) clearInterval(this.heartbeat)
+    this.heartbeat = null
     for (const s of this.streams) s.res.end()
     this.streams.clear()
-    await this.loop.stop()
   }
 
   /** The newest event id: a stream without a position starts after it. */

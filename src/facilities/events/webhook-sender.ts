@@ -5,7 +5,8 @@ import https from 'node:https'
 import { isIP } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
-import { PollLoop } from '../../jobs/loop.ts'
+import type { LeasedJob, Lease } from '../../jobs/job.ts'
+import type { HeldLease } from '../../jobs/lease.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
 import { addressAllowed, classifyAddress, guardedLookup } from './callback-url.ts'
 import type { WebhookDelivery } from './store.ts'
@@ -36,6 +37,7 @@ export interface WebhookSenderOptions {
   readonly timeoutMs: number
   readonly maxAttempts: number
   readonly retryBaseMs: number
+  /** The longest it sleeps without looking for due deliveries (a wake, or a retry falling due, ends it sooner). */
   readonly pollMs: number
   /** Counts attempts by outcome: delivered, retry, failed. */
   readonly attempts: Counter<'outcome'>
@@ -93,14 +95,24 @@ export function retryDelay (attempt: number, baseMs: number, random = Math.rando
   return Math.floor(random() * Math.min(MAX_DELAY_MS, baseMs * 2 ** (attempt - 1)))
 }
 
+/** The sender's job name: wake it after a commit that queued a delivery. */
+export const WEBHOOK_DELIVERIES_JOB = 'webhook-deliveries'
+
 /**
- * Sends the webhook outbox: claims due deliveries (several instances share the work, each delivery
+ * Sends the webhook outbox, as a job of this instance: claims due deliveries (several instances share the work, each delivery
  * is held by one at a time), POSTs them signed per Standard Webhooks, and retries failures with
  * exponential backoff and jitter until delivered or `maxAttempts` is reached. At least once: the
  * `Webhook-Id` stays the same on every attempt so receivers can drop duplicates.
  */
-export class WebhookSender {
-  private readonly loop: PollLoop
+export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
+  readonly name = WEBHOOK_DELIVERIES_JOB
+  /**
+   * A batch is held a little longer than one attempt may take, so no other sender takes it
+   * meanwhile; an attempt's timeout bounds the run, so the lease is never renewed.
+   */
+  readonly lease: Lease<WebhookDelivery[]>
+  /** When the earliest retry this sender wrote falls due: it sleeps until then rather than a whole poll. */
+  private nextRetry = Infinity
   private readonly signer: WebhookSigner | null
   private subscriptions: SubscriptionTargets | null = null
   /** Connections to receivers, kept for the next delivery; an idle one is closed after IDLE_MS. */
@@ -114,34 +126,45 @@ export class WebhookSender {
 
   constructor (private readonly opts: WebhookSenderOptions) {
     this.signer = opts.secret === null ? null : new WebhookSigner(opts.secret)
-    this.loop = new PollLoop('webhooks', opts.pollMs, opts.log, async signal => await this.tick(signal))
+    this.lease = { ms: opts.timeoutMs + 5_000 }
+  }
+
+  /** Asked before each sleep: until the earliest retry it wrote falls due, at most a poll. */
+  readonly pollMs = (): number => {
+    const wait = this.nextRetry - Date.now()
+    if (wait > this.opts.pollMs) return this.opts.pollMs
+    this.nextRetry = Infinity
+    return Math.max(0, wait)
   }
 
   /** Lets the sender deliver subscriptions' deliveries (the webhooks resource registers itself). */
   serveSubscriptions (targets: SubscriptionTargets): void { this.subscriptions = targets }
-  start (): void { this.loop.start() }
-  wake (): void { this.loop.wake() }
 
-  /** Ends after the batch in flight, whose outcomes are written before this resolves. */
-  async stop (): Promise<void> {
-    await this.loop.stop()
-    if (this.settled.length > 0) await this.settle(null)
-    this.agents.http.destroy()
-    this.agents.https.destroy()
+  /**
+   * One unit of work: writes what the last batch's attempts got, then claims the next batch, or
+   * null when none is due. A batch holds a bounded share of each subscription's queue: while any
+   * was claimed, more may be waiting behind it, and the runner claims again at once.
+   */
+  async claim (now: Date, leaseMs: number): Promise<WebhookDelivery[] | null> {
+    const due = await this.settle(now, leaseMs)
+    return due.length === 0 ? null : due
   }
 
-  private async tick (signal: AbortSignal): Promise<boolean> {
+  /** The batch's attempts; what they got is written with the next claim (or at the stop). */
+  async run (due: WebhookDelivery[], held: HeldLease): Promise<void> {
     // Each attempt listens for the stop: a batch's worth of listeners is expected.
-    setMaxListeners(2 * BATCH, signal)
-    const due = await this.settle(signal)
+    setMaxListeners(2 * BATCH, held.signal)
     // A subscription's target is read (and its secrets opened) once per batch; its deliveries wait
     // on the same promise, so they go on, and start, in the batch's (event) order.
     const targets = new Map<number, Promise<Target | null>>()
-    await Promise.all(due.map(async d => { this.settled.push(await this.attempt(d, targets, signal)) }))
-    // A batch holds a bounded share of each subscription's queue: while any was claimed, more may be
-    // waiting behind it, so look again at once rather than after a poll (which also writes what
-    // this batch's attempts got).
-    return due.length > 0
+    await Promise.all(due.map(async d => { this.settled.push(await this.attempt(d, targets, held.signal)) }))
+  }
+
+  /** After the batch in flight: its outcomes are written before this resolves. */
+  async stop (): Promise<void> {
+    if (this.settled.length > 0) await this.settle(null, 0)
+    this.agents.http.destroy()
+    this.agents.https.destroy()
   }
 
   /**
@@ -151,15 +174,14 @@ export class WebhookSender {
    * Until written, a delivery is held by its lease; an instance that dies first leaves it to be
    * sent again when the lease ends (at least once, the same `webhook-id`).
    */
-  private async settle (signal: AbortSignal | null): Promise<WebhookDelivery[]> {
+  private async settle (now: Date | null, leaseMs: number): Promise<WebhookDelivery[]> {
     const outcomes = this.settled.splice(0)
     let due: WebhookDelivery[]
     try {
       due = await this.opts.store.transaction(async uow => {
         await this.record(uow, outcomes)
-        if (signal === null || signal.aborted) return []
-        // Held a little longer than one attempt may take, so no other sender takes it meanwhile.
-        return await uow.webhooks.claimDue(new Date(), this.opts.timeoutMs + 5_000, BATCH)
+        if (now === null) return []
+        return await uow.webhooks.claimDue(now, leaseMs, BATCH)
       })
     } catch (err) {
       // Written with the next try (the loop backs off while the store fails).
@@ -207,8 +229,10 @@ export class WebhookSender {
     // even when the level is off).
     const fields = { webhook_delivery: o.d.id, export_id: o.d.exportId, subscription_id: o.d.webhookId, event_id: o.d.eventId, attempt: o.d.attempts }
     if (o.kind === 'delivered') this.opts.log.info({ ...fields, status: o.status }, 'webhook delivered')
-    else if (o.kind === 'retry') this.opts.log.warn({ ...fields, error: o.error, retry_at: o.at.toISOString() }, 'webhook attempt failed; it will be retried')
-    else this.opts.log.error({ ...fields, error: o.error }, 'webhook given up after its last attempt')
+    else if (o.kind === 'retry') {
+      this.nextRetry = Math.min(this.nextRetry, o.at.getTime())
+      this.opts.log.warn({ ...fields, error: o.error, retry_at: o.at.toISOString() }, 'webhook attempt failed; it will be retried')
+    } else this.opts.log.error({ ...fields, error: o.error }, 'webhook given up after its last attempt')
   }
 
   /** Where a delivery goes and how it is signed: a callback's own URL and WEBHOOK_SECRET, or its subscription's. */

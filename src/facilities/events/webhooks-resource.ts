@@ -7,15 +7,15 @@ import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { listHandler } from '../../http/collection.ts'
 import { preconditionOf, sendResource } from '../../http/conditional.ts'
 import { MERGE_PATCH } from '../../http/content-type.ts'
-import type { Resource, ResourceContext, Services, ServicesContext } from '../../http/resources.ts'
+import type { Resource, RouteContext } from '../../http/resources.ts'
 import { idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/write.ts'
 import { COMMON_ERRORS, EmptyBodySchema, NoContentSchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
 import type { ListQuery, Store, UnitOfWork } from '../../store/store.ts'
 import { checkCallbackUrl } from './callback-url.ts'
 import { ALL_EVENTS } from './events.ts'
-import { FanOut } from './fan-out.ts'
-import { WebhookSender } from './webhook-sender.ts'
+import { WEBHOOK_FAN_OUT_JOB } from './fan-out.ts'
+import { WEBHOOK_DELIVERIES_JOB } from './webhook-sender.ts'
 import { webhooksProblems } from './problems.ts'
 import * as S from './schemas.ts'
 import { newSecret, type SecretBox, sealingOf } from './secrets.ts'
@@ -36,14 +36,14 @@ function eventsOf (events: readonly string[]): string {
 }
 
 /** The one URL check export callbacks use too (callback-url.ts), or 422 naming `url`. */
-async function checkedUrl (url: string, ctx: ResourceContext): Promise<string> {
+async function checkedUrl (url: string, ctx: RouteContext): Promise<string> {
   const check = await checkCallbackUrl(url, ctx.config.eventLog.webhookAllowLoopback)
   if (!check.ok) throw validationFailed([fieldError('url', 'INVALID_VALUE', check.reason)])
   return url
 }
 
 /** Secrets are sealed under a key the service holds: without one (PostgreSQL, no WEBHOOK_SECRET) it can keep none. */
-function secretBox (ctx: ResourceContext): SecretBox {
+function secretBox (ctx: RouteContext): SecretBox {
   const { box } = sealingOf(ctx.config)
   if (box === null) throw new AppError('WEBHOOK_SECRET_NOT_SET')
   return box
@@ -85,7 +85,7 @@ async function attemptsEnded (store: Store, id: number, signal: AbortSignal): Pr
   await store.webhooks.deleteByWebhook(id, new Date())
 }
 
-async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+async function webhookRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
   const { version, store } = ctx
   const idName = idNameOf(version, 'webhook')
   const [Ref, ItemRef, WithSecretRef] = S.webhookRefs(version)
@@ -212,7 +212,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
   }), async (req, reply) => await answerWrite(ctx.store, req, reply, async uow => {
     const s = await find(uow, req.params.webhook_id)
     uow.events.record({ type: 'ping', data: { webhook_id: s.id }, owner: null, public: false, webhookId: s.id })
-    uow.onCommit(() => { ctx.services.webhookFanOut.wake() })
+    uow.onCommit(() => { ctx.jobs.wake(WEBHOOK_FAN_OUT_JOB) })
     return { status: 202, body: { webhook_id: s.id, type: 'ping' } }
   }))
 
@@ -245,49 +245,10 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
     if (d === null || d.webhookId !== s.id) throw new AppError('DELIVERY_NOT_FOUND', `Subscription ${s.id} has no delivery ${req.params.delivery_id}.`)
     const id = `dlv_${uuidv7()}`
     await uow.webhooks.enqueue({ id, webhookId: s.id, eventId: d.eventId, eventType: d.eventType, url: s.url, payload: d.payload }, new Date())
-    uow.onCommit(() => { ctx.webhooks.wake() })
+    uow.onCommit(() => { ctx.jobs.wake(WEBHOOK_DELIVERIES_JOB) })
     const again = await uow.webhooks.findById(id)
     return { status: 202, body: deliveryData(again!), location: `${linkBase(req)}/webhooks/${s.id}/deliveries` }
   }))
-}
-
-declare module '../../http/resources.ts' {
-  interface Services {
-    /** This instance's fan-out of events to subscriptions: `wake()` after a commit that recorded one for it. */
-    readonly webhookFanOut: { wake (): void }
-  }
-}
-
-/** The fan-out of events to deliveries, and the sender's view of subscriptions (targets, failures in a row). */
-function webhookServices ({ config, store, log: root, background, webhooks }: ServicesContext): Partial<Services> {
-  const log = root.child({ component: 'webhooks' })
-  const { box, source } = sealingOf(config)
-  // Once per start; the key itself is never logged.
-  if (source.kind === 'made' && source.now) {
-    log.info({ file: source.file }, 'made the key that seals webhook subscriptions\' secrets; back it up, apart from the database')
-  }
-  if (source.kind === 'missing') {
-    log.warn('WEBHOOK_SECRET is not set: on PostgreSQL every instance must share the key that seals webhook subscriptions\' ' +
-      'secrets, so POST /webhooks answers 409 WEBHOOK_SECRET_NOT_SET until it is set')
-  }
-  const fanOut = new FanOut({ store, log, pollMs: config.eventLog.eventsPollMs, retentionH: config.eventLog.eventsRetentionH, queued: () => { webhooks.wake() } })
-  // The outbox is this facility's own sender (eventsFacility.outbox).
-  if (!(webhooks instanceof WebhookSender)) throw new Error('webhook subscriptions need the event-log facility\'s outbox')
-  webhooks.serveSubscriptions({
-    async target (id) {
-      const s = await store.webhookSubscriptions.find(id, SYSTEM)
-      if (s === null || s.status !== 'enabled' || box === null) return null
-      const previous = s.previousSecret !== null && s.previousSecretUntil !== null && Date.parse(s.previousSecretUntil) > Date.now() ? [box.open(s.previousSecret)] : []
-      return { url: s.url, secrets: [box.open(s.secret), ...previous] }
-    },
-    async ended (uow, id, delivered) {
-      if (!await uow.webhookSubscriptions.ended(id, delivered, new Date())) return
-      await uow.webhooks.failPending(id, 'The subscription was disabled after 20 failed deliveries in a row.', new Date())
-      uow.onCommit(() => { log.warn({ subscription_id: id }, 'webhook subscription disabled: 20 deliveries in a row failed') })
-    },
-  })
-  background.run(fanOut)
-  return { webhookFanOut: { wake: () => { fanOut.wake() } } }
 }
 
 export const webhooksResource: Resource = {
@@ -297,6 +258,5 @@ export const webhooksResource: Resource = {
   problems: webhooksProblems,
   schemas: S.webhookSchemas,
   routes: webhookRoutes,
-  services: webhookServices,
   store: webhooksStore,
 }

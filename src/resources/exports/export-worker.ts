@@ -4,7 +4,8 @@ import type { Counter } from 'prom-client'
 import type { Principal } from '../../domain/principal.ts'
 import type { Exportable } from '../../http/resources.ts'
 import type { ApiVersion } from '../../http/versioning.ts'
-import type { Job } from '../../jobs/job.ts'
+import type { Lease, LeasedJob } from '../../jobs/job.ts'
+import type { HeldLease } from '../../jobs/lease.ts'
 import type { EventInput, Store, UnitOfWork } from '../../store/store.ts'
 import { exportEventType, type ExportJob, type ExportLease } from './export.ts'
 import { wxrFormat } from './wxr.ts'
@@ -39,23 +40,34 @@ const SWEEP_INTERVAL_MS = 60 * 60_000
 /** The worker's job name: wake it after committing a new export. */
 export const EXPORTS_JOB = 'exports'
 
-/** The lease was lost to another worker (ours expired): stop without writing anything more. */
-class LeaseLost extends Error {}
-
 /**
  * Runs export jobs from the store's queue, one at a time per instance. A run reads the posts in
  * id order, page by page (keyset), and stores the file (NDJSON, or WXR) in chunks as it goes: memory holds one
  * page and one chunk, whatever the number of posts. Each page's chunk and progress commit together
- * with a renewed lease; a worker that dies leaves a lease that expires, and the job is claimed again
- * (and started afresh) by any instance, until `maxAttempts` runs, after which it is failed.
+ * with a renewed lease (and the runner renews it between pages); a worker that dies leaves a lease
+ * that expires, and the job is claimed again (and started afresh) by any instance, until
+ * `maxAttempts` runs, after which it is failed.
  */
-export class ExportWorker implements Job {
+export class ExportWorker implements LeasedJob<ExportLease> {
   readonly name = EXPORTS_JOB
   readonly pollMs: number
+  readonly lease: Lease<ExportLease>
   private lastSweep = 0
 
   constructor (private readonly opts: ExportWorkerOptions) {
     this.pollMs = opts.pollMs
+    const { store, runs } = opts
+    this.lease = {
+      ms: opts.leaseMs,
+      renew: async (lease, until) => await store.exports.renew(lease, until, new Date()),
+      handBack: async lease => {
+        runs.inc({ outcome: 'interrupted' })
+        await store.exports.release(lease, null, false, new Date())
+      },
+      lost: () => { runs.inc({ outcome: 'interrupted' }) },
+      failed: async lease => { await this.failed(lease) },
+      fields: lease => ({ export_id: lease.job.id, attempt: lease.job.attempts }),
+    }
   }
 
   private async sweep (now: Date): Promise<void> {
@@ -75,62 +87,41 @@ export class ExportWorker implements Job {
     uow.onCommit(this.opts.webhookQueued)
   }
 
-  async tick (signal: AbortSignal): Promise<boolean> {
-    const now = new Date()
+  /** Gives up the jobs interrupted too often, then claims the next one. */
+  async claim (now: Date, leaseMs: number): Promise<ExportLease | null> {
     await this.sweep(now)
-    const lease = await this.opts.store.transaction(async uow => {
+    return await this.opts.store.transaction(async uow => {
       for (const job of await uow.exports.expire(now, this.opts.maxAttempts)) {
         this.opts.log.warn({ export_id: job.id, attempts: job.attempts }, 'export given up: interrupted too often')
         this.opts.runs.inc({ outcome: 'failed' })
         await this.announce(uow, job)
       }
-      return await uow.exports.claim(now, this.opts.leaseMs, this.opts.maxAttempts)
+      return await uow.exports.claim(now, leaseMs, this.opts.maxAttempts)
     })
-    if (lease === null) return false
-    await this.runJob(lease, signal)
-    return true
   }
 
-  private leaseUntil (): Date {
-    return new Date(Date.now() + this.opts.leaseMs)
+  async run (lease: ExportLease, held: HeldLease): Promise<void> {
+    this.opts.log.info({ export_id: lease.job.id, attempt: lease.job.attempts }, 'export started')
+    await this.write(lease, held)
   }
 
-  private async runJob (lease: ExportLease, signal: AbortSignal): Promise<void> {
+  /** A run failed on our side: tried again, or (its last attempt) failed with a reason the client may read. */
+  private async failed (lease: ExportLease): Promise<void> {
     const { store } = this.opts
-    const log = this.opts.log.child({ export_id: lease.job.id, attempt: lease.job.attempts })
-    log.info('export started')
-    try {
-      await this.write(lease, signal)
-    } catch (err) {
-      if (err instanceof LeaseLost) {
-        log.warn('export lease lost to another worker; this run stops')
-        this.opts.runs.inc({ outcome: 'interrupted' })
-        return
-      }
-      if (signal.aborted) {
-        // Shutting down: hand the job back at once, without counting this run against it.
-        await store.exports.release(lease, null, false, new Date()).catch(() => {})
-        log.info('export handed back to the queue: the service is stopping')
-        this.opts.runs.inc({ outcome: 'interrupted' })
-        return
-      }
-      // The client sees a reason, never the internal error (it may quote SQL): that goes to the log.
-      log.error({ err }, 'export run failed')
-      if (lease.job.attempts < this.opts.maxAttempts) {
-        await store.exports.release(lease, `Run ${lease.job.attempts} failed on the service's side; the export will be tried again.`, true, new Date())
-        this.opts.runs.inc({ outcome: 'retried' })
-      } else {
-        await store.transaction(async uow => {
-          const error = `The export failed on the service's side ${lease.job.attempts} times and was given up; the logs have the details (export_id ${lease.job.id}).`
-          const job = await uow.exports.finish(lease, { status: 'failed', error }, new Date())
-          if (job) await this.announce(uow, job)
-        })
-        this.opts.runs.inc({ outcome: 'failed' })
-      }
+    if (lease.job.attempts < this.opts.maxAttempts) {
+      await store.exports.release(lease, `Run ${lease.job.attempts} failed on the service's side; the export will be tried again.`, true, new Date())
+      this.opts.runs.inc({ outcome: 'retried' })
+      return
     }
+    await store.transaction(async uow => {
+      const error = `The export failed on the service's side ${lease.job.attempts} times and was given up; the logs have the details (export_id ${lease.job.id}).`
+      const job = await uow.exports.finish(lease, { status: 'failed', error }, new Date())
+      if (job) await this.announce(uow, job)
+    })
+    this.opts.runs.inc({ outcome: 'failed' })
   }
 
-  private async write (lease: ExportLease, signal: AbortSignal): Promise<void> {
+  private async write (lease: ExportLease, held: HeldLease): Promise<void> {
     const { store, source } = this.opts
     const job = lease.job
     // Exports are made by admins only, and an admin sees every post.
@@ -139,7 +130,7 @@ export class ExportWorker implements Job {
     const sort = [{ key: 'id' as const, direction: 'asc' as const }]
 
     const counted = await source.list(store, { filter, sort, limit: 1, count: true }, viewer)
-    if (!await store.exports.begin(lease, counted.total ?? 0, this.leaseUntil(), new Date())) throw new LeaseLost()
+    if (!await store.exports.begin(lease, counted.total ?? 0, held.until(), new Date())) held.lose()
 
     const wxr = job.format === 'wxr'
     const entry = source.entry
@@ -166,7 +157,7 @@ export class ExportWorker implements Job {
     }
 
     for (;;) {
-      signal.throwIfAborted()
+      held.signal.throwIfAborted()
       const page = await source.list(store, { filter, sort, limit: PAGE_SIZE, ...(after === undefined ? {} : { after: [after] }) }, viewer)
       const chunks: { seq: number, start: number, data: Buffer }[] = []
       for (const row of page.items) {
@@ -185,9 +176,9 @@ export class ExportWorker implements Job {
         }
         if (pendingBytes > 0) chunks.push(cut())
         await store.transaction(async uow => {
-          for (const c of chunks) if (!await uow.exports.append(lease, c, exported, this.leaseUntil(), new Date())) throw new LeaseLost()
+          for (const c of chunks) if (!await uow.exports.append(lease, c, exported, held.until(), new Date())) held.lose()
           const done = await uow.exports.finish(lease, { status: 'succeeded', size: written, sha256: hash.digest('base64url') }, new Date())
-          if (done === null) throw new LeaseLost()
+          if (done === null) held.lose()
           await this.announce(uow, done)
         })
         this.opts.runs.inc({ outcome: 'succeeded' })
@@ -195,8 +186,8 @@ export class ExportWorker implements Job {
         return
       }
       await store.transaction(async uow => {
-        if (chunks.length === 0 && !await uow.exports.append(lease, null, exported, this.leaseUntil(), new Date())) throw new LeaseLost()
-        for (const c of chunks) if (!await uow.exports.append(lease, c, exported, this.leaseUntil(), new Date())) throw new LeaseLost()
+        if (chunks.length === 0 && !await uow.exports.append(lease, null, exported, held.until(), new Date())) held.lose()
+        for (const c of chunks) if (!await uow.exports.append(lease, c, exported, held.until(), new Date())) held.lose()
       })
     }
   }

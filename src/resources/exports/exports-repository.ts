@@ -136,6 +136,11 @@ export class ExportsRepository implements ExportStore {
     return true
   }
 
+  async renew (lease: ExportLease, leaseUntil: Date, now: Date): Promise<boolean> {
+    const r = await this.held(lease).set({ lease_until: this.dialect.timestamp(leaseUntil), updated_at: this.dialect.timestamp(now) }).executeTakeFirst()
+    return Number(r.numUpdatedRows) === 1
+  }
+
   async finish (lease: ExportLease, outcome: ExportOutcome, now: Date): Promise<ExportJob | null> {
     const ts = this.dialect.timestamp(now)
     const row = await this.held(lease)

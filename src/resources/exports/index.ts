@@ -1,13 +1,13 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { Counter } from 'prom-client'
-import { checkCallbackUrl } from '../../facilities/events/index.ts'
+import { checkCallbackUrl, WEBHOOK_DELIVERIES_JOB } from '../../facilities/events/index.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { message } from '../../messages.ts'
 import { sendRepresentation } from '../../http/conditional.ts'
 import { sendRanged } from '../../http/ranges.ts'
-import type { JobContext, Resource, ResourceContext } from '../../http/resources.ts'
+import type { PartContext, Resource, RouteContext } from '../../http/resources.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
 import { type ApiVersion, linkBase } from '../../http/versioning.ts'
 import { answerWrite } from '../../http/write.ts'
@@ -35,7 +35,7 @@ async function findOwn (store: Store, id: number, principal: Principal): Promise
 }
 
 /** The request's ExportRequest, or 422 naming callback_url when a webhook could not or may not be sent there. */
-async function exportRequest (body: CreateExportBody, ctx: ResourceContext): Promise<ExportRequest> {
+async function exportRequest (body: CreateExportBody, ctx: RouteContext): Promise<ExportRequest> {
   const callbackUrl = body.callback_url ?? null
   if (callbackUrl !== null) {
     const check = await checkCallbackUrl(callbackUrl, ctx.config.eventLog.webhookAllowLoopback)
@@ -48,7 +48,7 @@ async function exportRequest (body: CreateExportBody, ctx: ResourceContext): Pro
 }
 
 /** Export rows: a 202 job, polled or announced by webhook, and its file with byte ranges. */
-async function exportRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+async function exportRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
   const { version, store } = ctx
   const v = EXPORT_VERSIONS[version]
   const tags = ['exports']
@@ -158,7 +158,7 @@ async function * fileBytes (store: Store, id: number, from: number, to: number):
 }
 
 /** This instance's export worker: it takes jobs from the store's queue (docs/exports.md). */
-function exportJobs ({ config, store, log, metrics, webhooks, resources }: JobContext): ExportWorker[] {
+function exportJobs ({ config, store, log, metrics, jobs, resources }: PartContext): ExportWorker[] {
   const source = resources.find(r => r.exportable !== undefined)?.exportable
   if (source === undefined) throw new Error('exports need an exportable resource in the registry')
   const runs = new Counter({ name: 'export_runs_total', help: 'Export runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [metrics] })
@@ -170,7 +170,7 @@ function exportJobs ({ config, store, log, metrics, webhooks, resources }: JobCo
     site: config.publicBaseUrl,
     renderJob: job => renderExport(job, job.apiVersion as ApiVersion, job.linkBase),
     jobEvent: job => ({ type: exportEventType(job.status), data: renderExport(job, 1, ''), owner: job.owner, public: false }),
-    webhookQueued: () => { webhooks.wake() },
+    webhookQueued: () => { jobs.wake(WEBHOOK_DELIVERIES_JOB) },
     runs,
   })]
 }
@@ -206,7 +206,5 @@ export const exportsResource: Resource = {
   routes: exportRoutes,
   jobs: exportJobs,
   settings: exportSettings,
-  // Callbacks are queued as jobs finish: the outbox is looked at as often as the worker looks for jobs.
-  outboxPollMs: config => config.exports.pollMs,
   store: exportsStore,
 }

@@ -26,6 +26,6 @@ export const exportSettings: SettingsSection<'exports'> = {
     { name: 'EXPORT_RETENTION_DAYS', default: '7', description: 'Finished exports and their files are deleted this many days after they finished (swept hourly).' },
     { name: 'EXPORT_LEASE_MS', default: '30000', description: 'How long a worker\'s claim on an export lasts unless renewed (it is renewed with every page written); a job whose worker died is taken up again after it.' },
     { name: 'EXPORT_MAX_ATTEMPTS', default: '3', description: 'Runs an export may start (a crash or a failure ends one) before it is marked `failed` with a reason.' },
-    { name: 'EXPORT_POLL_MS', default: '500', description: 'How often each instance\'s worker looks for queued exports and due webhooks (an export made on the instance wakes it at once).' },
+    { name: 'EXPORT_POLL_MS', default: '500', description: 'How often each instance\'s worker looks for queued exports (an export made on the instance wakes it at once).' },
   ],
 }

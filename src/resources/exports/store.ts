@@ -63,6 +63,8 @@ export interface ExportStore {
   begin (lease: ExportLease, total: number, leaseUntil: Date, now: Date): Promise<boolean>
   /** Appends a stretch of the file (when given), records progress and extends the lease, together. */
   append (lease: ExportLease, chunk: { seq: number, start: number, data: Uint8Array } | null, exported: number, leaseUntil: Date, now: Date): Promise<boolean>
+  /** Extends the lease alone (a page slow to read). False when it was lost. */
+  renew (lease: ExportLease, leaseUntil: Date, now: Date): Promise<boolean>
   /** Ends the run: the final state, and the lease cleared. Null when the lease was lost. */
   finish (lease: ExportLease, outcome: ExportOutcome, now: Date): Promise<ExportJob | null>
   /** Gives the job back to the queue (a shutdown, or a run that failed and may be retried). */

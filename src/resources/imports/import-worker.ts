@@ -3,7 +3,8 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
 import type { Config } from '../../config.ts'
 import type { ImageCatalogue, ImageIntake, Importable, Services, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
-import type { Job } from '../../jobs/job.ts'
+import type { Lease, LeasedJob } from '../../jobs/job.ts'
+import type { HeldLease } from '../../jobs/lease.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
 import { type Entry, ImportFailure } from './entries.ts'
 import { readGhost } from './ghost-reader.ts'
@@ -47,8 +48,6 @@ const SWEEP_INTERVAL_MS = 60 * 60_000
 /** An upload no import holds is deleted after this (its request failed once its body was stored). */
 const ORPHAN_UPLOAD_MS = 60 * 60_000
 
-/** The lease was lost to another worker (ours expired): stop without writing anything more. */
-class LeaseLost extends Error {}
 /** Ends a dry run's batch: what it wrote is rolled back, its outcomes kept. */
 class DryRunDone extends Error {
   constructor (readonly outcomes: ImportableOutcome[]) { super('dry run') }
@@ -85,31 +84,63 @@ async function * withNotes (entries: AsyncIterable<Entry>, notes: Entry[]): Asyn
  * expires; any instance then claims the job and goes on after the last committed batch, so no post
  * is written twice (and the identities would find it if it were read again).
  */
-export class ImportWorker implements Job {
+export class ImportWorker implements LeasedJob<ImportLease> {
   readonly name = IMPORTS_JOB
   readonly pollMs: number
+  readonly lease: Lease<ImportLease>
   private lastSweep = 0
 
   constructor (private readonly opts: ImportWorkerOptions) {
     this.pollMs = opts.pollMs
+    const { store, runs } = opts
+    this.lease = {
+      ms: opts.leaseMs,
+      // A post's images may take longer than a lease (each up to IMPORT_IMAGE_TIMEOUT_MS): it is renewed meanwhile.
+      renew: async (lease, until) => await store.imports.renew(lease, until, new Date()),
+      handBack: async lease => {
+        runs.inc({ outcome: 'interrupted' })
+        await store.imports.release(lease, false, new Date())
+      },
+      lost: () => { runs.inc({ outcome: 'interrupted' }) },
+      failed: async (lease, err) => { await this.failed(lease, err) },
+      fields: lease => ({ import_id: lease.job.id, attempt: lease.job.attempts }),
+    }
   }
 
-  async tick (signal: AbortSignal): Promise<boolean> {
-    const now = new Date()
+  /** Deletes orphan uploads now and then, gives up the jobs interrupted too often, then claims the next one. */
+  async claim (now: Date, leaseMs: number): Promise<ImportLease | null> {
     if (now.getTime() - this.lastSweep >= SWEEP_INTERVAL_MS) {
       this.lastSweep = now.getTime()
       await this.opts.store.imports.sweepUploads(new Date(now.getTime() - ORPHAN_UPLOAD_MS))
     }
-    const lease = await this.opts.store.transaction(async uow => {
+    return await this.opts.store.transaction(async uow => {
       for (const job of await uow.imports.expire(now, this.opts.maxAttempts)) {
         this.opts.log.warn({ import_id: job.id, attempts: job.attempts }, 'import given up: interrupted too often')
         this.opts.runs.inc({ outcome: 'failed' })
       }
-      return await uow.imports.claim(now, this.opts.leaseMs, this.opts.maxAttempts)
+      return await uow.imports.claim(now, leaseMs, this.opts.maxAttempts)
     })
-    if (lease === null) return false
-    await this.runJob(lease, signal)
-    return true
+  }
+
+  async run (lease: ImportLease, held: HeldLease): Promise<void> {
+    this.opts.log.info({ import_id: lease.job.id, attempt: lease.job.attempts, position: lease.job.position }, 'import started')
+    await this.write(lease, held)
+    this.opts.runs.inc({ outcome: 'succeeded' })
+  }
+
+  /** A run failed: a file that cannot be imported fails at once; our side's failure is tried again, until its last attempt. */
+  private async failed (lease: ImportLease, err: unknown): Promise<void> {
+    if (err instanceof ImportFailure) {
+      await this.fail(lease, err.message)
+      this.opts.log.info({ import_id: lease.job.id, reason: err.message }, 'import failed: the file cannot be imported')
+      return
+    }
+    if (lease.job.attempts < this.opts.maxAttempts) {
+      await this.opts.store.imports.release(lease, true, new Date())
+      this.opts.runs.inc({ outcome: 'retried' })
+    } else {
+      await this.fail(lease, `The import failed on the service's side ${lease.job.attempts} times and was given up; the logs have the details (import_id ${lease.job.id}). What it wrote before stays, and importing the file again goes on from there.`)
+    }
   }
 
   private fetchOptions () {
@@ -123,46 +154,6 @@ export class ImportWorker implements Job {
     }
   }
 
-  private leaseUntil (): Date {
-    return new Date(Date.now() + this.opts.leaseMs)
-  }
-
-  private async runJob (lease: ImportLease, signal: AbortSignal): Promise<void> {
-    const { store } = this.opts
-    const log = this.opts.log.child({ import_id: lease.job.id, attempt: lease.job.attempts })
-    log.info({ position: lease.job.position }, 'import started')
-    try {
-      await this.run(lease, signal)
-      this.opts.runs.inc({ outcome: 'succeeded' })
-    } catch (err) {
-      if (err instanceof LeaseLost) {
-        log.warn('import lease lost to another worker; this run stops')
-        this.opts.runs.inc({ outcome: 'interrupted' })
-        return
-      }
-      if (signal.aborted) {
-        // Shutting down: hand the job back at once, without counting this run against it.
-        await store.imports.release(lease, false, new Date()).catch(() => {})
-        log.info('import handed back to the queue: the service is stopping')
-        this.opts.runs.inc({ outcome: 'interrupted' })
-        return
-      }
-      if (err instanceof ImportFailure) {
-        await this.fail(lease, err.message)
-        log.info({ reason: err.message }, 'import failed: the file cannot be imported')
-        return
-      }
-      // The client sees a reason, never the internal error (it may quote SQL): that goes to the log.
-      log.error({ err }, 'import run failed')
-      if (lease.job.attempts < this.opts.maxAttempts) {
-        await store.imports.release(lease, true, new Date())
-        this.opts.runs.inc({ outcome: 'retried' })
-      } else {
-        await this.fail(lease, `The import failed on the service's side ${lease.job.attempts} times and was given up; the logs have the details (import_id ${lease.job.id}). What it wrote before stays, and importing the file again goes on from there.`)
-      }
-    }
-  }
-
   /** Ends the job as failed, keeping the report its committed batches made. */
   private async fail (lease: ImportLease, failure: string): Promise<void> {
     const current = await this.opts.store.imports.findById(lease.job.id, lease.job.owner)
@@ -173,7 +164,8 @@ export class ImportWorker implements Job {
     this.opts.runs.inc({ outcome: 'failed' })
   }
 
-  private async run (lease: ImportLease, signal: AbortSignal): Promise<void> {
+  private async write (lease: ImportLease, held: HeldLease): Promise<void> {
+    const { signal } = held
     const { store, target, config, batchSize } = this.opts
     const job = lease.job
     let report: ImportReport = structuredClone(job.report)
@@ -187,13 +179,8 @@ export class ImportWorker implements Job {
     // Ghost's reader reads the file twice: its first pass's notes would be its second's again.
     const open = () => utf8Text(uploadBytes(store, job.uploadId), counter, passes++ === 0 || job.source === 'wordpress' ? note : () => {})
     const { intake } = this.opts
-    let renewed = Date.now()
-    // A post's images may take longer than a lease (each up to IMPORT_IMAGE_TIMEOUT_MS): the lease is renewed meanwhile.
-    const keepAlive = async () => {
-      if (Date.now() - Math.max(renewed, lastStep) < this.opts.leaseMs / 3) return
-      renewed = Date.now()
-      if (!await store.imports.renew(lease, this.leaseUntil(), new Date())) throw new LeaseLost()
-    }
+    // The runner renews the lease while a post's images are fetched: a fetch stops once it was lost.
+    const keepAlive = async () => { held.throwIfLost() }
     const importer = config.imports.fetchImages && !job.dryRun && intake !== undefined
       ? new ImageImporter({ store, services: this.opts.services, config, intake, owner: job.owner, log: this.opts.log.child({ import_id: job.id }), fetch: this.fetchOptions(), keepAlive })
       : null
@@ -216,7 +203,6 @@ export class ImportWorker implements Job {
     let pending: Pending[] = []
     let index = 0
     let stepped = job.position
-    let lastStep = Date.now()
 
     const flush = async () => {
       const batch = pending
@@ -252,7 +238,7 @@ export class ImportWorker implements Job {
         }
         apply(outcomes)
         await store.transaction(async uow => {
-          if (!await uow.imports.step(lease, step(), this.leaseUntil(), new Date())) throw new LeaseLost()
+          if (!await uow.imports.step(lease, step(), held.until(), new Date())) held.lose()
         })
       } else {
         await store.transaction(async uow => {
@@ -260,13 +246,12 @@ export class ImportWorker implements Job {
           apply(outcomes)
           // A key appears once per batch (a repeated one starts the next batch), as one row per statement needs.
           await uow.imports.remember(job.source, outcomes.flatMap((o, i) => o.outcome === 'skipped' ? [] : [{ sourceId: batch[i]!.key, rowId: o.id }]), job.id)
-          if (!await uow.imports.step(lease, step(), this.leaseUntil(), new Date())) throw new LeaseLost()
+          if (!await uow.imports.step(lease, step(), held.until(), new Date())) held.lose()
         })
       }
       report = next
       seen = nextSeen
       stepped = index
-      lastStep = Date.now()
     }
 
     const ctx = { source: job.source, now: new Date(), owner: job.owner }
@@ -309,7 +294,7 @@ export class ImportWorker implements Job {
             pending.push({ key: entry.key, label: entry.label, item: featureImage === undefined ? mapped.item : { ...mapped.item, featureImage } })
           }
         }
-        if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES || Date.now() - lastStep > this.opts.leaseMs / 3) {
+        if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES) {
           await flush()
           await nextTurn()
         }
@@ -321,7 +306,7 @@ export class ImportWorker implements Job {
     const done = await store.transaction(async uow => await uow.imports.finish(lease, { status: 'succeeded' }, {
       position: index, progress: 100, report, seenTags: [...seen],
     }, new Date()))
-    if (done === null) throw new LeaseLost()
+    if (done === null) held.lose()
     this.opts.log.info({ import_id: job.id, report: { ...report, warnings: report.warnings.length } }, 'import succeeded')
   }
 }

@@ -6,7 +6,7 @@ import { Counter } from 'prom-client'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError } from '../../errors.ts'
 import { sendRepresentation } from '../../http/conditional.ts'
-import type { JobContext, Resource, ResourceContext } from '../../http/resources.ts'
+import type { PartContext, Resource, RouteContext } from '../../http/resources.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { answerWrite } from '../../http/write.ts'
@@ -98,7 +98,7 @@ async function findOwn (store: Store, id: number, principal: Principal): Promise
 }
 
 /** POST /imports and GET /imports/{id}: a 202 job, polled for its progress and report. */
-async function importRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+async function importRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
   const { version, store } = ctx
   const max = ctx.config.imports.maxBytes
   const JobRef = Type.Ref(IMPORT_VERSIONS[version])
@@ -154,7 +154,7 @@ async function importRoutes (app: FastifyInstance, ctx: ResourceContext): Promis
 }
 
 /** This instance's import worker: it takes jobs from the store's queue (docs/import.md). */
-function importJobs ({ config, store, log, metrics, resources, services }: JobContext): ImportWorker[] {
+function importJobs ({ config, store, log, metrics, resources, services }: PartContext): ImportWorker[] {
   const target = resources.find(r => r.importable !== undefined)?.importable
   if (target === undefined) throw new Error('imports need an importable resource in the registry')
   const images = resources.find(r => r.images !== undefined)?.images

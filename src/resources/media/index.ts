@@ -10,7 +10,7 @@ import { listHandler } from '../../http/collection.ts'
 import { preconditionHolds, sendRepresentation, strongEtag } from '../../http/conditional.ts'
 import { MERGE_PATCH } from '../../http/content-type.ts'
 import { sendRanged } from '../../http/ranges.ts'
-import type { ImageIntake, JobContext, Resource, ResourceContext, Services, ServicesContext } from '../../http/resources.ts'
+import type { ImageIntake, PartContext, Resource, RouteContext, Services } from '../../http/resources.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses, SYSTEM_ERRORS } from '../../http/schemas.ts'
 import { type ApiVersion, idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerDelete, answerWrite, type Written } from '../../http/write.ts'
@@ -140,7 +140,7 @@ function defaultName (id: string, format: Format): string {
   return `${id}.${EXTENSIONS[format]}`
 }
 
-async function mediaRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+async function mediaRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
   const { version, store, config } = ctx
   const library = ctx.services.mediaLibrary
   const [MediaRef, ItemRef] = version === 1 ? [S.MediaV1Schema, S.MediaListItemV1Schema] : [S.MediaV2Schema, S.MediaListItemV2Schema]
@@ -367,7 +367,7 @@ async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config,
 }
 
 /** The storage, opened once per app; closed with it. */
-function mediaServices (ctx: ServicesContext): Partial<Services> {
+function mediaServices (ctx: PartContext): Partial<Services> {
   const library = openLibrary(ctx.config, ctx.metrics)
   if (ctx.config.media.storage.kind === 'local' && ctx.store.kind === 'postgres') {
     ctx.log.warn({ dir: ctx.config.media.storage.dir }, 'MEDIA_STORAGE=local with PostgreSQL: uploaded images are on this instance only; other instances answer 404 for their files (use MEDIA_STORAGE=s3 to share them)')
@@ -393,7 +393,7 @@ export const mediaResource: Resource = {
   unversionedPaths: ['/media/*/file', '/media/*/image', '/uploads', '/uploads/*'],
   images: mediaCatalogue,
   imageIntake: mediaIntake,
-  jobs: (ctx: JobContext) => [mediaSweep(ctx.store, ctx.services.mediaLibrary, ctx.config, ctx.log)],
+  jobs: (ctx: PartContext) => [mediaSweep(ctx.store, ctx.services.mediaLibrary, ctx.config, ctx.log)],
 }
 
 export { readAll }

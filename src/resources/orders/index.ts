@@ -6,7 +6,7 @@ import { AppError } from '../../errors.ts'
 import { act } from '../../http/action.ts'
 import { listHandler } from '../../http/collection.ts'
 import { sendRepresentation, sendResource, strongEtag } from '../../http/conditional.ts'
-import type { Resource, ResourceContext } from '../../http/resources.ts'
+import type { Resource, RouteContext } from '../../http/resources.ts'
 import type { EventInput, ListQuery } from '../../store/store.ts'
 import { idNameOf, linkBase } from '../../http/versioning.ts'
 import { answerWrite, writtenResource } from '../../http/write.ts'
@@ -41,7 +41,7 @@ function orderEvent (type: typeof ORDER_EVENT_TYPES[number], o: Order): EventInp
 }
 
 /** Order rows: the caller's own orders (admin: all), a state machine, items. */
-async function orderRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+async function orderRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
   const { version, store } = ctx
   const idName = idNameOf(version, 'order')
   const [OrderRef, ItemRef] = version === 1 ? [S.OrderV1Schema, S.OrderListItemV1Schema] : [S.OrderV2Schema, S.OrderListItemV2Schema]

@@ -7,7 +7,7 @@ import type { Post } from './post.ts'
 import { listHandler } from '../../http/collection.ts'
 import { sendRepresentation, strongEtag } from '../../http/conditional.ts'
 import { pagingQueryProperties, type CollectionSpec } from '../../http/paging.ts'
-import type { ResourceContext } from '../../http/resources.ts'
+import type { RouteContext } from '../../http/resources.ts'
 import type { Store } from '../../store/store.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses, SYSTEM_ERRORS } from '../../http/schemas.ts'
 import type { PublishedPost, PublishedStats, TagCount, TagsQuery } from './store.ts'
@@ -38,7 +38,7 @@ export const tagsCollection: CollectionSpec<'name' | 'count'> = {
 }
 
 /** `GET /tags`: every tag on a post the caller may see, with counts, paged as every list. */
-export async function tagRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+export async function tagRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
   app.get('/tags', ctx.route({
     schema: {
       tags: ['posts'],
@@ -73,7 +73,7 @@ const RenderedSchema = Type.Object({
  * `POST /render`: Markdown to HTML by the renderer posts are stored with, so an editor's preview is
  * byte for byte what is published. Any valid credential; nothing is stored.
  */
-export async function renderRoutes (app: FastifyInstance, ctx: ResourceContext, images?: (content: string) => Promise<ContentImages>): Promise<void> {
+export async function renderRoutes (app: FastifyInstance, ctx: RouteContext, images?: (content: string) => Promise<ContentImages>): Promise<void> {
   app.post<{ Body: Static<typeof RenderBodySchema> }>('/render', ctx.route({
     config: { requiresCredential: true },
     schema: {

@@ -12,7 +12,8 @@ import { PATCH_TYPES } from '../../http/content-type.ts'
 import { applyPatch, type Json, patchBodySchema } from '../../http/patch.ts'
 import { listHandler } from '../../http/collection.ts'
 import type { CollectionSpec } from '../../http/paging.ts'
-import type { Resource, ResourceContext, Services, ServicesContext } from '../../http/resources.ts'
+import type { PartContext, Resource, RouteContext } from '../../http/resources.ts'
+import type { Job } from '../../jobs/job.ts'
 import { postsProblems, postsFieldCodes } from './problems.ts'
 import { postsStore, previewLinksStore, revisionsStore } from './store-module.ts'
 import { aliasesStore } from './aliases.ts'
@@ -56,7 +57,7 @@ export const postsCollection: CollectionSpec<PostSortKey> = {
 const WRITE = { requiredScope: 'posts:write' } as const
 
 /** Post rows. Handlers are thin: cross-cutting work happens in src/http. */
-async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+async function postRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
   const { version, cursors } = ctx
   const v = POST_VERSIONS[version]
   const serviceOptions = { revisionsKeep: ctx.config.editorial.revisionsKeep }
@@ -230,8 +231,8 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
   await previewLinkRoutes(app, ctx, reader)
 }
 
-/** The scheduled switch, run by every instance. */
-function postServices ({ config, store, log, metrics, background }: ServicesContext): Partial<Services> {
+/** The scheduled switch, run by every instance of background work; and on SQLite the search index's feed. */
+function postJobs ({ config, store, log, metrics }: PartContext): Job[] {
   const published = new Counter({ name: 'scheduled_posts_published_total', help: 'Scheduled posts this instance published at their publish_at', registers: [metrics] })
   const scheduler = new PublishScheduler({
     store,
@@ -241,8 +242,8 @@ function postServices ({ config, store, log, metrics, background }: ServicesCont
     published,
     changed: uow => postEvents(uow.events),
   })
-  background.run(scheduler)
-  return {}
+  // PostgreSQL's index is kept by each write: there is nothing to feed.
+  return store.kind === 'sqlite' ? [scheduler, searchIndexer(store)] : [scheduler]
 }
 
 export const postsResource: Resource = {
@@ -256,9 +257,7 @@ export const postsResource: Resource = {
   schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema, ...PREVIEW_LINK_SCHEMAS],
   eventTypes: POST_EVENT_TYPES,
   routes: postRoutes,
-  services: postServices,
-  // PostgreSQL's index is kept by each write: there is nothing to feed.
-  jobs: ({ store }) => store.kind === 'sqlite' ? [searchIndexer(store)] : [],
+  jobs: postJobs,
   settings: editorialSettings,
   store: [postsStore, revisionsStore, previewLinksStore, aliasesStore],
   unversionedRoutes: async (app, ctx) => {

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { preconditionOf, sendRepresentation, sendResource, weakEtag } from '../../http/conditional.ts'
-import type { ResourceContext } from '../../http/resources.ts'
+import type { RouteContext } from '../../http/resources.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
 import { linkBase } from '../../http/versioning.ts'
 import { answerDelete, answerWrite } from '../../http/write.ts'
@@ -112,7 +112,7 @@ export function pinnedPost (post: Post, revision: Revision): Post {
  * Preview links: a secret URL that shows one post (any status) to whoever holds it, without a
  * credential, until it expires or is deleted. Managed by the post's author or an admin.
  */
-export async function previewLinkRoutes (app: FastifyInstance, ctx: ResourceContext, reader: PostService): Promise<void> {
+export async function previewLinkRoutes (app: FastifyInstance, ctx: RouteContext, reader: PostService): Promise<void> {
   const { version } = ctx
   const v = POST_VERSIONS[version]
   const tags = ['posts']

@@ -3,7 +3,7 @@ import type { Counter } from 'prom-client'
 import { type PostChanged, PostService } from './post-service.ts'
 import { SCHEDULE_CHANNEL, sleepMs } from './schedule.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
-import { PollLoop } from '../../jobs/loop.ts'
+import type { PolledJob } from '../../jobs/job.ts'
 
 export interface PublishSchedulerOptions {
   readonly store: Store
@@ -26,29 +26,30 @@ const BATCH = 100
  * records the revision (and the event), so one instance wins each post and the others find it
  * `stale` — published once, whatever the race. The scheduler sleeps until the earliest due time
  * (or `rescanMs`), wakes when any instance changes the schedule (the store's signal), and its first
- * pass at start-up publishes whatever fell due while no instance ran.
+ * pass at start-up publishes whatever fell due while no instance ran. It claims no lease: the
+ * compare-and-set is its claim.
  */
-export class PublishScheduler {
-  private readonly loop: PollLoop
+export class PublishScheduler implements PolledJob {
+  readonly name = 'schedule'
   private next: Date | null = null
   private unlisten: (() => Promise<void>) | null = null
 
-  constructor (private readonly opts: PublishSchedulerOptions) {
-    this.loop = new PollLoop('schedule', () => sleepMs(this.next, new Date(), opts.rescanMs), opts.log, async signal => await this.tick(signal))
-  }
+  constructor (private readonly opts: PublishSchedulerOptions) {}
 
-  async start (): Promise<void> {
-    this.unlisten = await this.opts.store.listen(SCHEDULE_CHANNEL, () => { this.loop.wake() })
-    this.loop.start()
+  /** Asked before each sleep: until the earliest due time, at most `rescanMs`. */
+  readonly pollMs = (): number => sleepMs(this.next, new Date(), this.opts.rescanMs)
+
+  /** Any instance's change to the schedule (the store's signal) wakes it. */
+  async start (wake: () => void): Promise<void> {
+    this.unlisten = await this.opts.store.listen(SCHEDULE_CHANNEL, wake)
   }
 
   async stop (): Promise<void> {
     await this.unlisten?.()
     this.unlisten = null
-    await this.loop.stop()
   }
 
-  private async tick (signal: AbortSignal): Promise<boolean> {
+  async tick (signal: AbortSignal): Promise<boolean> {
     const { store, log } = this.opts
     const due = await store.posts.due(new Date(), BATCH)
     for (const post of due) {

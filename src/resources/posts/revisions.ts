@@ -7,7 +7,7 @@ import { REVISION_SORT_KEYS, type RevisionSummary } from './revision.ts'
 import { preconditionOf, sendResource } from '../../http/conditional.ts'
 import { listHandler } from '../../http/collection.ts'
 import type { CollectionSpec } from '../../http/paging.ts'
-import type { ResourceContext } from '../../http/resources.ts'
+import type { RouteContext } from '../../http/resources.ts'
 import type { UnitOfWork } from '../../store/store.ts'
 import { answerWrite, type Written } from '../../http/write.ts'
 import { COMMON_ERRORS, EmptyBodySchema, NotModifiedSchema, problemResponses } from '../../http/schemas.ts'
@@ -33,7 +33,7 @@ export interface PostRouteParts {
 const validated = (r: RevisionSummary) => ({ id: r.number, revision: r.number, updatedAt: r.createdAt })
 
 /** Revisions: list, read and restore, for the post's author and admins only. */
-export async function revisionRoutes (app: FastifyInstance, ctx: ResourceContext, { reader, writer, written }: PostRouteParts): Promise<void> {
+export async function revisionRoutes (app: FastifyInstance, ctx: RouteContext, { reader, writer, written }: PostRouteParts): Promise<void> {
   const v = POST_VERSIONS[ctx.version]
   const tags = ['posts']
   const hidden = 'Only the post\'s author and admins see its revisions; to anyone else they do not exist (404).'

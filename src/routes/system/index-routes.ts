@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import type { Resource, ResourceContext } from '../../http/resources.ts'
+import type { Resource, RouteContext } from '../../http/resources.ts'
 import { linkBase, versionsOf } from '../../http/versioning.ts'
 import { COMMON_ERRORS, LinkSchema, problemResponses } from '../../http/schemas.ts'
 
@@ -19,7 +19,7 @@ export const VersionsSchema = Type.Object({
 
 /** GET / (the API index, linking every resource's collection) and GET /versions, answered under every version prefix. */
 export function indexRoutes (resources: readonly Resource[]) {
-  return async function index (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
+  return async function index (app: FastifyInstance, ctx: RouteContext): Promise<void> {
     const config = { describesVersions: true }
     app.get('/', {
       // Under /v1 the index is /v1 alone; /v1/ redirects to it like every trailing slash.
