@@ -10,7 +10,12 @@ const LAYERS = [
   ['./src/domain'],
   ['./src/store', './src/storage'],
   ['./src/jobs'],
-  ['./src/http'],
+  // src/http/ in rooms, each importing only those below it: the words every request and answer
+  // share, the hooks a request passes, what a handler calls, what a part declares and is given.
+  ['./src/http/protocol'],
+  ['./src/http/pipeline'],
+  ['./src/http/toolkit'],
+  ['./src/http/contract'],
   ['./src/resources', './src/facilities', './src/routes'],
   ['./src/registry.ts'],
   ['./src/context.ts', './src/app.ts'],

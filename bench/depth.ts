@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { buildApp } from '../src/app.ts'
-import { CursorCodec } from '../src/http/paging.ts'
+import { CursorCodec } from '../src/http/toolkit/paging.ts'
 import type { KyselyStore } from '../src/store/kysely-store.ts'
 import { createContext, loadConfig, openStore } from '../src/context.ts'
 

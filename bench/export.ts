@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { buildApp } from '../src/app.ts'
-import { generateApiKey } from '../src/http/auth.ts'
+import { generateApiKey } from '../src/http/pipeline/auth.ts'
 import type { KyselyStore } from '../src/store/kysely-store.ts'
 import { createContext, loadConfig, openStore } from '../src/context.ts'
 

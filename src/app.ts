@@ -4,31 +4,31 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { AppContext } from './context.ts'
-import { authorizationPlugin, authPlugin } from './http/auth.ts'
-import { cachingPlugin } from './http/caching.ts'
-import { contentTypePlugin } from './http/content-type.ts'
-import { lingeringClosePlugin } from './http/lingering-close.ts'
-import { metricsPlugin } from './http/metrics.ts'
-import { nodeRequestsPlugin } from './http/node-requests.ts'
-import { clientErrorHandler, serverOptions } from './http/client-errors.ts'
-import { deadlinesPlugin } from './http/deadlines.ts'
-import { JsonPatchSchema, MergePatchSchema } from './http/patch.ts'
-import { problemsPlugin, sendProblem, toAppError } from './http/problems.ts'
-import { rateLimitPlugin } from './http/rate-limit.ts'
-import { requestLogPlugin } from './http/request-log.ts'
-import { routePlugin } from './http/route.ts'
-import { routingPlugin } from './http/routing.ts'
-import { securityPlugin } from './http/security.ts'
-import { documentIdempotencyKey, idempotencyPlugin } from './http/idempotency.ts'
-import { registerResources, schemasOf } from './http/resources.ts'
-import { requestTargetPlugin } from './http/request-target.ts'
-import { sheddingPlugin } from './http/shedding.ts'
-import { storeCircuitPlugin } from './http/store-circuit.ts'
-import { lazySerializers } from './http/serialization.ts'
-import { genRequestId, startTrace, tracingPlugin } from './http/tracing.ts'
-import { createValidatorCompiler } from './http/validation.ts'
-import { apiVersionConstraint, unversionedAliases, versioningPlugin } from './http/versioning.ts'
-import { documentCrossCutting, documentRoute, fieldErrorSchema, LinkSchema, problemSchema } from './http/schemas.ts'
+import { authorizationPlugin, authPlugin } from './http/pipeline/auth.ts'
+import { cachingPlugin } from './http/pipeline/caching.ts'
+import { contentTypePlugin } from './http/pipeline/content-type.ts'
+import { lingeringClosePlugin } from './http/pipeline/lingering-close.ts'
+import { metricsPlugin } from './http/pipeline/metrics.ts'
+import { nodeRequestsPlugin } from './http/pipeline/node-requests.ts'
+import { clientErrorHandler, serverOptions } from './http/pipeline/client-errors.ts'
+import { deadlinesPlugin } from './http/pipeline/deadlines.ts'
+import { JsonPatchSchema, MergePatchSchema } from './http/toolkit/patch.ts'
+import { problemsPlugin, sendProblem, toAppError } from './http/protocol/problems.ts'
+import { rateLimitPlugin } from './http/pipeline/rate-limit.ts'
+import { requestLogPlugin } from './http/pipeline/request-log.ts'
+import { routePlugin } from './http/protocol/route.ts'
+import { routingPlugin } from './http/pipeline/routing.ts'
+import { securityPlugin } from './http/pipeline/security.ts'
+import { documentIdempotencyKey, idempotencyPlugin } from './http/pipeline/idempotency.ts'
+import { registerResources, schemasOf } from './http/contract/resources.ts'
+import { requestTargetPlugin } from './http/pipeline/request-target.ts'
+import { sheddingPlugin } from './http/pipeline/shedding.ts'
+import { storeCircuitPlugin } from './http/pipeline/store-circuit.ts'
+import { lazySerializers } from './http/protocol/serialization.ts'
+import { genRequestId, startTrace, tracingPlugin } from './http/pipeline/tracing.ts'
+import { createValidatorCompiler } from './http/protocol/validation.ts'
+import { apiVersionConstraint, unversionedAliases, versioningPlugin } from './http/protocol/versioning.ts'
+import { documentCrossCutting, documentRoute, fieldErrorSchema, LinkSchema, problemSchema } from './http/contract/schemas.ts'
 import { adminRoutes } from './routes/admin/admin-routes.ts'
 import { DOCS_THEME_CSS, DOCS_THEME_JS, MARK_SVG, SERVICE_NAME } from './routes/system/brand.ts'
 import { apiDescription, docsRoutes } from './routes/system/docs-routes.ts'
@@ -48,7 +48,7 @@ export async function buildApp (context: AppContext): Promise<FastifyInstance> {
     loggerInstance: context.log,
     genReqId: genRequestId,
     requestIdHeader: false,
-    // Fastify's own request lines are replaced by one line per request (src/http/request-log.ts).
+    // Fastify's own request lines are replaced by one line per request (src/http/pipeline/request-log.ts).
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
@@ -60,7 +60,7 @@ export async function buildApp (context: AppContext): Promise<FastifyInstance> {
       sendProblem(catalogue, req, reply, toAppError(err))
     },
     clientErrorHandler,
-    // Bounds on reading a request (headers, then the whole request); src/http/client-errors.ts answers them.
+    // Bounds on reading a request (headers, then the whole request); src/http/pipeline/client-errors.ts answers them.
     http: serverOptions(config),
     requestTimeout: config.requestTimeoutMs,
     rewriteUrl: unversionedAliases(resources.flatMap(r => r.unversionedPaths ?? [])),

@@ -20,7 +20,7 @@ export interface VersionDates {
 /**
  * The sections resources add to the settings, each under its name (`config.editorial`): a
  * resource declares its own with `declare module '…/config.ts' { interface ResourceSettings { … } }`
- * and reads it with a SettingsSection it lists on itself (src/http/resources.ts).
+ * and reads it with a SettingsSection it lists on itself (src/http/contract/resources.ts).
  */
 export interface ResourceSettings {}
 
@@ -88,7 +88,7 @@ export interface Config extends ResourceSettings {
   readonly bodyLimitBytes: number
   readonly corsOrigins: readonly string[]
   readonly trustProxy: boolean
-  /** Each API version's dates, by version (which versions there are is src/http/versioning.ts's to say). */
+  /** Each API version's dates, by version (which versions there are is src/http/protocol/versioning.ts's to say). */
   readonly versions: Readonly<Record<number, VersionDates>>
   /**
    * Whether this instance runs the background work (every part's jobs and senders): off, it serves requests only, and another instance of

@@ -4,7 +4,7 @@
  * loop. That time is a stall, not a queue of requests: requests that waited through it would not
  * have been answered sooner had fewer been waiting, and shedding them would not shorten the next
  * sync (load shedding counts a request's wait from when it is read, so a stall is not counted
- * there either: src/http/admission.ts). A process-wide counter: it describes this process's own
+ * there either: src/http/pipeline/admission.ts). A process-wide counter: it describes this process's own
  * event loop, nothing another instance needs.
  */
 let stalledMs = 0

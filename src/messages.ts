@@ -4,7 +4,7 @@ import type { ProblemLanguage } from './errors-i18n.ts'
  * The texts of `errors[].message`, one template per kind of violated rule, in every language
  * problems speak. A message names no field (`field` does) and reads after it: `title` — "must not
  * be blank". The validator builds them from the schema's keyword and its parameters
- * (src/http/validation.ts); handlers name a key and its parameters (`message('SORT_KEY', {…})`).
+ * (src/http/protocol/validation.ts); handlers name a key and its parameters (`message('SORT_KEY', {…})`).
  * Nothing of the validator's own wording (`must match pattern "\S"`) reaches a client. A part
  * declares the messages of its own rules (`messages` in its definition); the catalogue
  * (src/catalogue.ts) words them all.

@@ -1,4 +1,4 @@
-import type { Facility, Part, Resource } from './http/resources.ts'
+import type { Facility, Part, Resource } from './http/contract/resources.ts'
 import { eventsFacility } from './facilities/events/index.ts'
 import { postsResource } from './resources/posts/index.ts'
 import { ordersResource } from './resources/orders/index.ts'

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.ts'
 import { type Config, ConfigError } from './config.ts'
-import { generateApiKey } from './http/auth.ts'
+import { generateApiKey } from './http/pipeline/auth.ts'
 import { createContext } from './context.ts'
-import { buildMetricsApp } from './http/metrics.ts'
+import { buildMetricsApp } from './http/pipeline/metrics.ts'
 import type { Store } from './store/store.ts'
 
 const SHUTDOWN_GRACE_MS = 10_000

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import { describe, it } from 'node:test'
-import { API_VERSIONS } from '../../src/http/versioning.ts'
+import { API_VERSIONS } from '../../src/http/protocol/versioning.ts'
 import { RESOURCES } from '../../src/registry.ts'
 
 const root = new URL('../../', import.meta.url)

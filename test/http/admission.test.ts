@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { AdmissionQueue } from '../../src/http/admission.ts'
+import { AdmissionQueue } from '../../src/http/pipeline/admission.ts'
 
 /**
  * The admission queue driven by a clock and by turns of a loop the test runs itself: what it

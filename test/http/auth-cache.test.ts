@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { SignJWT } from 'jose'
 import { loadConfig } from '../../src/context.ts'
-import { Authenticator } from '../../src/http/auth.ts'
+import { Authenticator } from '../../src/http/pipeline/auth.ts'
 import type { ApiKeyStore } from '../../src/store/store.ts'
 import { JWT_SECRET } from '../helper.ts'
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { Type } from '@sinclair/typebox'
-import { declareRepresentation, resourceEtag } from '../../src/http/conditional.ts'
+import { declareRepresentation, resourceEtag } from '../../src/http/toolkit/conditional.ts'
 
 describe('resourceEtag', () => {
   const row = { id: 7, revision: 3, updatedAt: '2026-11-24T10:00:00.123Z' }

@@ -4,7 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
-import { buildMetricsApp } from '../../src/http/metrics.ts'
+import { buildMetricsApp } from '../../src/http/pipeline/metrics.ts'
 import { buildTestApp, json, type TestApp } from '../helper.ts'
 import { type Instance, processEnv, startInstance, stop } from '../process-helper.ts'
 

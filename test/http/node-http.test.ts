@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test'
 import { buildTestApp, json, type TestApp } from '../helper.ts'
 import { parseRawResponse, type RawResponse, rawRequest } from '../raw-http.ts'
 import { recordResult } from '../reliability-record.ts'
-import { LINGER_MS } from '../../src/http/lingering-close.ts'
+import { LINGER_MS } from '../../src/http/pipeline/lingering-close.ts'
 
 function assertRawProblem (res: RawResponse, status: number, code: string): Record<string, unknown> {
   assert.equal(res.status, status, JSON.stringify(res))

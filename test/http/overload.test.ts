@@ -27,7 +27,7 @@ describe('REQUEST_TIMEOUT_MS', () => {
           lateSend = (async () => { await reply.send({ late: true }) })()
           return reply
         })
-        // What a write does once its unit of work is committing (src/http/write.ts, unitOptions).
+        // What a write does once its unit of work is committing (src/http/toolkit/write.ts, unitOptions).
         app.get('/test/committing', { schema: { hide: true } }, async (req) => {
           req.commitStarted()
           await sleep(700)

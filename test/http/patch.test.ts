@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { AppError } from '../../src/errors.ts'
-import { applyJsonPatch, applyMergePatch, type Json, type JsonPatchOperation } from '../../src/http/patch.ts'
+import { applyJsonPatch, applyMergePatch, type Json, type JsonPatchOperation } from '../../src/http/toolkit/patch.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
 
 describe('RFC 7396 Appendix A examples', () => {

@@ -7,7 +7,7 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { SignJWT } from 'jose'
-import { API_CSP, DOCS_CSP } from '../../src/http/security.ts'
+import { API_CSP, DOCS_CSP } from '../../src/http/pipeline/security.ts'
 import { buildTestApp, JWT_SECRET, skipOutsideCI, type TestApp } from '../helper.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')

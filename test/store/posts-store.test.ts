@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import type { NewPostWrite, Post, PostSortKey, PostStatus } from '../../src/resources/posts/post.ts'
-import { sortValuesOf as postSortValues } from '../../src/http/paging.ts'
+import { sortValuesOf as postSortValues } from '../../src/http/toolkit/paging.ts'
 import type { Principal, Viewer } from '../../src/domain/principal.ts'
 import type { PostFilter } from '../../src/resources/posts/store.ts'
 import type { ListQuery, SortTerm, Store } from '../../src/store/store.ts'

@@ -2,11 +2,11 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
-import type { Resource, RouteContext } from '../../http/resources.ts'
-import { COMMON_ERRORS, problemResponses } from '../../http/schemas.ts'
+import type { Resource, RouteContext } from '../../http/contract/resources.ts'
+import { COMMON_ERRORS, problemResponses } from '../../http/contract/schemas.ts'
 import { EventStream, type StreamHub } from './stream-hub.ts'
 
-declare module '../../http/resources.ts' {
+declare module '../../http/contract/resources.ts' {
   interface Services {
     /** This instance's open change streams and the reader that feeds them. */
     readonly eventStreams: StreamHub

@@ -1,6 +1,6 @@
 import { Gauge } from 'prom-client'
 import type { Viewer } from '../../domain/principal.ts'
-import type { Facility, PartContext, Services } from '../../http/resources.ts'
+import type { Facility, PartContext, Services } from '../../http/contract/resources.ts'
 import type { Job } from '../../jobs/job.ts'
 import { eventsResource } from './events-resource.ts'
 import { FanOut } from './fan-out.ts'

@@ -1,5 +1,5 @@
 import { Counter, Gauge } from 'prom-client'
-import type { PartContext } from '../../http/resources.ts'
+import type { PartContext } from '../../http/contract/resources.ts'
 import { WebhookSender } from './webhook-sender.ts'
 
 /**

@@ -1,8 +1,8 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { ALL_EVENTS } from './events.ts'
-import { type CollectionSpec, pagingQueryProperties } from '../../http/paging.ts'
-import type { SchemasContext } from '../../http/resources.ts'
-import { LinkSchema, versionedSchemas } from '../../http/schemas.ts'
+import { type CollectionSpec, pagingQueryProperties } from '../../http/toolkit/paging.ts'
+import type { SchemasContext } from '../../http/contract/resources.ts'
+import { LinkSchema, versionedSchemas } from '../../http/contract/schemas.ts'
 
 /** A subscription's URL: at most 2 000 characters. */
 export const WEBHOOK_URL_MAX = 2000

@@ -1,5 +1,5 @@
-import { digestEtag, strongEtag } from '../../http/conditional.ts'
-import { type ApiVersion, idNameOf } from '../../http/versioning.ts'
+import { digestEtag, strongEtag } from '../../http/toolkit/conditional.ts'
+import { type ApiVersion, idNameOf } from '../../http/protocol/versioning.ts'
 import { type ExportJob, progressOf } from './export.ts'
 
 /** The job as GET /exports/{id} shows it, in each version (v2 names the identifier `exportId`). */

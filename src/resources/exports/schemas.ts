@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { CALLBACK_URL_MAX } from '../../facilities/events/index.ts'
-import { LinkSchema } from '../../http/schemas.ts'
+import { LinkSchema } from '../../http/contract/schemas.ts'
 import { EXPORT_FORMATS, EXPORT_STATUSES, FILTER_STATUSES } from './export.ts'
 
 export const ExportIdParamsSchema = Type.Object({

@@ -1,4 +1,4 @@
-import type { ExportableEntry } from '../../http/resources.ts'
+import type { ExportableEntry } from '../../http/contract/resources.ts'
 
 /** What WordPress's WXR 1.2 calls a post's state, for each of this service's. */
 const WP_STATUS: Readonly<Record<ExportableEntry['status'], string>> = {

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../../config.ts'
 import { AppError } from '../../errors.ts'
-import type { ImageIntake, Services } from '../../http/resources.ts'
+import type { ImageIntake, Services } from '../../http/contract/resources.ts'
 import type { Store } from '../../store/store.ts'
 import type { SourcePost } from './entries.ts'
 import { type ImportReport, warn } from './import.ts'

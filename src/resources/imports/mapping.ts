@@ -1,4 +1,4 @@
-import type { ImportableItem } from '../../http/resources.ts'
+import type { ImportableItem } from '../../http/contract/resources.ts'
 import type { SourcePost } from './entries.ts'
 import { paragraphs, toMarkdown } from './html.ts'
 import type { ImportSource } from './import.ts'

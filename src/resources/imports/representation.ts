@@ -1,5 +1,5 @@
-import { strongEtag } from '../../http/conditional.ts'
-import { type ApiVersion, idNameOf } from '../../http/versioning.ts'
+import { strongEtag } from '../../http/toolkit/conditional.ts'
+import { type ApiVersion, idNameOf } from '../../http/protocol/versioning.ts'
 import type { ImportJob } from './import.ts'
 
 /** The job as GET /imports/{id} shows it, in each version (v2 names the identifier `importId`). */

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { LinkSchema } from '../../http/schemas.ts'
+import { LinkSchema } from '../../http/contract/schemas.ts'
 import { IMPORT_SOURCES, IMPORT_STATUSES, NOT_IMPORTED, WARNINGS_MAX } from './import.ts'
 
 export const ImportIdParamsSchema = Type.Object({

@@ -1,5 +1,5 @@
 import type { Config } from '../../config.ts'
-import type { ImageCatalogue, ImageFacts } from '../../http/resources.ts'
+import type { ImageCatalogue, ImageFacts } from '../../http/contract/resources.ts'
 import type { Repositories } from '../../store/store.ts'
 import type { Media } from './store.ts'
 

@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Counter, type Registry } from 'prom-client'
 import type { Config } from '../../config.ts'
-import { unavailable } from '../../http/problems.ts'
+import { unavailable } from '../../http/protocol/problems.ts'
 import { type BlobStorage, BlobStorageUnavailableError } from '../../storage/blob-storage.ts'
 import { openBlobStorage } from '../../storage/open-blob-storage.ts'
 import type { Repositories, Store } from '../../store/store.ts'
@@ -32,7 +32,7 @@ export interface Library {
   readonly computations: Counter
 }
 
-declare module '../../http/resources.ts' {
+declare module '../../http/contract/resources.ts' {
   interface Services {
     /** The media's storage and counters, one per app. */
     readonly mediaLibrary: Library

@@ -1,7 +1,7 @@
 import { type Static, type TObject, Type } from '@sinclair/typebox'
-import { type CollectionSpec, pagingQueryProperties } from '../../http/paging.ts'
-import { LinkSchema } from '../../http/schemas.ts'
-import { API_VERSIONS, idNameOf } from '../../http/versioning.ts'
+import { type CollectionSpec, pagingQueryProperties } from '../../http/toolkit/paging.ts'
+import { LinkSchema } from '../../http/contract/schemas.ts'
+import { API_VERSIONS, idNameOf } from '../../http/protocol/versioning.ts'
 
 /** 128 random bits, base64url: media URLs are public, so ids must not be guessable. */
 export const MEDIA_ID_PATTERN = '^[A-Za-z0-9_-]{22}$'

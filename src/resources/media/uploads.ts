@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.ts'
 import { isAdmin, type Principal } from '../../domain/principal.ts'
 import { AppError, type ProblemCode } from '../../errors.ts'
-import { COMMON_ERRORS, problemResponses } from '../../http/schemas.ts'
+import { COMMON_ERRORS, problemResponses } from '../../http/contract/schemas.ts'
 import { sanitiseFilename } from './upload.ts'
 
 const TUS_BODY = 'application/offset+octet-stream'

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { type CollectionSpec, pagingQueryProperties } from '../../http/paging.ts'
-import { LinkSchema, versionedSchemas } from '../../http/schemas.ts'
+import { type CollectionSpec, pagingQueryProperties } from '../../http/toolkit/paging.ts'
+import { LinkSchema, versionedSchemas } from '../../http/contract/schemas.ts'
 import { ORDER_STATUSES } from './store.ts'
 
 export const OrderIdParamsSchema = Type.Object({ order_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, format: 'int64' }) }, { additionalProperties: false })

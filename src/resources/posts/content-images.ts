@@ -1,5 +1,5 @@
 import type { Config } from '../../config.ts'
-import type { ImageCatalogue } from '../../http/resources.ts'
+import type { ImageCatalogue } from '../../http/contract/resources.ts'
 import type { Repositories } from '../../store/store.ts'
 import { type ContentImages, imageSources } from './markdown.ts'
 

@@ -1,7 +1,7 @@
 import type { Config } from '../../config.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, type FieldError } from '../../errors.ts'
-import type { ExportableEntry, ImageCatalogue, Importable, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
+import type { ExportableEntry, ImageCatalogue, Importable, ImportableItem, ImportableOutcome } from '../../http/contract/resources.ts'
 import { wordMessage } from '../../messages.ts'
 import type { UnitOfWork } from '../../store/store.ts'
 import { contentImages } from './content-images.ts'

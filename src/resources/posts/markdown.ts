@@ -1,5 +1,5 @@
 import MarkdownIt from 'markdown-it'
-import type { ImageFacts } from '../../http/resources.ts'
+import type { ImageFacts } from '../../http/contract/resources.ts'
 
 type Token = ReturnType<InstanceType<typeof MarkdownIt>['parse']>[number]
 

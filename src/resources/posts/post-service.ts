@@ -1,6 +1,6 @@
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
-import type { ImageFacts } from '../../http/resources.ts'
-import { writeCurrent } from '../../http/action.ts'
+import type { ImageFacts } from '../../http/contract/resources.ts'
+import { writeCurrent } from '../../http/toolkit/action.ts'
 import type { ContentImages } from './markdown.ts'
 import { publishedAtAfter } from './published-at.ts'
 import { newPostWrite, postWrite } from './post-write.ts'

@@ -1,4 +1,4 @@
-import type { ImageFacts } from '../../http/resources.ts'
+import type { ImageFacts } from '../../http/contract/resources.ts'
 import { type ContentImages, renderContent } from './markdown.ts'
 import type { NewPostWrite, Post, PostInput, PostWrite } from './post.ts'
 import { publishedAtAfter } from './published-at.ts'

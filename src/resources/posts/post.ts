@@ -1,5 +1,5 @@
 import { fieldError, validationFailed } from '../../errors.ts'
-import type { ImageFacts } from '../../http/resources.ts'
+import type { ImageFacts } from '../../http/contract/resources.ts'
 import { normaliseTags } from './tags.ts'
 
 export const POST_STATUSES = ['draft', 'published', 'archived', 'scheduled'] as const

@@ -8,7 +8,7 @@ import { tagKey } from './tags.ts'
 import { arg, type PreparedQueries, preparedQueries } from '../../store/prepared.ts'
 import { pageOf, pageQuery, pageValues } from '../../store/read-page.ts'
 import type { ListPage, ListQuery, WriteResult } from '../../store/store.ts'
-import type { ImageFacts } from '../../http/resources.ts'
+import type { ImageFacts } from '../../http/contract/resources.ts'
 import type { DuePost, PostFilter, PostStore, PublishedPost, PublishedStats, SlugLookup, TagCount, TagsQuery } from './store.ts'
 import { type Database, type DialectParts, iso, type Timestamp } from '../../store/tables.ts'
 

@@ -1,6 +1,6 @@
 import type { Post, PostSummary } from './post.ts'
 import type { Revision, RevisionSummary } from './revision.ts'
-import { API_VERSIONS, type ApiVersion, idNameOf } from '../../http/versioning.ts'
+import { API_VERSIONS, type ApiVersion, idNameOf } from '../../http/protocol/versioning.ts'
 
 type ListedPost = PostSummary & { content?: string, contentHtml?: string }
 

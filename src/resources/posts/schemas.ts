@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { pagingQueryProperties } from '../../http/paging.ts'
-import { LinkSchema } from '../../http/schemas.ts'
+import { pagingQueryProperties } from '../../http/toolkit/paging.ts'
+import { LinkSchema } from '../../http/contract/schemas.ts'
 import { EXCERPT_MAX } from './markdown.ts'
 import { CANONICAL_URL_MAX, CONTENT_MAX, META_DESCRIPTION_MAX, META_TITLE_MAX, POST_STATUSES, TITLE_MAX } from './post.ts'
 import { SLUG_MAX, SLUG_PATTERN } from './slug.ts'

@@ -3,8 +3,8 @@ import path from 'node:path'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../../errors.ts'
-import { isNotModified, strongEtag } from '../../http/conditional.ts'
-import { problemResponses, SYSTEM_ERRORS } from '../../http/schemas.ts'
+import { isNotModified, strongEtag } from '../../http/toolkit/conditional.ts'
+import { problemResponses, SYSTEM_ERRORS } from '../../http/contract/schemas.ts'
 
 /** Where the build puts the editor (scripts/bundle-admin.ts): `index.html` and `assets/<name>-<hash>.<ext>`. */
 export const ADMIN_BUILD_DIR = path.join('dist', 'admin')
@@ -62,7 +62,7 @@ const NOT_BUILT = 'The editor is not built on this instance: `npm run build` mak
  * `GET /admin`: the editor, one page and its content-hashed assets, all from this service. The
  * page is revalidated on every use; the assets are immutable. Its Content-Security-Policy (no inline
  * script or style, nothing from another origin) is set with the other security headers
- * (src/http/security.ts).
+ * (src/http/pipeline/security.ts).
  */
 export async function adminRoutes (app: FastifyInstance, opts: { build?: AdminBuild | null } = {}): Promise<void> {
   const build = opts.build === undefined ? loadAdminBuild() : opts.build

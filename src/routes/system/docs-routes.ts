@@ -2,10 +2,10 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import type { Catalogue } from '../../catalogue.ts'
 import { AppError, type ProblemCode, problemSlug } from '../../errors.ts'
-import { MAX_PAGE_SIZE } from '../../http/paging.ts'
-import type { Resource } from '../../http/resources.ts'
-import { problemResponses, SYSTEM_ERRORS } from '../../http/schemas.ts'
-import { DEFAULT_VERSION, vendorMediaType, versionChanges } from '../../http/versioning.ts'
+import { MAX_PAGE_SIZE } from '../../http/toolkit/paging.ts'
+import type { Resource } from '../../http/contract/resources.ts'
+import { problemResponses, SYSTEM_ERRORS } from '../../http/contract/schemas.ts'
+import { DEFAULT_VERSION, vendorMediaType, versionChanges } from '../../http/protocol/versioning.ts'
 
 function escapeHtml (s: string): string {
   return s.replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
@@ -13,7 +13,7 @@ function escapeHtml (s: string): string {
 
 /**
  * The Markdown the OpenAPI document and /docs show about the API as a whole: its resources, its
- * versions (as src/http/versioning.ts lists them), authentication, errors and limits.
+ * versions (as src/http/protocol/versioning.ts lists them), authentication, errors and limits.
  */
 export function apiDescription (resources: readonly Resource[], catalogue: Catalogue): string {
   const paths = resources.map(r => `\`${r.path}\``).join(', ')

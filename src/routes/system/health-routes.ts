@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { unavailable } from '../../http/problems.ts'
+import { unavailable } from '../../http/protocol/problems.ts'
 import type { Store } from '../../store/store.ts'
-import { problemResponses, SYSTEM_ERRORS } from '../../http/schemas.ts'
+import { problemResponses, SYSTEM_ERRORS } from '../../http/contract/schemas.ts'
 
 const HealthSchema = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false })
 const READY_TIMEOUT_MS = 2000

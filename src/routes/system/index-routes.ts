@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import type { Resource, RouteContext } from '../../http/resources.ts'
-import { linkBase, versionsOf } from '../../http/versioning.ts'
-import { COMMON_ERRORS, LinkSchema, problemResponses } from '../../http/schemas.ts'
+import type { Resource, RouteContext } from '../../http/contract/resources.ts'
+import { linkBase, versionsOf } from '../../http/protocol/versioning.ts'
+import { COMMON_ERRORS, LinkSchema, problemResponses } from '../../http/contract/schemas.ts'
 
 export const IndexSchema = Type.Object({
   _links: Type.Record(Type.String(), Type.Ref(LinkSchema)),

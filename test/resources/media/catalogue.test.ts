@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import type { Resource } from '../../../src/http/resources.ts'
+import type { Resource } from '../../../src/http/contract/resources.ts'
 import { RESOURCES } from '../../../src/registry.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { png } from './images.ts'

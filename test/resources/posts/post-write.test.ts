@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { ImageFacts } from '../../../src/http/resources.ts'
+import type { ImageFacts } from '../../../src/http/contract/resources.ts'
 import type { Post, PostInput } from '../../../src/resources/posts/post.ts'
 import { newPostWrite, postWrite } from '../../../src/resources/posts/post-write.ts'
 

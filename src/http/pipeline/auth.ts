@@ -2,12 +2,12 @@ import { createHash, createPublicKey, randomBytes, timingSafeEqual, type KeyObje
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose'
-import type { Config } from '../config.ts'
-import { hasScope, type Principal, type Viewer } from '../domain/principal.ts'
-import { AppError } from '../errors.ts'
-import type { ApiKeyStore } from '../store/store.ts'
-import { routeOf } from './route.ts'
-import { unavailable } from './problems.ts'
+import type { Config } from '../../config.ts'
+import { hasScope, type Principal, type Viewer } from '../../domain/principal.ts'
+import { AppError } from '../../errors.ts'
+import type { ApiKeyStore } from '../../store/store.ts'
+import { routeOf } from '../protocol/route.ts'
+import { unavailable } from '../protocol/problems.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -3,7 +3,7 @@ import cors, { type FastifyCorsOptions } from '@fastify/cors'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import helmet, { type HelmetOptions } from 'helmet'
 import fp from 'fastify-plugin'
-import type { Config } from '../config.ts'
+import type { Config } from '../../config.ts'
 
 /**
  * A JSON API loads nothing into a browser page, so its answers allow nothing. The /docs page
@@ -69,7 +69,7 @@ function isPreflight (req: FastifyRequest): boolean {
  *
  * @fastify/cors routes every OPTIONS to its own `OPTIONS *` handler. Only a real preflight from an
  * allowed origin is answered there; any other OPTIONS falls through to the not-found handler, which
- * answers 204 with `Allow` (src/http/routing.ts), so both behaviours coexist.
+ * answers 204 with `Allow` (src/http/pipeline/routing.ts), so both behaviours coexist.
  */
 function fixedHeaders (origins: readonly string[]): Record<string, string> {
   return helmetHeaders({

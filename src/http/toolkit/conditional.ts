@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { cacheControlFor, type Audience } from './caching.ts'
-import { linkBase } from './versioning.ts'
+import { cacheControlFor, type Audience } from '../pipeline/caching.ts'
+import { linkBase } from '../protocol/versioning.ts'
 
 /** A strong entity tag from the parts that decide a representation's bytes. */
 export function strongEtag (...parts: (string | number)[]): string {

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { routeOf } from './route.ts'
+import { routeOf } from '../protocol/route.ts'
 
 /**
  * Who may cache a representation: anyone when read anonymously (published content), nobody but

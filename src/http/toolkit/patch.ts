@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import jsonpatch from 'fast-json-patch'
-import { AppError } from '../errors.ts'
-import { JSON_PATCH, MERGE_PATCH } from './content-type.ts'
+import { AppError } from '../../errors.ts'
+import { JSON_PATCH, MERGE_PATCH } from '../pipeline/content-type.ts'
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 

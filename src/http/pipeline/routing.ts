@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError } from '../errors.ts'
-import type { Catalogue } from '../catalogue.ts'
-import type { Config } from '../config.ts'
-import { sendProblem } from './problems.ts'
-import { negotiationOf, notAcceptable, pathVersionPrefix, versionHeadersOf } from './versioning.ts'
+import { AppError } from '../../errors.ts'
+import type { Catalogue } from '../../catalogue.ts'
+import type { Config } from '../../config.ts'
+import { sendProblem } from '../protocol/problems.ts'
+import { negotiationOf, notAcceptable, pathVersionPrefix, versionHeadersOf } from '../protocol/versioning.ts'
 
 interface PathEntry { pattern: RegExp, methods: Set<string>, acceptPatch: string | null, versioned: boolean }
 

@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify'
-import type { Move } from '../domain/state-machine.ts'
-import { AppError } from '../errors.ts'
-import type { OwnedRecord, OwnedRows } from '../store/owned-rows.ts'
-import type { WriteResult } from '../store/store.ts'
+import type { Move } from '../../domain/state-machine.ts'
+import { AppError } from '../../errors.ts'
+import type { OwnedRecord, OwnedRows } from '../../store/owned-rows.ts'
+import type { WriteResult } from '../../store/store.ts'
 import { preconditionOf } from './conditional.ts'
 
 const RETRIES = 5

@@ -3,9 +3,9 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import stringify from 'safe-stable-stringify'
-import type { Config } from '../config.ts'
-import { AppError } from '../errors.ts'
-import type { IdempotencyScope, Store, StoredResponse, UnitOfWork } from '../store/store.ts'
+import type { Config } from '../../config.ts'
+import { AppError } from '../../errors.ts'
+import type { IdempotencyScope, Store, StoredResponse, UnitOfWork } from '../../store/store.ts'
 
 /** A key this request holds: its record is completed with the response, or released. */
 interface Claim {

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { Counter, Gauge, type Registry } from 'prom-client'
-import type { CircuitState } from '../store/circuit.ts'
-import type { Store } from '../store/store.ts'
-import { unavailable } from './problems.ts'
+import type { CircuitState } from '../../store/circuit.ts'
+import type { Store } from '../../store/store.ts'
+import { unavailable } from '../protocol/problems.ts'
 import { pathOf, PROBE_PATHS } from './shedding.ts'
 
 /** What needs no store: the probes (readiness reports the circuit itself) and the API's documents. */

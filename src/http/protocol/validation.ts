@@ -1,8 +1,8 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
-import { fieldError, type FieldCode, type FieldError } from '../errors.ts'
-import { type JsonType, type Message, message } from '../messages.ts'
+import { fieldError, type FieldCode, type FieldError } from '../../errors.ts'
+import { type JsonType, type Message, message } from '../../messages.ts'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
 type AddFormats = (ajv: Ajv, formats: string[]) => Ajv
@@ -58,7 +58,7 @@ export function createValidatorCompiler (shared: readonly object[]): FastifySche
   }
   // Every route is registered once per version and prefix: equal schemas share one validator,
   // which more than halves the compiling at start-up. ajv's own cache is by object, not content.
-  // Each is compiled on its first use, like the serializers (src/http/serialization.ts): most
+  // Each is compiled on its first use, like the serializers (src/http/protocol/serialization.ts): most
   // routes' validators are not needed in a process's first second, and compiling them all was a
   // tenth of the start-up.
   const compiled = new Map<string, ValidateFunction>()

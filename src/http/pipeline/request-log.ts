@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { routeOf } from './route.ts'
+import { routeOf } from '../protocol/route.ts'
 
 function pathOf (url: string): string {
   const q = url.indexOf('?')

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError, fieldError, validationFailed } from '../errors.ts'
-import { message } from '../messages.ts'
-import { routeOf } from './route.ts'
-import { API_VERSIONS, vendorMediaType, vendorVersion } from './versioning.ts'
+import { AppError, fieldError, validationFailed } from '../../errors.ts'
+import { message } from '../../messages.ts'
+import { routeOf } from '../protocol/route.ts'
+import { API_VERSIONS, vendorMediaType, vendorVersion } from '../protocol/versioning.ts'
 
 /** Request bodies: JSON, or the vendor type of a version. */
 export const JSON_BODY_TYPES: readonly string[] = ['application/json', ...API_VERSIONS.map(vendorMediaType)]

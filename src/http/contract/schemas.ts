@@ -1,8 +1,8 @@
 import { type TObject, type TProperties, Type } from '@sinclair/typebox'
-import type { Catalogue } from '../catalogue.ts'
-import { MAX_PAGE_SIZE } from './paging.ts'
-import { PROBLEM_LIMITS } from './problems.ts'
-import { API_VERSIONS, idNameOf } from './versioning.ts'
+import type { Catalogue } from '../../catalogue.ts'
+import { MAX_PAGE_SIZE } from '../toolkit/paging.ts'
+import { PROBLEM_LIMITS } from '../protocol/problems.ts'
+import { API_VERSIONS, idNameOf } from '../protocol/versioning.ts'
 
 export const LinkSchema = Type.Object({
   href: Type.String({ maxLength: 8192, description: 'A root-relative path.' }),

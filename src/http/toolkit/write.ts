@@ -1,10 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Store, StoredResponse, TransactionOptions, UnitOfWork } from '../store/store.ts'
-import { PRIVATE_CACHE } from './caching.ts'
+import type { Store, StoredResponse, TransactionOptions, UnitOfWork } from '../../store/store.ts'
+import { PRIVATE_CACHE } from '../pipeline/caching.ts'
 import { type Revisioned, validatorsOf } from './conditional.ts'
-import { completeIdempotentWrite } from './idempotency.ts'
+import { completeIdempotentWrite } from '../pipeline/idempotency.ts'
 import { preferences } from './prefer.ts'
-import { linkBase } from './versioning.ts'
+import { linkBase } from '../protocol/versioning.ts'
 
 /** What a write made: the status it earns, the representation, and its validators and location. */
 export interface Written {

@@ -2,9 +2,9 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
-import type { Config } from '../config.ts'
-import { AppError } from '../errors.ts'
-import { routeOf } from './route.ts'
+import type { Config } from '../../config.ts'
+import { AppError } from '../../errors.ts'
+import { routeOf } from '../protocol/route.ts'
 
 /** The policy's name in RateLimit-Policy and RateLimit. */
 const POLICY = 'default'

@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import rangeParser from 'range-parser'
-import { AppError } from '../errors.ts'
-import { PRIVATE_CACHE } from './caching.ts'
+import { AppError } from '../../errors.ts'
+import { PRIVATE_CACHE } from '../pipeline/caching.ts'
 import { httpDateSeconds, isNotModified } from './conditional.ts'
 
 /** A file to send whole or in part: its length, validators, and a reader of bytes `from`–`to` (inclusive). */

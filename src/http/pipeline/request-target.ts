@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError } from '../errors.ts'
+import { AppError } from '../../errors.ts'
 
 /** Request line target (path and query) longer than this: 414. Node's own limit on all headers is 16 KiB. */
 export const MAX_URL_LENGTH = 8 * 1024

@@ -2,12 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Config } from '../config.ts'
-import { CORE_PROBLEMS, problemSlug } from '../errors.ts'
-import { CORE_TRANSLATIONS, problemLanguage } from '../errors-i18n.ts'
+import type { Config } from '../../config.ts'
+import { CORE_PROBLEMS, problemSlug } from '../../errors.ts'
+import { CORE_TRANSLATIONS, problemLanguage } from '../../errors-i18n.ts'
 import { AdmissionQueue } from './admission.ts'
-import { instanceOf, PROBLEM_MEDIA_TYPE, RETRY_AFTER_S, unavailable } from './problems.ts'
-import { isLongLived } from './route.ts'
+import { instanceOf, PROBLEM_MEDIA_TYPE, RETRY_AFTER_S, unavailable } from '../protocol/problems.ts'
+import { isLongLived } from '../protocol/route.ts'
 import { apiSecurityHeaders } from './security.ts'
 import { genRequestId, parseTraceparent, randomHex } from './tracing.ts'
 
@@ -118,7 +118,7 @@ function shedAnswer (security: Record<string, string>): (p: Pending) => void {
 }
 
 /**
- * Puts the admission queue (src/http/admission.ts) in front of Fastify: every request the server
+ * Puts the admission queue (src/http/pipeline/admission.ts) in front of Fastify: every request the server
  * reads, probes aside, goes through it, and reaches Fastify's handler when served.
  */
 function queueRequests (app: FastifyInstance, config: Pick<Config, 'overloadMaxWaitMs' | 'corsOrigins'>): void {

@@ -2,7 +2,7 @@ import { type IncomingMessage, STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { instanceOf, rawProblem } from './problems.ts'
+import { instanceOf, rawProblem } from '../protocol/problems.ts'
 
 /** Framing headers of the injected answer that the answer written on the socket sets itself. */
 const FRAMING = new Set(['connection', 'transfer-encoding', 'content-length', 'keep-alive', 'date'])

@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { ListPage, ListQuery, SortTerm } from '../store/store.ts'
-import type { Audience } from './caching.ts'
+import type { ListPage, ListQuery, SortTerm } from '../../store/store.ts'
+import type { Audience } from '../pipeline/caching.ts'
 import { type CollectionSpec, type CursorCodec, type ListRequest, parseListRequest, pagingQueryProperties, type PagingQuery, sendPage, storeQueryOf } from './paging.ts'
-import { linkBase } from './versioning.ts'
+import { linkBase } from '../protocol/versioning.ts'
 
 /** What a collection's list route needs beyond the shared paging rules. */
 export interface ListSpec<T, K extends string, F> {

@@ -1,16 +1,16 @@
 import type { ServerOptions } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
-import type { Config } from '../config.ts'
-import type { ProblemCode } from '../errors.ts'
-import { rawProblem } from './problems.ts'
+import type { Config } from '../../config.ts'
+import type { ProblemCode } from '../../errors.ts'
+import { rawProblem } from '../protocol/problems.ts'
 
 /** How often Node checks connections against headersTimeout and requestTimeout (its default is 30 s). */
 const CONNECTIONS_CHECK_INTERVAL_MS = 500
 
 /**
  * Options for Node's HTTP server. Node's read bounds (headers, whole request) end slow or stalled
- * clients; the Host check is done in onRequest (src/http/request-target.ts), so that its answer is
+ * clients; the Host check is done in onRequest (src/http/pipeline/request-target.ts), so that its answer is
  * a problem body.
  */
 export function serverOptions (config: Pick<Config, 'headersTimeoutMs'>): ServerOptions {

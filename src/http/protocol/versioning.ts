@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Config, VersionDates } from '../config.ts'
-import { AppError } from '../errors.ts'
+import type { Config, VersionDates } from '../../config.ts'
+import { AppError } from '../../errors.ts'
 import { appendLink } from './links.ts'
 import { routeOf } from './route.ts'
 

@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Catalogue } from '../catalogue.ts'
-import type { Config } from '../config.ts'
-import { AppError } from '../errors.ts'
-import { buildProblem, problemHeaders, statusOf, SUCCESS_ONLY_HEADERS, unavailable } from './problems.ts'
-import { isLongLived, routeOf } from './route.ts'
+import type { Catalogue } from '../../catalogue.ts'
+import type { Config } from '../../config.ts'
+import { AppError } from '../../errors.ts'
+import { buildProblem, problemHeaders, statusOf, SUCCESS_ONLY_HEADERS, unavailable } from '../protocol/problems.ts'
+import { isLongLived, routeOf } from '../protocol/route.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
