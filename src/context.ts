@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { pino } from 'pino'
 import { Registry } from 'prom-client'
 import { buildCatalogue, type Catalogue } from './catalogue.ts'
+import { type Clock, systemClock } from './clock.ts'
 import { type Config, type Env, readConfig } from './config.ts'
 import { Authenticator } from './http/auth.ts'
 import { InFlight } from './http/deadlines.ts'
@@ -53,6 +54,8 @@ export interface AppContext {
   readonly services: Services
   /** What those services do when the app is ready, closing and closed. */
   readonly lifecycle: Lifecycle
+  /** What every rule that decides by time reads the time from (src/clock.ts). */
+  readonly clock: Clock
 }
 
 /**
@@ -75,6 +78,8 @@ export interface ContextOverrides {
   readonly store?: Store
   /** Pino options (a stream, a level) instead of the settings' level; false: no logging at all. */
   readonly logger?: false | pino.LoggerOptions & { stream?: pino.DestinationStream }
+  /** The clock time-based rules read (a test's, which it advances) instead of the system's. */
+  readonly clock?: Clock
 }
 
 /** The store modules of `parts`, which the store is opened with. */
@@ -104,18 +109,19 @@ export async function createContext (config: Config, overrides: ContextOverrides
   try {
     if (overrides.store === undefined && config.migrateOnStart) await store.migrate()
     const log = loggerOf(config, overrides.logger)
+    const clock = overrides.clock ?? systemClock
     const metrics = new Registry()
     const jobs = new JobRunner(log, config.backgroundWork)
-    const webhooks = outboxOf(parts, { config, store, metrics, log: log.child({ component: 'webhooks' }), pollMs: outboxPollMs(config, parts) })
+    const webhooks = outboxOf(parts, { config, store, metrics, log: log.child({ component: 'webhooks' }), pollMs: outboxPollMs(config, parts), clock })
     jobs.run(webhooks)
     const lifecycle = new Lifecycle()
     const made: Partial<Services> = {}
     for (const part of parts) {
-      Object.assign(made, await part.services?.({ config, store, log, metrics, background: jobs, webhooks, lifecycle }))
+      Object.assign(made, await part.services?.({ config, store, log, metrics, background: jobs, webhooks, lifecycle, clock }))
     }
     const services = Object.freeze(made) as Services
     for (const part of parts) {
-      for (const job of part.jobs?.({ config, store, log, metrics, jobs, webhooks, resources, services }) ?? []) jobs.add(job)
+      for (const job of part.jobs?.({ config, store, log, metrics, jobs, webhooks, resources, services, clock }) ?? []) jobs.add(job)
     }
     return Object.freeze({
       config,
@@ -123,7 +129,7 @@ export async function createContext (config: Config, overrides: ContextOverrides
       parts,
       eventTypes: parts.flatMap(p => p.eventTypes ?? []),
       store,
-      authenticator: new Authenticator(config.auth, store.apiKeys),
+      authenticator: new Authenticator(config.auth, store.apiKeys, clock),
       cursors: new CursorCodec(await store.serverSecret()),
       metrics,
       catalogue: catalogueOf(parts),
@@ -133,6 +139,7 @@ export async function createContext (config: Config, overrides: ContextOverrides
       inFlight: new InFlight(),
       services,
       lifecycle,
+      clock,
     })
   } catch (err) {
     if (overrides.store === undefined) await store.close().catch(() => {})

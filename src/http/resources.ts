@@ -3,6 +3,7 @@ import type { Ajv } from 'ajv'
 import type { FastifyBaseLogger, FastifyInstance, FastifySchema } from 'fastify'
 import type { Registry } from 'prom-client'
 import type { CatalogueDeclarations } from '../catalogue.ts'
+import type { Clock } from '../clock.ts'
 import type { Config, SettingsSection } from '../config.ts'
 import type { Viewer } from '../domain/principal.ts'
 import type { Background, Job, JobWaker, WebhookOutbox } from '../jobs/job.ts'
@@ -18,6 +19,8 @@ export interface ResourceContext {
   readonly version: ApiVersion
   readonly config: Config
   readonly store: Store
+  /** What time-based rules read the time from (src/clock.ts): the system's, or a test's. */
+  readonly clock: Clock
   readonly cursors: CursorCodec
   /** Wakes a job after a commit that gave it work. */
   readonly jobs: JobWaker
@@ -192,6 +195,8 @@ export interface OutboxContext {
   readonly log: FastifyBaseLogger
   readonly metrics: Registry
   readonly pollMs: number
+  /** What time-based rules read the time from (src/clock.ts): the system's, or a test's. */
+  readonly clock: Clock
 }
 
 /** What a resource's services are made with. */
@@ -207,6 +212,8 @@ export interface ServicesContext {
   readonly webhooks: WebhookOutbox
   /** Work at the app's turns (ready, closing, closed) that is not background work. */
   readonly lifecycle: Lifecycle
+  /** What time-based rules read the time from (src/clock.ts): the system's, or a test's. */
+  readonly clock: Clock
 }
 
 /** What a resource's jobs are made with. */
@@ -223,6 +230,8 @@ export interface JobContext {
   readonly resources: readonly Resource[]
   /** What the parts' `services` made. */
   readonly services: Services
+  /** What time-based rules read the time from (src/clock.ts): the system's, or a test's. */
+  readonly clock: Clock
 }
 
 /**
@@ -306,6 +315,7 @@ export interface ResourcesContext {
   readonly jobs: JobWaker
   readonly webhooks: WebhookOutbox
   readonly services: Services
+  readonly clock: Clock
 }
 
 export interface ResourcesOptions {
@@ -329,6 +339,7 @@ export async function registerResources (app: FastifyInstance, parts: ResourcesC
         version,
         config: parts.config,
         store: parts.store,
+        clock: parts.clock,
         cursors: parts.cursors,
         jobs: parts.jobs,
         webhooks: parts.webhooks,

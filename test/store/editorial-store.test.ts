@@ -17,7 +17,7 @@ const all = { filter: {}, sort: [{ key: 'number' as const, direction: 'desc' as 
 const silent = pino({ level: 'silent' })
 
 /** A clock `ms` ahead of now, so a post can be scheduled and be due a moment later without waiting. */
-const ahead = (ms: number) => () => new Date(Date.now() - ms)
+const ahead = (ms: number) => ({ now: () => new Date(Date.now() - ms) })
 
 for (const kind of await storeKinds()) {
   describe(`editorial store [${kind}]`, () => {

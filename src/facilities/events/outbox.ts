@@ -8,7 +8,7 @@ import { WebhookSender } from './webhook-sender.ts'
  * with its metrics: attempts by outcome, and the backlog (pending deliveries, the oldest one's age)
  * read from the store when scraped, so every instance reports the deployment's queue.
  */
-export function webhookOutbox ({ config, store, metrics, log, pollMs }: OutboxContext): WebhookOutbox {
+export function webhookOutbox ({ config, store, metrics, log, pollMs, clock }: OutboxContext): WebhookOutbox {
   const attempts = new Counter({
     name: 'webhook_delivery_attempts_total',
     help: 'Webhook delivery attempts by outcome: delivered (succeeded), retry (failed, tried again later), failed (given up); their sum is the attempts made',
@@ -33,7 +33,7 @@ export function webhookOutbox ({ config, store, metrics, log, pollMs }: OutboxCo
     registers: [],
     async collect () {
       const oldest = (await readBacklog()).oldestCreatedAt
-      this.set(oldest === null ? 0 : Math.max(0, (Date.now() - Date.parse(oldest)) / 1000))
+      this.set(oldest === null ? 0 : Math.max(0, (clock.now().getTime() - Date.parse(oldest)) / 1000))
     },
   }))
   return new WebhookSender({
@@ -46,5 +46,6 @@ export function webhookOutbox ({ config, store, metrics, log, pollMs }: OutboxCo
     retryBaseMs: config.eventLog.webhookRetryBaseMs,
     pollMs,
     attempts,
+    clock,
   })
 }

@@ -5,6 +5,7 @@ import https from 'node:https'
 import { isIP } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
+import { type Clock, systemClock } from '../../clock.ts'
 import { PollLoop } from '../../jobs/loop.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
 import { addressAllowed, classifyAddress, guardedLookup } from './callback-url.ts'
@@ -39,6 +40,8 @@ export interface WebhookSenderOptions {
   readonly pollMs: number
   /** Counts attempts by outcome: delivered, retry, failed. */
   readonly attempts: Counter<'outcome'>
+  /** What leases and retries are timed by (the system's clock unless given). */
+  readonly clock?: Clock
 }
 
 /** What an attempt got: written with the next claim, then counted and logged. */
@@ -112,6 +115,8 @@ export class WebhookSender {
   /** Attempts of the batch just sent, written with the next claim (one unit of work, one commit). */
   private settled: Outcome[] = []
 
+  private get clock (): Clock { return this.opts.clock ?? systemClock }
+
   constructor (private readonly opts: WebhookSenderOptions) {
     this.signer = opts.secret === null ? null : new WebhookSigner(opts.secret)
     this.loop = new PollLoop('webhooks', opts.pollMs, opts.log, async signal => await this.tick(signal))
@@ -159,7 +164,7 @@ export class WebhookSender {
         await this.record(uow, outcomes)
         if (signal === null || signal.aborted) return []
         // Held a little longer than one attempt may take, so no other sender takes it meanwhile.
-        return await uow.webhooks.claimDue(new Date(), this.opts.timeoutMs + 5_000, BATCH)
+        return await uow.webhooks.claimDue(this.clock.now(), this.opts.timeoutMs + 5_000, BATCH)
       })
     } catch (err) {
       // Written with the next try (the loop backs off while the store fails).
@@ -173,7 +178,7 @@ export class WebhookSender {
   /** The outcomes' writes: deliveries done in one statement per status, the rest one by one; then the subscriptions' runs. */
   private async record (uow: UnitOfWork, outcomes: readonly Outcome[]): Promise<void> {
     if (outcomes.length === 0) return
-    const now = new Date()
+    const now = this.clock.now()
     const done = new Map<number, string[]>()
     for (const o of outcomes) {
       if (o.kind === 'delivered') {
@@ -249,7 +254,7 @@ export class WebhookSender {
         : ['TimeoutError', 'AbortError'].includes((err as Error).name) ? `no answer within ${this.opts.timeoutMs} ms` : String((err as Error).message ?? err)
     }
     return d.attempts < this.opts.maxAttempts
-      ? { kind: 'retry', d, error, status, at: new Date(Date.now() + retryDelay(d.attempts, this.opts.retryBaseMs)) }
+      ? { kind: 'retry', d, error, status, at: new Date(this.clock.now().getTime() + retryDelay(d.attempts, this.opts.retryBaseMs)) }
       : { kind: 'failed', d, error, status }
   }
 
@@ -262,6 +267,7 @@ export class WebhookSender {
       throw new Error(`${host} is a ${classifyAddress(host)} address`)
     }
     const body = Buffer.from(payload)
+    // The receiver checks the signature's timestamp against its own clock: the machine's time, always.
     const now = new Date()
     const headers = {
       'content-type': 'application/json',

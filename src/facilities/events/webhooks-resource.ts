@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { v7 as uuidv7 } from 'uuid'
+import type { Clock } from '../../clock.ts'
 import type { Principal, Viewer } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { listHandler } from '../../http/collection.ts'
@@ -77,12 +78,12 @@ const HELD_POLL_MS = 25
  * sent after the 204. Then deletes what the attempts left. Bounded by the lease (the attempt's
  * timeout and a few seconds): a sender that died lets it lapse.
  */
-async function attemptsEnded (store: Store, id: number, signal: AbortSignal): Promise<void> {
-  while (await store.webhooks.heldByWebhook(id, new Date()) > 0) {
+async function attemptsEnded (store: Store, clock: Clock, id: number, signal: AbortSignal): Promise<void> {
+  while (await store.webhooks.heldByWebhook(id, clock.now()) > 0) {
     if (signal.aborted) return
     await sleep(HELD_POLL_MS)
   }
-  await store.webhooks.deleteByWebhook(id, new Date())
+  await store.webhooks.deleteByWebhook(id, clock.now())
 }
 
 async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
@@ -128,7 +129,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
     const secret = newSecret()
     return await answerWrite(ctx.store, req, reply, async uow => {
       const values = { url, events, description: req.body.description ?? null, disabled_reason: null, secret: box.seal(secret), previous_secret: null, previous_secret_until: null, failures: 0, after_event_id: await uow.events.lastId() }
-      const s = await uow.webhookSubscriptions.insert((req.principal as Principal).subject, 'enabled', values, [], new Date())
+      const s = await uow.webhookSubscriptions.insert((req.principal as Principal).subject, 'enabled', values, [], ctx.clock.now())
       return writtenResource(req, 'webhooks', s, { ...render(req, s), secret }, 201)
     })
   })
@@ -170,7 +171,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
     const url = req.body.url === undefined ? undefined : await checkedUrl(req.body.url, ctx)
     return await answerWrite(ctx.store, req, reply, async uow => {
       const before = await current(req, uow, id)
-      const now = new Date()
+      const now = ctx.clock.now()
       const changes = { ...(url !== undefined ? { url } : {}), ...(events !== undefined ? { events } : {}), ...(req.body.description !== undefined ? { description: req.body.description } : {}), ...(req.body.enabled !== undefined ? { enabled: req.body.enabled } : {}) }
       const after = await uow.webhookSubscriptions.change(id, changes, now, before.revision)
       if (after === null) throw new AppError('PRECONDITION_FAILED', 'The subscription changed meanwhile; read it again.')
@@ -187,9 +188,9 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
     return await answerDelete(ctx.store, req, reply, async uow => {
       await current(req, uow, id)
       // The deliveries no sender holds go now; a held one may be in flight on any instance.
-      await uow.webhooks.deleteByWebhook(id, new Date())
+      await uow.webhooks.deleteByWebhook(id, ctx.clock.now())
       await uow.webhookSubscriptions.delete(id)
-    }, async () => { await attemptsEnded(store, id, req.abandoned) })
+    }, async () => { await attemptsEnded(store, ctx.clock, id, req.abandoned) })
   })
 
   app.post<{ Params: S.WebhookIdParams }>('/webhooks/:webhook_id/rotate-secret', ctx.route({
@@ -200,7 +201,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
     const secret = newSecret()
     return await answerWrite(ctx.store, req, reply, async uow => {
       await current(req, uow, req.params.webhook_id)
-      const s = await uow.webhookSubscriptions.rotate(req.params.webhook_id, box.seal(secret), new Date())
+      const s = await uow.webhookSubscriptions.rotate(req.params.webhook_id, box.seal(secret), ctx.clock.now())
       if (s === null) throw notFound(req.params.webhook_id)
       return writtenResource(req, 'webhooks', s, { ...render(req, s), secret }, 200)
     })
@@ -244,7 +245,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: ResourceContext): Promi
     const d = await uow.webhooks.findById(req.params.delivery_id)
     if (d === null || d.webhookId !== s.id) throw new AppError('DELIVERY_NOT_FOUND', `Subscription ${s.id} has no delivery ${req.params.delivery_id}.`)
     const id = `dlv_${uuidv7()}`
-    await uow.webhooks.enqueue({ id, webhookId: s.id, eventId: d.eventId, eventType: d.eventType, url: s.url, payload: d.payload }, new Date())
+    await uow.webhooks.enqueue({ id, webhookId: s.id, eventId: d.eventId, eventType: d.eventType, url: s.url, payload: d.payload }, ctx.clock.now())
     uow.onCommit(() => { ctx.webhooks.wake() })
     const again = await uow.webhooks.findById(id)
     return { status: 202, body: deliveryData(again!), location: `${linkBase(req)}/webhooks/${s.id}/deliveries` }
@@ -259,7 +260,7 @@ declare module '../../http/resources.ts' {
 }
 
 /** The fan-out of events to deliveries, and the sender's view of subscriptions (targets, failures in a row). */
-function webhookServices ({ config, store, log: root, background, webhooks }: ServicesContext): Partial<Services> {
+function webhookServices ({ config, store, log: root, background, webhooks, clock }: ServicesContext): Partial<Services> {
   const log = root.child({ component: 'webhooks' })
   const { box, source } = sealingOf(config)
   // Once per start; the key itself is never logged.
@@ -270,19 +271,19 @@ function webhookServices ({ config, store, log: root, background, webhooks }: Se
     log.warn('WEBHOOK_SECRET is not set: on PostgreSQL every instance must share the key that seals webhook subscriptions\' ' +
       'secrets, so POST /webhooks answers 409 WEBHOOK_SECRET_NOT_SET until it is set')
   }
-  const fanOut = new FanOut({ store, log, pollMs: config.eventLog.eventsPollMs, retentionH: config.eventLog.eventsRetentionH, queued: () => { webhooks.wake() } })
+  const fanOut = new FanOut({ store, log, pollMs: config.eventLog.eventsPollMs, retentionH: config.eventLog.eventsRetentionH, queued: () => { webhooks.wake() }, clock })
   // The outbox is this facility's own sender (eventsFacility.outbox).
   if (!(webhooks instanceof WebhookSender)) throw new Error('webhook subscriptions need the event-log facility\'s outbox')
   webhooks.serveSubscriptions({
     async target (id) {
       const s = await store.webhookSubscriptions.find(id, SYSTEM)
       if (s === null || s.status !== 'enabled' || box === null) return null
-      const previous = s.previousSecret !== null && s.previousSecretUntil !== null && Date.parse(s.previousSecretUntil) > Date.now() ? [box.open(s.previousSecret)] : []
+      const previous = s.previousSecret !== null && s.previousSecretUntil !== null && Date.parse(s.previousSecretUntil) > clock.now().getTime() ? [box.open(s.previousSecret)] : []
       return { url: s.url, secrets: [box.open(s.secret), ...previous] }
     },
     async ended (uow, id, delivered) {
-      if (!await uow.webhookSubscriptions.ended(id, delivered, new Date())) return
-      await uow.webhooks.failPending(id, 'The subscription was disabled after 20 failed deliveries in a row.', new Date())
+      if (!await uow.webhookSubscriptions.ended(id, delivered, clock.now())) return
+      await uow.webhooks.failPending(id, 'The subscription was disabled after 20 failed deliveries in a row.', clock.now())
       uow.onCommit(() => { log.warn({ subscription_id: id }, 'webhook subscription disabled: 20 deliveries in a row failed') })
     },
   })

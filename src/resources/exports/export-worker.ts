@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
+import { type Clock, systemClock } from '../../clock.ts'
 import type { Principal } from '../../domain/principal.ts'
 import type { Exportable } from '../../http/resources.ts'
 import type { ApiVersion } from '../../http/versioning.ts'
@@ -10,6 +11,8 @@ import { exportEventType, type ExportJob, type ExportLease } from './export.ts'
 import { wxrFormat } from './wxr.ts'
 
 export interface ExportWorkerOptions {
+  /** What leases are timed by (the system's clock unless given). */
+  readonly clock?: Clock
   readonly store: Store
   readonly log: FastifyBaseLogger
   readonly leaseMs: number
@@ -54,6 +57,8 @@ export class ExportWorker implements Job {
   readonly pollMs: number
   private lastSweep = 0
 
+  private now (): Date { return (this.opts.clock ?? systemClock).now() }
+
   constructor (private readonly opts: ExportWorkerOptions) {
     this.pollMs = opts.pollMs
   }
@@ -71,12 +76,12 @@ export class ExportWorker implements Job {
     uow.events.record(this.opts.jobEvent(job))
     if (job.callbackUrl === null) return
     const payload = JSON.stringify({ type: exportEventType(job.status), data: this.opts.renderJob(job) })
-    await uow.webhooks.enqueue({ id: `msg_${randomUUID()}`, exportId: job.id, url: job.callbackUrl, payload }, new Date())
+    await uow.webhooks.enqueue({ id: `msg_${randomUUID()}`, exportId: job.id, url: job.callbackUrl, payload }, this.now())
     uow.onCommit(this.opts.webhookQueued)
   }
 
   async tick (signal: AbortSignal): Promise<boolean> {
-    const now = new Date()
+    const now = this.now()
     await this.sweep(now)
     const lease = await this.opts.store.transaction(async uow => {
       for (const job of await uow.exports.expire(now, this.opts.maxAttempts)) {
@@ -92,7 +97,7 @@ export class ExportWorker implements Job {
   }
 
   private leaseUntil (): Date {
-    return new Date(Date.now() + this.opts.leaseMs)
+    return new Date(this.now().getTime() + this.opts.leaseMs)
   }
 
   private async runJob (lease: ExportLease, signal: AbortSignal): Promise<void> {
@@ -109,7 +114,7 @@ export class ExportWorker implements Job {
       }
       if (signal.aborted) {
         // Shutting down: hand the job back at once, without counting this run against it.
-        await store.exports.release(lease, null, false, new Date()).catch(() => {})
+        await store.exports.release(lease, null, false, this.now()).catch(() => {})
         log.info('export handed back to the queue: the service is stopping')
         this.opts.runs.inc({ outcome: 'interrupted' })
         return
@@ -117,12 +122,12 @@ export class ExportWorker implements Job {
       // The client sees a reason, never the internal error (it may quote SQL): that goes to the log.
       log.error({ err }, 'export run failed')
       if (lease.job.attempts < this.opts.maxAttempts) {
-        await store.exports.release(lease, `Run ${lease.job.attempts} failed on the service's side; the export will be tried again.`, true, new Date())
+        await store.exports.release(lease, `Run ${lease.job.attempts} failed on the service's side; the export will be tried again.`, true, this.now())
         this.opts.runs.inc({ outcome: 'retried' })
       } else {
         await store.transaction(async uow => {
           const error = `The export failed on the service's side ${lease.job.attempts} times and was given up; the logs have the details (export_id ${lease.job.id}).`
-          const job = await uow.exports.finish(lease, { status: 'failed', error }, new Date())
+          const job = await uow.exports.finish(lease, { status: 'failed', error }, this.now())
           if (job) await this.announce(uow, job)
         })
         this.opts.runs.inc({ outcome: 'failed' })
@@ -139,7 +144,7 @@ export class ExportWorker implements Job {
     const sort = [{ key: 'id' as const, direction: 'asc' as const }]
 
     const counted = await source.list(store, { filter, sort, limit: 1, count: true }, viewer)
-    if (!await store.exports.begin(lease, counted.total ?? 0, this.leaseUntil(), new Date())) throw new LeaseLost()
+    if (!await store.exports.begin(lease, counted.total ?? 0, this.leaseUntil(), this.now())) throw new LeaseLost()
 
     const wxr = job.format === 'wxr'
     const entry = source.entry
@@ -149,7 +154,7 @@ export class ExportWorker implements Job {
       : JSON.stringify(source.render(row, job.apiVersion as ApiVersion, job.linkBase)) + '\n'
 
     const hash = createHash('sha256')
-    let pending: Buffer[] = wxr ? [Buffer.from(wxrFormat.head(this.opts.site ?? '', new Date()))] : []
+    let pending: Buffer[] = wxr ? [Buffer.from(wxrFormat.head(this.opts.site ?? '', this.now()))] : []
     let pendingBytes = pending[0]?.length ?? 0
     let written = 0
     let seq = 0
@@ -185,8 +190,8 @@ export class ExportWorker implements Job {
         }
         if (pendingBytes > 0) chunks.push(cut())
         await store.transaction(async uow => {
-          for (const c of chunks) if (!await uow.exports.append(lease, c, exported, this.leaseUntil(), new Date())) throw new LeaseLost()
-          const done = await uow.exports.finish(lease, { status: 'succeeded', size: written, sha256: hash.digest('base64url') }, new Date())
+          for (const c of chunks) if (!await uow.exports.append(lease, c, exported, this.leaseUntil(), this.now())) throw new LeaseLost()
+          const done = await uow.exports.finish(lease, { status: 'succeeded', size: written, sha256: hash.digest('base64url') }, this.now())
           if (done === null) throw new LeaseLost()
           await this.announce(uow, done)
         })
@@ -195,8 +200,8 @@ export class ExportWorker implements Job {
         return
       }
       await store.transaction(async uow => {
-        if (chunks.length === 0 && !await uow.exports.append(lease, null, exported, this.leaseUntil(), new Date())) throw new LeaseLost()
-        for (const c of chunks) if (!await uow.exports.append(lease, c, exported, this.leaseUntil(), new Date())) throw new LeaseLost()
+        if (chunks.length === 0 && !await uow.exports.append(lease, null, exported, this.leaseUntil(), this.now())) throw new LeaseLost()
+        for (const c of chunks) if (!await uow.exports.append(lease, c, exported, this.leaseUntil(), this.now())) throw new LeaseLost()
       })
     }
   }

@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
+import { type Clock, systemClock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import type { ImageCatalogue, ImageIntake, Importable, Services, ImportableItem, ImportableOutcome } from '../../http/resources.ts'
 import type { Job } from '../../jobs/job.ts'
@@ -15,6 +16,8 @@ import { type ByteCounter, utf8Text } from './text.ts'
 import { readWxr } from './wxr-reader.ts'
 
 export interface ImportWorkerOptions {
+  /** What leases are timed by (the system's clock unless given). */
+  readonly clock?: Clock
   readonly store: Store
   readonly log: FastifyBaseLogger
   readonly config: Config
@@ -90,12 +93,14 @@ export class ImportWorker implements Job {
   readonly pollMs: number
   private lastSweep = 0
 
+  private now (): Date { return (this.opts.clock ?? systemClock).now() }
+
   constructor (private readonly opts: ImportWorkerOptions) {
     this.pollMs = opts.pollMs
   }
 
   async tick (signal: AbortSignal): Promise<boolean> {
-    const now = new Date()
+    const now = this.now()
     if (now.getTime() - this.lastSweep >= SWEEP_INTERVAL_MS) {
       this.lastSweep = now.getTime()
       await this.opts.store.imports.sweepUploads(new Date(now.getTime() - ORPHAN_UPLOAD_MS))
@@ -124,7 +129,7 @@ export class ImportWorker implements Job {
   }
 
   private leaseUntil (): Date {
-    return new Date(Date.now() + this.opts.leaseMs)
+    return new Date(this.now().getTime() + this.opts.leaseMs)
   }
 
   private async runJob (lease: ImportLease, signal: AbortSignal): Promise<void> {
@@ -142,7 +147,7 @@ export class ImportWorker implements Job {
       }
       if (signal.aborted) {
         // Shutting down: hand the job back at once, without counting this run against it.
-        await store.imports.release(lease, false, new Date()).catch(() => {})
+        await store.imports.release(lease, false, this.now()).catch(() => {})
         log.info('import handed back to the queue: the service is stopping')
         this.opts.runs.inc({ outcome: 'interrupted' })
         return
@@ -155,7 +160,7 @@ export class ImportWorker implements Job {
       // The client sees a reason, never the internal error (it may quote SQL): that goes to the log.
       log.error({ err }, 'import run failed')
       if (lease.job.attempts < this.opts.maxAttempts) {
-        await store.imports.release(lease, true, new Date())
+        await store.imports.release(lease, true, this.now())
         this.opts.runs.inc({ outcome: 'retried' })
       } else {
         await this.fail(lease, `The import failed on the service's side ${lease.job.attempts} times and was given up; the logs have the details (import_id ${lease.job.id}). What it wrote before stays, and importing the file again goes on from there.`)
@@ -168,7 +173,7 @@ export class ImportWorker implements Job {
     const current = await this.opts.store.imports.findById(lease.job.id, lease.job.owner)
     const job = current ?? lease.job
     await this.opts.store.transaction(async uow => {
-      await uow.imports.finish(lease, { status: 'failed', failure }, { position: job.position, progress: job.progress, report: job.report, seenTags: job.seenTags }, new Date())
+      await uow.imports.finish(lease, { status: 'failed', failure }, { position: job.position, progress: job.progress, report: job.report, seenTags: job.seenTags }, this.now())
     })
     this.opts.runs.inc({ outcome: 'failed' })
   }
@@ -187,12 +192,12 @@ export class ImportWorker implements Job {
     // Ghost's reader reads the file twice: its first pass's notes would be its second's again.
     const open = () => utf8Text(uploadBytes(store, job.uploadId), counter, passes++ === 0 || job.source === 'wordpress' ? note : () => {})
     const { intake } = this.opts
-    let renewed = Date.now()
+    let renewed = this.now().getTime()
     // A post's images may take longer than a lease (each up to IMPORT_IMAGE_TIMEOUT_MS): the lease is renewed meanwhile.
     const keepAlive = async () => {
-      if (Date.now() - Math.max(renewed, lastStep) < this.opts.leaseMs / 3) return
-      renewed = Date.now()
-      if (!await store.imports.renew(lease, this.leaseUntil(), new Date())) throw new LeaseLost()
+      if (this.now().getTime() - Math.max(renewed, lastStep) < this.opts.leaseMs / 3) return
+      renewed = this.now().getTime()
+      if (!await store.imports.renew(lease, this.leaseUntil(), this.now())) throw new LeaseLost()
     }
     const importer = config.imports.fetchImages && !job.dryRun && intake !== undefined
       ? new ImageImporter({ store, services: this.opts.services, config, intake, owner: job.owner, log: this.opts.log.child({ import_id: job.id }), fetch: this.fetchOptions(), keepAlive })
@@ -216,7 +221,7 @@ export class ImportWorker implements Job {
     let pending: Pending[] = []
     let index = 0
     let stepped = job.position
-    let lastStep = Date.now()
+    let lastStep = this.now().getTime()
 
     const flush = async () => {
       const batch = pending
@@ -252,7 +257,7 @@ export class ImportWorker implements Job {
         }
         apply(outcomes)
         await store.transaction(async uow => {
-          if (!await uow.imports.step(lease, step(), this.leaseUntil(), new Date())) throw new LeaseLost()
+          if (!await uow.imports.step(lease, step(), this.leaseUntil(), this.now())) throw new LeaseLost()
         })
       } else {
         await store.transaction(async uow => {
@@ -260,16 +265,16 @@ export class ImportWorker implements Job {
           apply(outcomes)
           // A key appears once per batch (a repeated one starts the next batch), as one row per statement needs.
           await uow.imports.remember(job.source, outcomes.flatMap((o, i) => o.outcome === 'skipped' ? [] : [{ sourceId: batch[i]!.key, rowId: o.id }]), job.id)
-          if (!await uow.imports.step(lease, step(), this.leaseUntil(), new Date())) throw new LeaseLost()
+          if (!await uow.imports.step(lease, step(), this.leaseUntil(), this.now())) throw new LeaseLost()
         })
       }
       report = next
       seen = nextSeen
       stepped = index
-      lastStep = Date.now()
+      lastStep = this.now().getTime()
     }
 
-    const ctx = { source: job.source, now: new Date(), owner: job.owner }
+    const ctx = { source: job.source, now: this.now(), owner: job.owner }
     const mapper = config.imports.workerThread ? threadMapper() : inlineMapper
     // On the event loop a post is mapped when its turn comes: mapping ahead would hold the loop for many at once.
     const depth = config.imports.workerThread ? Math.max(MAP_AHEAD, 2 * batchSize) : 1
@@ -309,7 +314,7 @@ export class ImportWorker implements Job {
             pending.push({ key: entry.key, label: entry.label, item: featureImage === undefined ? mapped.item : { ...mapped.item, featureImage } })
           }
         }
-        if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES || Date.now() - lastStep > this.opts.leaseMs / 3) {
+        if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES || this.now().getTime() - lastStep > this.opts.leaseMs / 3) {
           await flush()
           await nextTurn()
         }
@@ -320,7 +325,7 @@ export class ImportWorker implements Job {
     if (pending.length > 0 || index > stepped) await flush()
     const done = await store.transaction(async uow => await uow.imports.finish(lease, { status: 'succeeded' }, {
       position: index, progress: 100, report, seenTags: [...seen],
-    }, new Date()))
+    }, this.now()))
     if (done === null) throw new LeaseLost()
     this.opts.log.info({ import_id: job.id, report: { ...report, warnings: report.warnings.length } }, 'import succeeded')
   }

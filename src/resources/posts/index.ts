@@ -59,7 +59,7 @@ const WRITE = { requiredScope: 'posts:write' } as const
 async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<void> {
   const { version, cursors } = ctx
   const v = POST_VERSIONS[version]
-  const serviceOptions = { revisionsKeep: ctx.config.editorial.revisionsKeep }
+  const serviceOptions = { revisionsKeep: ctx.config.editorial.revisionsKeep, clock: ctx.clock }
   const reader = new PostService(ctx.store, serviceOptions)
   // Images of the service in a content are rendered with their variants: the resource that keeps them says what they are.
   const catalogue = ctx.resources.find(r => r.images !== undefined)?.images
@@ -231,7 +231,7 @@ async function postRoutes (app: FastifyInstance, ctx: ResourceContext): Promise<
 }
 
 /** The scheduled switch, run by every instance. */
-function postServices ({ config, store, log, metrics, background }: ServicesContext): Partial<Services> {
+function postServices ({ config, store, log, metrics, background, clock }: ServicesContext): Partial<Services> {
   const published = new Counter({ name: 'scheduled_posts_published_total', help: 'Scheduled posts this instance published at their publish_at', registers: [metrics] })
   const scheduler = new PublishScheduler({
     store,
@@ -240,6 +240,7 @@ function postServices ({ config, store, log, metrics, background }: ServicesCont
     rescanMs: config.editorial.scheduleRescanMs,
     published,
     changed: uow => postEvents(uow.events),
+    clock,
   })
   background.run(scheduler)
   return {}
