@@ -82,13 +82,13 @@ export async function buildApp (context: AppContext): Promise<FastifyInstance> {
   await app.register(lingeringClosePlugin)
   await app.register(deadlinesPlugin, { config, catalogue, inFlight: context.inFlight })
   await app.register(routingPlugin, { catalogue, config })
-  await app.register(versioningPlugin, { config })
+  await app.register(versioningPlugin, { config, clock: context.clock })
   await app.register(contentTypePlugin)
   await app.register(authPlugin, { authenticator: context.authenticator })
   await app.register(rateLimitPlugin, { config })
   await app.register(authorizationPlugin)
   await app.register(cachingPlugin)
-  await app.register(idempotencyPlugin, { config, store })
+  await app.register(idempotencyPlugin, { config, store, clock: context.clock })
   // Before any plugin that adds routes (metrics), so that every route is in the document.
   await app.register(swagger, {
     openapi: {

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { pino } from 'pino'
 import { Registry } from 'prom-client'
 import { buildCatalogue, type Catalogue } from './catalogue.ts'
+import { type Clock, systemClock } from './clock.ts'
 import { type Config, type Env, readConfig } from './config.ts'
 import { Authenticator } from './http/pipeline/auth.ts'
 import { InFlight } from './http/pipeline/deadlines.ts'
@@ -58,6 +59,8 @@ export interface ContextOverrides {
   readonly store?: Store
   /** Pino options (a stream, a level) instead of the settings' level; false: no logging at all. */
   readonly logger?: false | pino.LoggerOptions & { stream?: pino.DestinationStream }
+  /** The clock time-based rules read (a test's, which it advances) instead of the system's. */
+  readonly clock?: Clock
 }
 
 /**
@@ -97,11 +100,13 @@ export async function createContext (config: Config, overrides: ContextOverrides
   try {
     if (overrides.store === undefined && config.migrateOnStart) await store.migrate()
     const log = loggerOf(config, overrides.logger)
-    const jobs = new JobRunner(log, config.backgroundWork)
+    const clock = overrides.clock ?? systemClock
+    const jobs = new JobRunner(log, config.backgroundWork, clock)
     const made: Partial<Services> = {}
     const ctx: PartContext = {
       config,
       store,
+      clock,
       log,
       metrics: new Registry(),
       cursors: new CursorCodec(await store.serverSecret()),
@@ -117,7 +122,7 @@ export async function createContext (config: Config, overrides: ContextOverrides
     return Object.freeze({
       ...ctx,
       parts,
-      authenticator: new Authenticator(config.auth, store.apiKeys),
+      authenticator: new Authenticator(config.auth, store.apiKeys, clock),
       catalogue: catalogueOf(parts),
       jobs,
       inFlight: new InFlight(),

@@ -8,6 +8,7 @@ import { SignJWT } from 'jose'
 import pg from 'pg'
 import pino from 'pino'
 import { buildApp } from '../src/app.ts'
+import type { Clock } from '../src/clock.ts'
 import type { Config } from '../src/config.ts'
 import { generateApiKey } from '../src/http/pipeline/auth.ts'
 import { buildMetricsApp } from '../src/http/pipeline/metrics.ts'
@@ -154,6 +155,8 @@ export interface TestAppOptions {
   resources?: readonly Resource[]
   /** The facilities instead of the registry's (a fixture facility beside them). */
   facilities?: readonly Facility[]
+  /** The clock the app's time-based rules read (a TestClock the test advances); the system's unless given. */
+  clock?: Clock
 }
 
 /** The settings of a test's app on database `url`: silent unless TEST_LOG is set, no bootstrap key, no shedding; `env` overrides. */
@@ -182,7 +185,7 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
   const config = testConfig(opts.url ? opts.url(db.url) : db.url, db.dataDir, env, [...facilities, ...resources])
   const store = await openStore(config, [...facilities, ...resources])
   await store.migrate()
-  const context = await createContext(config, { store, resources, facilities })
+  const context = await createContext(config, { store, resources, facilities, ...(opts.clock ? { clock: opts.clock } : {}) })
   const app = await buildApp(context)
   opts.extend?.(app)
   await app.ready()
@@ -205,11 +208,13 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
     kind,
     request: checkedInject,
     async token (sub, scopes = [], claims = {}) {
+      // Issued by the app's clock, so a test that moves it on does not outrun its own tokens by accident.
+      const iat = Math.floor(context.clock.now().getTime() / 1000)
       return await new SignJWT({ scope: scopes.join(' '), ...claims })
         .setProtectedHeader({ alg: 'HS256' })
         .setSubject(sub)
-        .setIssuedAt()
-        .setExpirationTime('1h')
+        .setIssuedAt(iat)
+        .setExpirationTime(iat + 3600)
         .sign(secret)
     },
     async auth (sub, scopes = ['posts:write']) {

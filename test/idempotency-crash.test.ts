@@ -72,6 +72,7 @@ for (const kind of await storeKinds()) {
               assert.equal(res.status, 409, key)
               inUse++
               assert.ok(attempt < 20, `${key} still in use`)
+              // Real time on purpose: a client of another process honours Retry-After (a passing run never waits: inUse stays 0).
               await sleep(Number(res.headers.get('retry-after')) * 1000)
             }
           }

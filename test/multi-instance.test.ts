@@ -220,6 +220,7 @@ describe('several instances on one PostgreSQL and Redis', { skip: !reachable && 
         await Promise.all([write(a, writer.authorization, `A ${writer.w}.${i}`), write(b, writer.authorization, `B ${writer.w}.${i}`)])
       }
     })
+    // Real time on purpose: the SIGTERM lands among the writes in flight.
     await sleep(30)
     stopping = true
     a.child.kill('SIGTERM')

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import path from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { SignJWT } from 'jose'
 import { freePort, JWT_SECRET } from './helper.ts'
+import { until } from './support/poll.ts'
 
 /** Real service processes for tests that need more than one instance, or a crash. */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -56,19 +56,20 @@ export async function startInstance (name: string, env: Record<string, string>, 
   child.stderr!.on('data', (d: Buffer) => output.push(d.toString()))
   const exited = new Promise<number | null>(resolve => child.once('exit', code => { resolve(code) }))
   const base = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + 45_000
-  for (;;) {
+  const ready = async () => {
     if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${output.join('')}`)
     try {
-      if ((await fetch(`${base}/readyz`)).status === 200) break
-    } catch {}
-    if (Date.now() > deadline) {
-      // Not left running: a live child would keep the test process from ending.
-      child.kill('SIGKILL')
-      throw new Error(`${name} did not become ready:\n${output.join('')}`)
+      return (await fetch(`${base}/readyz`)).status === 200
+    } catch {
+      return false
     }
-    await sleep(100)
   }
+  await until(ready, `${name} to become ready`, 45_000, 100).catch((err: unknown) => {
+    if (child.exitCode !== null) throw err
+    // Not left running: a live child would keep the test process from ending.
+    child.kill('SIGKILL')
+    throw new Error(`${name} did not become ready:\n${output.join('')}`)
+  })
   return { name, base, metrics: `http://127.0.0.1:${env.METRICS_PORT ?? metricsPort}`, child, output, exited }
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { HeldLease, LeaseLost } from './lease.ts'
 import { PollLoop } from './loop.ts'
+import { type Clock, systemClock } from '../clock.ts'
 
 /**
  * What every job declares: its name (what `wake` takes, and its loop's name in logs), how long it
@@ -120,7 +121,7 @@ export class JobRunner implements JobWaker {
   private readonly jobs = new Map<string, { job: Job, loop: PollLoop }>()
   private running: { job: Job, loop: PollLoop }[] = []
 
-  constructor (private readonly log: FastifyBaseLogger, readonly enabled = true) {}
+  constructor (private readonly log: FastifyBaseLogger, readonly enabled = true, private readonly clock: Clock = systemClock) {}
 
   add (job: Job): void {
     if (this.jobs.has(job.name)) throw new Error(`two jobs are named ${job.name}`)
@@ -157,9 +158,9 @@ export class JobRunner implements JobWaker {
   /** One claim and, if it got a unit, its run under a lease renewed meanwhile. */
   private async leasedStep (job: LeasedJob<unknown>, signal: AbortSignal): Promise<boolean> {
     const { lease } = job
-    const unit = await job.claim(new Date(), lease.ms)
+    const unit = await job.claim(this.clock.now(), lease.ms)
     if (unit === null) return false
-    const held = new HeldLease(lease.ms, signal)
+    const held = new HeldLease(lease.ms, signal, this.clock)
     const fields = { job: job.name, ...lease.fields?.(unit) }
     let renewing: Promise<void> = Promise.resolve()
     const renew = lease.renew === undefined

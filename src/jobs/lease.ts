@@ -1,3 +1,5 @@
+import { type Clock, systemClock } from '../clock.ts'
+
 /** A write of a leased run found the lease gone (ours lapsed; another instance holds the unit). */
 export class LeaseLost extends Error {
   constructor () { super('the lease was lost to another instance') }
@@ -13,14 +15,14 @@ export class HeldLease {
   /** Fires when the app closes (the step's signal) or the lease is lost. */
   readonly signal: AbortSignal
 
-  constructor (private readonly ms: number, stopping: AbortSignal) {
+  constructor (private readonly ms: number, stopping: AbortSignal, private readonly clock: Clock = systemClock) {
     this.signal = AbortSignal.any([stopping, this.controller.signal])
   }
 
   get lost (): boolean { return this.lostIt }
 
   /** The lease's end if renewed now: what a write that moves the run on sets. */
-  until (): Date { return new Date(Date.now() + this.ms) }
+  until (): Date { return new Date(this.clock.now().getTime() + this.ms) }
 
   /** Another instance holds the unit (a renewal found out): the run is stopped. */
   markLost (): void {

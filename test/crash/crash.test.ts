@@ -9,6 +9,7 @@ import type { KyselyStore } from '../../src/store/kysely-store.ts'
 import { freshDatabase, storeKinds } from '../helper.ts'
 import { processEnv, startInstance, token } from '../process-helper.ts'
 import { recordResult } from '../reliability-record.ts'
+import { until } from '../support/poll.ts'
 
 /**
  * Crash durability: bursts of concurrent writes to a real server process, SIGKILL at a random
@@ -69,9 +70,7 @@ async function searchConsistent (env: Record<string, string>, ledger: Ledger, ad
   try {
     const store = await openStore(loadConfig(env))
     try {
-      const deadline = Date.now() + 30_000
-      while (await store.posts.searchBacklog() > 0 && Date.now() < deadline) await sleep(50)
-      assert.equal(await store.posts.searchBacklog(), 0, 'the indexer caught up after the restart')
+      await until(async () => await store.posts.searchBacklog() === 0, 'the indexer to catch up after the restart', 30_000)
       const byId = [{ key: 'id' as const, direction: 'asc' as const }]
       let left = 0
       for (const [id, title] of ledger.created) {
@@ -117,8 +116,8 @@ for (const kind of await storeKinds()) {
           const workers = Array.from({ length: WORKERS }, async (_, w) => { await writer(origin, authorization, w, ledger, stop.signal) })
           // A random point in the burst, once writes are flowing: a cold process (a slow machine)
           // may take a while to answer its first write, so wait for one before choosing the point.
-          const flowingBy = Date.now() + 20_000
-          while (ledger.created.size === before && Date.now() < flowingBy) await sleep(20)
+          await until(() => ledger.created.size > before, 'the burst\'s first write', 20_000)
+          // Real time on purpose: the kill lands at a random point of the child's burst.
           await sleep(Math.random() * 300)
           await kill(child)
           stop.abort()
@@ -183,8 +182,9 @@ for (const kind of await storeKinds()) {
             assert.equal(res.status, 201)
             ids.push(((await res.json()) as { id: number }).id)
           }
-          while (Date.now() < first) await sleep(20)
-          await sleep(Math.random() * 1500)
+          // Real time on purpose: the child's scheduler runs on the machine's clock, and the kill
+          // falls at a random point among its due times.
+          await sleep(Math.max(0, first - Date.now()) + Math.random() * 1500)
           await kill(child)
           const store = await openStore(loadConfig(env))
           try {
@@ -193,8 +193,8 @@ for (const kind of await storeKinds()) {
             await store.close()
           }
           ;({ child, base } = await startInstance(`switch restart ${round}`, env))
-          const deadline = Date.now() + 30_000
-          while ((await (await fetch(`${base}/posts?status=scheduled&limit=1`, { headers: { authorization } })).json() as unknown[]).length > 0 && Date.now() < deadline) await sleep(100)
+          await until(async () => (await (await fetch(`${base}/posts?status=scheduled&limit=1`, { headers: { authorization } })).json() as unknown[]).length === 0,
+            'the restarted instance to publish what fell due', 30_000)
         } finally {
           await kill(child)
         }

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
 import type { ChildProcess } from 'node:child_process'
 import { after, describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'kysely'
 import { loadConfig, openStore } from '../../src/context.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
 import { freshDatabase, storeKinds } from '../helper.ts'
 import { processEnv, startInstance, token } from '../process-helper.ts'
 import { wxr, wxrPost } from '../resources/imports/import-helper.ts'
+import { untilValue } from '../support/poll.ts'
 
 /**
  * An import survives the death of its instance: SIGKILL while it writes its batches, start another
@@ -48,13 +48,7 @@ for (const kind of await storeKinds()) {
         const res = await fetch(`${base}/imports`, { method: 'POST', headers: { authorization, 'content-type': 'application/xml' }, body: file })
         assert.equal(res.status, 202, await res.clone().text())
         location = res.headers.get('location')!
-        const deadline = Date.now() + 60_000
-        for (;;) {
-          atKill = await job(base, authorization, location)
-          if (atKill.report.posts.created >= 200) break
-          assert.ok(Date.now() < deadline, 'the import never got going')
-          await sleep(20)
-        }
+        atKill = await untilValue(async () => await job(base, authorization, location), j => j.report.posts.created >= 200, 60_000)
         await kill(child)
       } finally {
         await kill(child)
@@ -65,13 +59,7 @@ for (const kind of await storeKinds()) {
       ;({ child, base } = await startInstance('import restart', env))
       let done: any
       try {
-        const deadline = Date.now() + 120_000
-        for (;;) {
-          done = await job(base, authorization, location)
-          if (done.status === 'succeeded' || done.status === 'failed') break
-          assert.ok(Date.now() < deadline, `the import is still ${done.status} after the restart`)
-          await sleep(100)
-        }
+        done = await untilValue(async () => await job(base, authorization, location), j => j.status === 'succeeded' || j.status === 'failed', 120_000)
       } finally {
         await kill(child)
       }

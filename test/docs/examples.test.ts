@@ -4,13 +4,13 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
 import { generateApiKey } from '../../src/http/pipeline/auth.ts'
 import { createContext, openStore } from '../../src/context.ts'
 import type { Store } from '../../src/store/store.ts'
 import { freshDatabase, testConfig } from '../helper.ts'
+import { until } from '../support/poll.ts'
 import { docFiles, type DocBlock, type DocCommand, parseDoc } from './examples.ts'
 
 /**
@@ -144,13 +144,15 @@ function met (cmd: DocCommand, answer: Answer): boolean {
 }
 
 async function runCommand (session: DocsSession, file: string, block: DocBlock, cmd: DocCommand): Promise<void> {
-  const deadline = Date.now() + RETRY_FOR_MS
   let answer = await session.run(cmd.text)
-  // Work that is still under way answers "not yet" with Retry-After: ask again, as a client would.
-  while (!met(cmd, answer) && answer.headers['retry-after'] !== undefined && Date.now() < deadline) {
-    await sleep(Math.min(Number(answer.headers['retry-after']) || 1, 2) * 1000)
+  // Work that is still under way answers "not yet" with Retry-After: ask again until it is done
+  // (a bounded poll; the failure below tells what it answered last).
+  const settled = async () => {
+    if (met(cmd, answer) || answer.headers['retry-after'] === undefined) return true
     answer = await session.run(cmd.text)
+    return false
   }
+  await until(settled, `${cmd.text} to be done`, RETRY_FOR_MS, 100).catch(() => {})
   if (!met(cmd, answer)) {
     assert.fail([
       `${file}:${cmd.line} (the ${block.lang} block at line ${block.line}) shows ${expectation(cmd)}, but ${!usesCurl(cmd) ? `it exited with ${answer.exitCode}` : answer.statuses.length > 0 ? `the service answered ${answer.statuses.join(', then ')}` : 'curl did not reach the service'}`,

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { Principal } from '../../src/domain/principal.ts'
 import { requestFingerprint } from '../../src/http/pipeline/idempotency.ts'
 import { answerWrite } from '../../src/http/toolkit/write.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
+import { TestClock } from '../support/clock.ts'
 import { createPost } from '../support/posts.ts'
 
 const body = (title: string) => JSON.stringify({ title, content: 'Once only.' })
@@ -177,7 +177,8 @@ for (const kind of await storeKinds()) {
 
   describe(`Idempotency-Key records expire [${kind}]`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(kind, { IDEMPOTENCY_TTL_S: '1' }) })
+    const clock = new TestClock()
+    before(async () => { t = await buildTestApp(kind, { IDEMPOTENCY_TTL_S: '1' }, { clock }) })
     after(async () => { await t.close() })
 
     it('replays within the time to live, and makes a new post after it', async () => {
@@ -185,7 +186,7 @@ for (const kind of await storeKinds()) {
       const first = await t.request({ method: 'POST', url: '/posts', headers, payload: body('Expiring') })
       const within = await t.request({ method: 'POST', url: '/posts', headers, payload: body('Expiring') })
       assert.equal(within.headers['idempotent-replayed'], 'true')
-      await sleep(1100)
+      clock.advance(1000)
       const later = await t.request({ method: 'POST', url: '/posts', headers, payload: body('Expiring') })
       assert.equal(later.statusCode, 201)
       assert.equal(later.headers['idempotent-replayed'], undefined)
@@ -196,8 +197,8 @@ for (const kind of await storeKinds()) {
     it('sweeps expired records', async () => {
       const headers = { ...await t.auth('alice'), 'content-type': 'application/json', 'idempotency-key': 'swept' }
       await t.request({ method: 'POST', url: '/posts', headers, payload: body('Swept') })
-      assert.equal(await t.store.idempotency.sweep(new Date()), 0, 'not yet expired')
-      assert.ok(await t.store.idempotency.sweep(new Date(Date.now() + 1100)) >= 1)
+      assert.equal(await t.store.idempotency.sweep(clock.now()), 0, 'not yet expired')
+      assert.ok(await t.store.idempotency.sweep(new Date(clock.now().getTime() + 1000)) >= 1)
     })
   })
 }

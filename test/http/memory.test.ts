@@ -12,6 +12,7 @@ const gc = vm.runInNewContext('gc') as () => void
 async function heapAfterGc (): Promise<number> {
   for (let i = 0; i < 3; i++) {
     gc()
+    // Real time on purpose: finalizers and weak references are let go on later turns after a collection.
     await sleep(50)
   }
   return process.memoryUsage().heapUsed
@@ -34,6 +35,7 @@ describe('memory under hostile load', () => {
       extend: app => {
         // A request abandoned at its deadline whose work goes on and answers late: nothing may stay.
         app.get('/test/stuck', { schema: { hide: true } }, async () => {
+          // Real time on purpose: work that outlives the 200 ms deadline.
           await sleep(300)
           return { late: true }
         })

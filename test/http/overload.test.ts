@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, json, PG_ADMIN_URL, storeKinds, type TestApp } from '../helper.ts'
+import { until } from '../support/poll.ts'
 import { createPost, writeOver } from '../support/posts.ts'
 
 function assertProblem (res: LightMyRequestResponse, status: number, code: string): void {
@@ -30,6 +31,7 @@ describe('REQUEST_TIMEOUT_MS', () => {
         // What a write does once its unit of work is committing (src/http/toolkit/write.ts, unitOptions).
         app.get('/test/committing', { schema: { hide: true } }, async (req) => {
           req.commitStarted()
+          // Real time on purpose: a commit that outlasts the request's deadline (300 ms).
           await sleep(700)
           return { committed: !req.abandoned.aborted }
         })
@@ -61,6 +63,7 @@ describe('REQUEST_TIMEOUT_MS', () => {
 
   it('survives work that fails after its request was abandoned', async () => {
     assertProblem(await b.app.inject({ method: 'GET', url: '/test/slow-throw' }), 503, 'REQUEST_TIMEOUT')
+    // Real time on purpose: the abandoned work's late failure gets its turns; nothing else shows it came.
     await sleep(50)
     assert.equal((await b.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200)
     assert.equal((await b.app.inject({ method: 'GET', url: '/posts' })).statusCode, 200)
@@ -70,9 +73,11 @@ describe('REQUEST_TIMEOUT_MS', () => {
 describe('the end of a graceful shutdown', () => {
   it('answers every request still in flight with 503 and aborts its work', async () => {
     let aborted: unknown
+    let started = false
     const t = await buildTestApp('sqlite', {}, {
       extend: app => {
         app.get('/test/forever', { schema: { hide: true } }, async (req) => {
+          started = true
           await new Promise(resolve => { req.abandoned.addEventListener('abort', resolve) })
           aborted = req.abandoned.reason
           return { never: 'sent' }
@@ -81,13 +86,12 @@ describe('the end of a graceful shutdown', () => {
     })
     try {
       const pending = t.app.inject({ method: 'GET', url: '/test/forever' })
-      await sleep(50)
+      await until(() => started, 'the request to be in flight', 5000)
       t.context.inFlight.abandonAll()
       const res = await pending
       assertProblem(res, 503, 'SERVICE_UNAVAILABLE')
       assert.match(json(res).detail, /shutting down/)
-      await sleep(10)
-      assert.ok(aborted, 'the work was told to stop')
+      await until(() => aborted !== undefined, 'the work to be told to stop', 1000)
     } finally {
       await t.close()
     }
@@ -131,9 +135,12 @@ for (const kind of await storeKinds()) {
           const pending = t.app.inject({ method: 'POST', url: '/posts', headers: await t.auth('alice'), payload: { title: 'during-timeout', content: '' } })
           const res = await pending
           assertProblem(res, 503, 'REQUEST_TIMEOUT')
+          // Real time on purpose: the lock is held a while past the 503, while the abandoned insert waits for it.
           await sleep(200)
           await locker.query('COMMIT')
-          await sleep(300)
+          const name = new URL(t.config.databaseUrl).pathname.slice(1)
+          await until(async () => (await locker.query("SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'blog-post-service' AND state <> 'idle'", [name])).rowCount === 0,
+            'the abandoned insert to end', 5000)
           const rows = await locker.query("SELECT count(*)::int AS n FROM posts WHERE title = 'during-timeout'")
           assert.equal(rows.rows[0].n, 0, 'the insert that waited for the lock was rolled back')
         } finally {
@@ -151,7 +158,7 @@ for (const kind of await storeKinds()) {
         try {
           await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`)
           await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])
-          await sleep(100)
+          await until(async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE datname = $1', [name])).rowCount === 0, 'its connections to end', 5000)
           assertProblem(await t.app.inject({ method: 'GET', url: '/posts' }), 503, 'SERVICE_UNAVAILABLE')
           assertProblem(await t.app.inject({ method: 'GET', url: '/readyz' }), 503, 'SERVICE_UNAVAILABLE')
           assert.equal((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200, 'alive, though not ready')

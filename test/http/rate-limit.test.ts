@@ -104,6 +104,8 @@ describe('rate limits', () => {
       const limited = await t.request({ method: 'GET', url: '/posts', headers: auth })
       assert.equal(limited.statusCode, 429)
       assert.equal(limited.headers['retry-after'], '1')
+      // Real time on purpose: @fastify/rate-limit keeps its window on its own clock (Date.now() in
+      // memory, a key's expiry in Redis); its public API takes none to advance.
       await sleep(1100)
       const res = await t.request({ method: 'GET', url: '/posts', headers: auth })
       assert.equal(res.statusCode, 200)

@@ -50,6 +50,7 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
     // (a rule that counted the stall shed the fuzzer's 11 others in flight).
     for (let round = 0; round < 2; round++) {
       const load = closedLoop(port, 4, 1200, '/test/busy?ms=2')
+      // Real time on purpose (as every wait here): the shedder measures sojourns on real sockets.
       await sleep(400)
       assert.equal((await rawRequest(port, 'GET /test/stall?ms=500 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).status, 200)
       const statuses = (await load).statuses
@@ -105,16 +106,19 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
     const paused = (async () => {
       const statuses: number[] = []
       for (let i = 0; i < 3; i++) {
+        // Real time on purpose: a pause longer than the bound between requests on one connection.
         await sleep(WAIT_MS * 2)
         statuses.push(await get())
       }
       return statuses
     })()
     const newcomers = (async () => {
+      // Real time on purpose: newcomers once the loop has been saturated longer than the bound.
       await sleep(WAIT_MS * 3)
       const statuses: number[] = []
       for (let i = 0; i < 3; i++) {
         statuses.push((await rawRequest(port, 'GET /test/busy?ms=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).status)
+        // Real time on purpose: newcomers spread over the saturated time.
         await sleep(WAIT_MS)
       }
       return statuses
@@ -158,12 +162,12 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
   it('serves normally once the burst is over', async () => {
     // Over once the loop has had nothing to do for a moment. A busy shared machine can still delay
     // one request past the bound, so a few attempts are allowed: what must not happen is shedding
-    // going on after the load is gone.
+    // going on after the load is gone. Real time on purpose: the loop idle for longer than the bound.
     await sleep(WAIT_MS * 2)
     let served = 0
     for (let attempt = 0; attempt < 20 && served < 5; attempt++) {
       if ((await rawRequest(port, 'GET /test/busy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).status === 200) served++
-      else await sleep(100)
+      else await sleep(100) // real time on purpose: a busy machine's delay passes
     }
     assert.equal(served, 5)
   })
@@ -201,6 +205,7 @@ describe('shedding by requests in flight (OVERLOAD_MAX_IN_FLIGHT)', () => {
     t = await buildTestApp('sqlite', { OVERLOAD_MAX_IN_FLIGHT: '3', RATE_LIMIT_MAX: '0' }, {
       extend: app => {
         app.get('/test/wait', { schema: { hide: true } }, async () => {
+          // Real time on purpose: a request that waits a second on I/O, holding its slot.
           await sleep(1000)
           return { ok: true }
         })
@@ -215,6 +220,7 @@ describe('shedding by requests in flight (OVERLOAD_MAX_IN_FLIGHT)', () => {
       const res = await t.app.inject({ method: 'GET', url: '/test/wait' })
       return { status: res.statusCode, ms: performance.now() - started, res }
     })
+    // Real time on purpose: the health check comes while the slots are taken.
     await sleep(50)
     assert.equal((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200)
     const results = await Promise.all(pending)
@@ -254,6 +260,7 @@ describe('shedding by requests in flight (OVERLOAD_MAX_IN_FLIGHT)', () => {
       setTimeout(() => { ac.abort() }, 100)
       return await get(ac.signal).catch((err: Error) => err.name)
     })
+    // Real time on purpose: past the clients' 100 ms, before their handlers' second has run out.
     await sleep(300)
     const started = performance.now()
     const after = await Promise.all(Array.from({ length: 3 }, async () => await get()))

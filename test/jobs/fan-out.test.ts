@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import pino from 'pino'
+import type { Clock } from '../../src/clock.ts'
 import { eventJson } from '../../src/facilities/events/events.ts'
 import { FanOut } from '../../src/facilities/events/fan-out.ts'
 import { runnerOf, storeKinds } from '../helper.ts'
 import { useFreshStore } from '../store/store-helper.ts'
+import { until } from '../support/poll.ts'
 
 const event = (n: number) => ({ type: 'post.created', data: { n }, owner: 'alice', public: false })
 
@@ -13,13 +14,20 @@ for (const kind of await storeKinds()) {
   describe(`webhook fan-out: retention [${kind}]`, () => {
     const f = useFreshStore(kind)
 
-    /** One fan-out run with EVENTS_RETENTION_H 0: every event fanned out is past retention. */
+    /**
+     * One fan-out run with EVENTS_RETENTION_H 0 on a clock a second ahead: every event fanned out,
+     * and every delivery finished, even a moment ago, is past retention.
+     */
     const pruneOnce = async () => {
       const before = await f.store.events.prunedThrough()
-      const fanOut = runnerOf(new FanOut({ store: f.store, log: pino({ level: 'silent' }), pollMs: 60_000, retentionH: 0, queued: () => {} }))
+      const ahead: Clock = { now: () => new Date(Date.now() + 1000) }
+      const fanOut = runnerOf(new FanOut({ store: f.store, log: pino({ level: 'silent' }), pollMs: 60_000, retentionH: 0, queued: () => {}, clock: ahead }))
       await fanOut.start()
-      for (let i = 0; i < 200 && await f.store.events.prunedThrough() === before; i++) await sleep(10)
-      await fanOut.stop()
+      try {
+        await until(async () => await f.store.events.prunedThrough() !== before, 'the fan-out to prune', 2000)
+      } finally {
+        await fanOut.stop()
+      }
     }
 
     it('keeps every event from the oldest one a delivery refers to, and sends that delivery its event\'s body', async () => {
@@ -29,7 +37,6 @@ for (const kind of await storeKinds()) {
       // The delivery holds no copy of the body: it refers to its event.
       await f.store.webhooks.enqueue({ id: `dlv_${kind}_held`, webhookId: 1, eventId: e2!.id, eventType: e2!.type, url: 'https://example.com/h', payload: null }, new Date())
       assert.equal((await f.store.webhooks.findById(`dlv_${kind}_held`))?.payload, null)
-      await sleep(5)
 
       await pruneOnce()
       assert.equal(await f.store.events.prunedThrough(), e1!.id, 'pruned up to the held event, not through it')
@@ -42,7 +49,6 @@ for (const kind of await storeKinds()) {
 
       // Once the delivery is finished and past retention, it goes, and its event with it.
       await f.store.webhooks.delivered([claimed!.id], new Date())
-      await sleep(5)
       await pruneOnce()
       assert.equal(await f.store.webhooks.findById(claimed!.id), null)
       assert.equal(await f.store.events.prunedThrough(), e3!.id)

@@ -4,7 +4,6 @@ import { type AddressInfo, createServer as createNetServer, type Socket } from '
 import v8 from 'node:v8'
 import vm from 'node:vm'
 import { after, before, describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import pino from 'pino'
 import { Counter, Registry } from 'prom-client'
 import { randomBytes } from 'node:crypto'
@@ -12,7 +11,7 @@ import { Webhook } from 'standardwebhooks'
 import { retryDelay, WebhookSender, WebhookSigner } from '../../src/facilities/events/webhook-sender.ts'
 import { runnerOf } from '../helper.ts'
 import { type FreshStore, freshStore } from '../store/store-helper.ts'
-import { until } from '../support/poll.ts'
+import { until, untilValue } from '../support/poll.ts'
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`
 
@@ -85,14 +84,12 @@ describe('WebhookSender', () => {
     got.length = 0
     await f.store.webhooks.enqueue({ id: 'msg_slow_gc', exportId: null, url: `http://127.0.0.1:${port}/slow`, payload: '{}' }, new Date())
     const { s, attempts } = sender({ allowLoopback: true, maxAttempts: 1, timeoutMs: 300 })
-    const started = Date.now()
     s.start()
     try {
-      while ((await counts(attempts)).failed !== 1) {
-        assert.ok(Date.now() - started < 5000, 'the attempt was never timed out')
+      await until(async () => {
         gc()
-        await sleep(20)
-      }
+        return (await counts(attempts)).failed === 1
+      }, 'the attempt to be timed out', 5000)
     } finally {
       await s.stop()
     }
@@ -187,12 +184,7 @@ describe('WebhookSender: connections to receivers', () => {
 
   async function deliverOne (id: string, url: string): Promise<string | undefined> {
     await f.store.webhooks.enqueue({ id, exportId: null, url, payload: '{}' }, new Date())
-    for (let i = 0; i < 500; i++) {
-      const d = await f.store.webhooks.findById(id)
-      if (d?.state !== 'pending') return d?.state
-      await sleep(10)
-    }
-    return 'still pending'
+    return (await untilValue(async () => await f.store.webhooks.findById(id), d => d?.state !== 'pending', 5000))?.state
   }
 
   const OK = 'HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok'
@@ -220,10 +212,10 @@ describe('WebhookSender: connections to receivers', () => {
     s.start()
     try {
       assert.equal(await deliverOne('ka_big', rx.url('/big')), 'delivered')
-      for (let i = 0; i < 100 && rx.closed() < 1; i++) await sleep(10)
+      await until(() => rx.closed() >= 1, 'the long answer\'s connection to be closed', 1000)
       assert.equal(rx.closed(), 1, 'the long answer\'s connection was closed')
       assert.equal(await deliverOne('ka_stall', rx.url('/stall')), 'delivered', 'the status is the outcome')
-      for (let i = 0; i < 200 && rx.closed() < 2; i++) await sleep(10)
+      await until(() => rx.closed() >= 2, 'the stalled body\'s connection to be cut', 2000)
       assert.equal(rx.closed(), 2, 'the stalled body\'s connection was cut by the deadline')
       assert.equal(await deliverOne('ka_after', rx.url('/ok')), 'delivered')
       assert.equal(rx.connections(), 3)

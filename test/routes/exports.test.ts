@@ -2,10 +2,9 @@ import assert from 'node:assert/strict'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { Webhook } from 'standardwebhooks'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
-import { until } from '../support/poll.ts'
+import { until, untilValue } from '../support/poll.ts'
 
 const SECRET = `whsec_${Buffer.alloc(32, 42).toString('base64')}`
 const FAST = { WEBHOOK_SECRET: SECRET, WEBHOOK_ALLOW_LOOPBACK: '1', EXPORT_POLL_MS: '50', WEBHOOK_RETRY_BASE_MS: '20', WEBHOOK_TIMEOUT_MS: '2000' }
@@ -14,19 +13,17 @@ type Headers = Record<string, string>
 
 /** Polls the job until it has finished, checking Retry-After on every unfinished answer. */
 async function finished (t: TestApp, url: string, headers: Headers): Promise<any> {
-  const deadline = Date.now() + 60_000
-  for (;;) {
+  const read = async () => {
     const res = await t.request({ method: 'GET', url, headers })
     assert.equal(res.statusCode, 200, res.body)
-    const job = json(res)
-    if (job.status === 'succeeded' || job.status === 'failed') {
-      assert.equal(res.headers['retry-after'], undefined)
-      return job
-    }
-    assert.equal(res.headers['retry-after'], '1')
-    assert.ok(Date.now() < deadline, `export still ${job.status}`)
-    await sleep(50)
+    return { job: json(res), retryAfter: res.headers['retry-after'] }
   }
+  const done = (r: { job: any, retryAfter: unknown }) => {
+    const over = r.job.status === 'succeeded' || r.job.status === 'failed'
+    assert.equal(r.retryAfter, over ? undefined : '1')
+    return over
+  }
+  return (await untilValue(read, done, 60_000)).job
 }
 
 function lines (body: string): unknown[] {
@@ -228,7 +225,8 @@ for (const kind of await storeKinds()) {
           }
           assert.equal(await succeeded(t) - before + await succeeded(b), 6)
           await until(() => hook.got.length >= 6, 'six webhooks')
-          await sleep(300)
+          // None is pending any more, so none is still to come: no wait to see that nothing comes.
+          await until(async () => (await t.store.webhooks.backlog()).pending === 0, 'no delivery pending')
           assert.equal(hook.got.length, 6)
           assert.equal(new Set(hook.got.map(g => g.headers['webhook-id'])).size, 6)
         } finally {
@@ -370,8 +368,8 @@ for (const kind of await storeKinds()) {
           assert.equal(ids.size, 1)
           for (const g of hook.got) new Webhook(SECRET).verify(g.body, g.headers as Record<string, string>)
           assert.equal(new Set(hook.got.map(g => g.body)).size, 1)
-          await sleep(300)
-          assert.equal(hook.got.length, 3, 'nothing more once delivered')
+          await until(async () => (await t.store.webhooks.backlog()).pending === 0, 'no delivery pending')
+          assert.equal(hook.got.length, 3, 'nothing more once delivered: none is pending')
           const metrics = await t.scrape()
           assert.match(metrics, /webhook_delivery_attempts_total\{outcome="retry"\} [2-9]/)
           assert.match(metrics, /webhook_delivery_attempts_total\{outcome="delivered"\} [1-9]/)

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { Webhook } from 'standardwebhooks'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
 import { type Received, receiver } from '../support/receiver.ts'
@@ -170,7 +169,7 @@ for (const kind of await storeKinds()) {
         assert.match(d.last_error, s === failing ? /500/ : /redirects are not followed/)
       }
       assert.equal(at('/redirect').length, 2)
-      await sleep(100)
+      await until(async () => (await t.store.webhooks.backlog()).pending === 0, 'no delivery pending', 10_000)
       assert.equal(at('/ok').filter(r => r.body.includes('"order.created"')).length - before <= 2, true, 'the redirect target got nothing from it')
     })
 
@@ -220,8 +219,8 @@ for (const kind of await storeKinds()) {
       assert.equal(del.statusCode, 204)
       const sent = rx.got.length
       const mine = () => rx.got.slice(sent).filter(r => { try { verified(r, sub.secret); return true } catch { return false } })
-      // Longer than the attempt's timeout and its retry's backoff: a retry would have come by now.
-      await sleep(2500)
+      // A retry is sent from a pending delivery: once none is pending, none is still to come.
+      await until(async () => (await t.store.webhooks.backlog()).pending === 0, 'no delivery pending', 10_000)
       assert.equal(mine().length, 0)
       assert.equal((await t.request({ method: 'GET', url: `/webhooks/${sub.id}/deliveries`, headers: admin })).statusCode, 404)
       assert.equal((await t.request({ method: 'GET', url: `/webhooks/${sub.id}`, headers: admin })).statusCode, 404)
@@ -251,7 +250,7 @@ for (const kind of await storeKinds()) {
         const del = await own.request({ method: 'DELETE', url: `/webhooks/${sub.id}`, headers: root })
         assert.equal(del.statusCode, 204)
         const answered = gated.got.length
-        await sleep(1000)
+        await until(async () => (await own.store.webhooks.backlog()).pending === 0, 'no delivery pending', 10_000)
         assert.deepEqual(mine(answered).map(r => r.headers['webhook-id']), [])
         assert.equal((await own.request({ method: 'GET', url: `/webhooks/${sub.id}/deliveries`, headers: root })).statusCode, 404)
       } finally {

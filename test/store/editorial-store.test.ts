@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import pino from 'pino'
 import type { Principal } from '../../src/domain/principal.ts'
 import { PostService } from '../../src/resources/posts/post-service.ts'
@@ -9,6 +8,8 @@ import { PublishScheduler } from '../../src/resources/posts/publish-scheduler.ts
 import type { Store } from '../../src/store/store.ts'
 import { runnerOf, storeKinds } from '../helper.ts'
 import { useFreshStore } from './store-helper.ts'
+import { TestClock } from '../support/clock.ts'
+import { until } from '../support/poll.ts'
 
 const alice: Principal = { subject: 'alice', scopes: new Set(['posts:write']), kind: 'jwt' }
 const opts = { revisionsKeep: 50 }
@@ -17,7 +18,7 @@ const all = { filter: {}, sort: [{ key: 'number' as const, direction: 'desc' as 
 const silent = pino({ level: 'silent' })
 
 /** A clock `ms` ahead of now, so a post can be scheduled and be due a moment later without waiting. */
-const ahead = (ms: number) => () => new Date(Date.now() - ms)
+const ahead = (ms: number) => ({ now: () => new Date(Date.now() - ms) })
 
 for (const kind of await storeKinds()) {
   describe(`editorial store [${kind}]`, () => {
@@ -113,25 +114,16 @@ for (const kind of await storeKinds()) {
       const stop = await listener.listen(SCHEDULE_CHANNEL, () => { heard++ })
       try {
         // PostgreSQL: the listener calls once when it starts listening (a signal may have been missed before).
-        if (kind === 'postgres') {
-          for (let i = 0; i < 250; i++) {
-            if (heard > 0) break
-            await sleep(20)
-          }
-        }
+        if (kind === 'postgres') await until(() => heard > 0, 'the call on listening', 5000)
         const before = heard
         await assert.rejects(store.transaction(async uow => {
           await uow.signal(SCHEDULE_CHANNEL)
           throw new Error('rolled back')
         }))
-        await sleep(300)
-        assert.equal(heard, before, 'a rolled-back signal is not delivered')
         await store.transaction(async uow => { await uow.signal(SCHEDULE_CHANNEL) })
-        for (let i = 0; i < 100; i++) {
-          if (heard > before) break
-          await sleep(20)
-        }
-        assert.ok(heard > before, 'a committed signal is delivered')
+        await until(() => heard > before, 'a committed signal', 2000)
+        // Signals arrive in the order of their commits: a rolled-back one, had it been sent, came first.
+        assert.equal(heard, before + 1, 'the committed signal is delivered, the rolled-back one is not')
       } finally {
         await stop()
       }
@@ -139,16 +131,17 @@ for (const kind of await storeKinds()) {
 
     it('runs a scheduler that publishes what is due at start (caught up after downtime) and sleeps until the next due time', async () => {
       const missed = await scheduled(-5000, 'missed while down')
-      const scheduler = runnerOf(new PublishScheduler({ store, log: silent, revisionsKeep: 50, rescanMs: 60_000 }))
+      const clock = new TestClock()
+      const scheduler = runnerOf(new PublishScheduler({ store, log: silent, revisionsKeep: 50, rescanMs: 60_000, clock }))
+      const published = async (id: number) => (await store.posts.findById(id, null))?.status === 'published'
       await scheduler.start()
       try {
-        for (let i = 0; i < 200 && (await store.posts.findById(missed.id, null)) === null; i++) await sleep(25)
-        assert.equal((await store.posts.findById(missed.id, null))?.status, 'published')
+        await until(async () => await published(missed.id), 'the post missed while down', 5000)
         // Scheduled after the scheduler went to sleep (for up to a minute): the signal wakes it for the new time.
-        const soon = await store.transaction(async uow => await new PostService(uow, opts)
-          .create({ title: 'soon', content: '', status: 'scheduled', publishAt: new Date(Date.now() + 400).toISOString(), ...none }, alice))
-        for (let i = 0; i < 400 && (await store.posts.findById(soon.id, null)) === null; i++) await sleep(25)
-        assert.equal((await store.posts.findById(soon.id, null))?.status, 'published')
+        const soon = await store.transaction(async uow => await new PostService(uow, { ...opts, clock })
+          .create({ title: 'soon', content: '', status: 'scheduled', publishAt: new Date(clock.now().getTime() + 400).toISOString(), ...none }, alice))
+        clock.advance(400)
+        await until(async () => await published(soon.id), 'the post due 400 ms later', 5000)
       } finally {
         await scheduler.stop()
       }

@@ -74,7 +74,8 @@ describe('store.events on PostgreSQL: ids follow commit order', { skip: skipOuts
         const fail = i % 7 === 3
         try {
           await writerStore.transaction(async uow => {
-            // Work of varying length before the events, so that units overlap and finish out of order.
+            // Work of varying length before the events, so that units overlap and finish out of order
+            // (real time on purpose).
             await sleep(i % 3)
             uow.events.record({ type: 'post.updated', data: { tag, part: 1 }, owner: null, public: true }, { type: 'post.published', data: { tag, part: 2 }, owner: null, public: true })
             if (fail) throw new Error('roll back')
@@ -95,6 +96,7 @@ describe('store.events on PostgreSQL: ids follow commit order', { skip: skipOuts
     }
     const reader = (async () => { while (running.on) await read() })()
     const writers = Array.from({ length: 8 }, async (_, w) => { await writer(w) })
+    // Real time on purpose: how long the writers and the reader race.
     await sleep(RUN_MS)
     running.on = false
     await Promise.all([...writers, reader])

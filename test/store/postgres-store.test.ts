@@ -6,6 +6,7 @@ import { isStoreUnavailable } from '../../src/store/errors.ts'
 import { openStore, STORE_MODULES } from '../../src/context.ts'
 import { openPostgresStore, timestamptzText } from '../../src/store/postgres/postgres-store.ts'
 import { freePort, freshDatabase, PG_ADMIN_URL, postgresAvailable } from '../helper.ts'
+import { until } from '../support/poll.ts'
 
 describe('isStoreUnavailable', () => {
   it('recognises unreachable, overloaded and shutting-down databases, and nothing else', () => {
@@ -91,6 +92,7 @@ describe('PostgreSQL adapter', { skip: !reachable && 'PostgreSQL is unreachable'
         (await import('kysely')).CompiledQuery.raw('select pg_sleep(0.3)'))
     }))
     for (let i = 0; i < 5; i++) {
+      // Real time on purpose: samples of the connections while the 0.3 s statements run.
       await sleep(100)
       peak.push(await connections())
     }
@@ -98,12 +100,7 @@ describe('PostgreSQL adapter', { skip: !reachable && 'PostgreSQL is unreachable'
     assert.ok(Math.max(...peak) >= 1, 'the store was connected')
     assert.ok(Math.max(...peak) <= 2, `at most 2 connections, saw ${peak.join(',')}`)
     await store.close()
-    let left = await connections()
-    for (let i = 0; i < 20 && left > 0; i++) {
-      await sleep(100)
-      left = await connections()
-    }
-    assert.equal(left, 0, 'close() ends the pool')
+    await until(async () => await connections() === 0, 'close() to end the pool', 2000, 100)
   })
 
   it('cancels a statement past PG_STATEMENT_TIMEOUT_MS with a recognisable error', async () => {
@@ -124,7 +121,7 @@ describe('PostgreSQL adapter', { skip: !reachable && 'PostgreSQL is unreachable'
     try {
       await store.migrate()
       const running = store.db.executeQuery((await import('kysely')).CompiledQuery.raw('select pg_sleep(5)')).then(() => null, (e: unknown) => e)
-      await sleep(200)
+      await until(async () => (await admin.query("select 1 from pg_stat_activity where datname = $1 and state = 'active' and query like 'select pg_sleep%'", [dbName()])).rowCount === 1, 'the statement to run')
       await admin.query("select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and application_name = 'blog-post-service'", [dbName()])
       const err = await running
       assert.ok(err, 'the running statement fails')
@@ -145,6 +142,7 @@ describe('PostgreSQL adapter', { skip: !reachable && 'PostgreSQL is unreachable'
         await conn.executeQuery(CompiledQuery.raw('select 1'))
         await admin.query("select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and application_name = 'blog-post-service'", [dbName()])
         // Without a listener on the checked-out client, its 'error' event would end the process here.
+        // Real time on purpose: the event comes when the socket closes, and nothing else shows it came.
         await sleep(300)
       })
       await store.ping()

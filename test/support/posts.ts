@@ -34,7 +34,7 @@ function inputOfPost (post: Post): PostInput {
  */
 export async function createPost (on: Store | UnitOfWork, fields: PostFields, { author = 'alice', now = new Date() } = {}): Promise<Post> {
   const principal: Principal = { subject: author, scopes: new Set(['posts:write']), kind: 'jwt' }
-  const create = async (uow: UnitOfWork) => await new PostService(uow, { revisionsKeep: 50, clock: () => now }).create(inputOf(fields), principal)
+  const create = async (uow: UnitOfWork) => await new PostService(uow, { revisionsKeep: 50, clock: { now: () => now } }).create(inputOf(fields), principal)
   return 'transaction' in on ? await on.transaction(create) : await create(on)
 }
 

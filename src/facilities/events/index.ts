@@ -32,7 +32,7 @@ function eventServices ({ config, store, metrics, lifecycle }: PartContext): Par
  * reading of the log for its streams.
  */
 function eventJobs (ctx: PartContext): Job[] {
-  const { config, store, log: root, services } = ctx
+  const { config, store, log: root, services, clock } = ctx
   const log = root.child({ component: 'webhooks' })
   const { box, source } = sealingOf(config)
   // Once per start; the key itself is never logged.
@@ -48,12 +48,12 @@ function eventJobs (ctx: PartContext): Job[] {
     async target (id) {
       const s = await store.webhookSubscriptions.find(id, SYSTEM)
       if (s === null || s.status !== 'enabled' || box === null) return null
-      const previous = s.previousSecret !== null && s.previousSecretUntil !== null && Date.parse(s.previousSecretUntil) > Date.now() ? [box.open(s.previousSecret)] : []
+      const previous = s.previousSecret !== null && s.previousSecretUntil !== null && Date.parse(s.previousSecretUntil) > clock.now().getTime() ? [box.open(s.previousSecret)] : []
       return { url: s.url, secrets: [box.open(s.secret), ...previous] }
     },
     async ended (uow, id, delivered) {
-      if (!await uow.webhookSubscriptions.ended(id, delivered, new Date())) return
-      await uow.webhooks.failPending(id, 'The subscription was disabled after 20 failed deliveries in a row.', new Date())
+      if (!await uow.webhookSubscriptions.ended(id, delivered, clock.now())) return
+      await uow.webhooks.failPending(id, 'The subscription was disabled after 20 failed deliveries in a row.', clock.now())
       uow.onCommit(() => { log.warn({ subscription_id: id }, 'webhook subscription disabled: 20 deliveries in a row failed') })
     },
   })
@@ -63,6 +63,7 @@ function eventJobs (ctx: PartContext): Job[] {
     pollMs: config.eventLog.eventsPollMs,
     retentionH: config.eventLog.eventsRetentionH,
     queued: () => { ctx.jobs.wake(sender.name) },
+    clock,
   })
   return [sender, fanOut, services.eventStreams.job]
 }

@@ -7,7 +7,7 @@ import { WebhookSender } from './webhook-sender.ts'
  * (woken by WEBHOOK_DELIVERIES_JOB), with its metrics: attempts by outcome, and the backlog (pending deliveries, the oldest one's age)
  * read from the store when scraped, so every instance reports the deployment's queue.
  */
-export function webhookSender ({ config, store, metrics, log }: PartContext): WebhookSender {
+export function webhookSender ({ config, store, metrics, log, clock }: PartContext): WebhookSender {
   const attempts = new Counter({
     name: 'webhook_delivery_attempts_total',
     help: 'Webhook delivery attempts by outcome: delivered (succeeded), retry (failed, tried again later), failed (given up); their sum is the attempts made',
@@ -32,7 +32,7 @@ export function webhookSender ({ config, store, metrics, log }: PartContext): We
     registers: [],
     async collect () {
       const oldest = (await readBacklog()).oldestCreatedAt
-      this.set(oldest === null ? 0 : Math.max(0, (Date.now() - Date.parse(oldest)) / 1000))
+      this.set(oldest === null ? 0 : Math.max(0, (clock.now().getTime() - Date.parse(oldest)) / 1000))
     },
   }))
   return new WebhookSender({
@@ -47,5 +47,6 @@ export function webhookSender ({ config, store, metrics, log }: PartContext): We
     // only finds what another instance's sender gave back.
     pollMs: config.eventLog.eventsPollMs,
     attempts,
+    clock,
   })
 }

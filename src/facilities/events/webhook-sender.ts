@@ -5,6 +5,7 @@ import https from 'node:https'
 import { isIP } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
+import { type Clock, systemClock } from '../../clock.ts'
 import type { LeasedJob, Lease } from '../../jobs/job.ts'
 import type { HeldLease } from '../../jobs/lease.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
@@ -41,6 +42,8 @@ export interface WebhookSenderOptions {
   readonly pollMs: number
   /** Counts attempts by outcome: delivered, retry, failed. */
   readonly attempts: Counter<'outcome'>
+  /** What leases and retries are timed by (the system's clock unless given). */
+  readonly clock?: Clock
 }
 
 /** What an attempt got: written with the next claim, then counted and logged. */
@@ -124,6 +127,8 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
   /** Attempts of the batch just sent, written with the next claim (one unit of work, one commit). */
   private settled: Outcome[] = []
 
+  private get clock (): Clock { return this.opts.clock ?? systemClock }
+
   constructor (private readonly opts: WebhookSenderOptions) {
     this.signer = opts.secret === null ? null : new WebhookSigner(opts.secret)
     this.lease = { ms: opts.timeoutMs + 5_000 }
@@ -131,7 +136,7 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
 
   /** Asked before each sleep: until the earliest retry it wrote falls due, at most a poll. */
   readonly pollMs = (): number => {
-    const wait = this.nextRetry - Date.now()
+    const wait = this.nextRetry - this.clock.now().getTime()
     if (wait > this.opts.pollMs) return this.opts.pollMs
     this.nextRetry = Infinity
     return Math.max(0, wait)
@@ -195,7 +200,7 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
   /** The outcomes' writes: deliveries done in one statement per status, the rest one by one; then the subscriptions' runs. */
   private async record (uow: UnitOfWork, outcomes: readonly Outcome[]): Promise<void> {
     if (outcomes.length === 0) return
-    const now = new Date()
+    const now = this.clock.now()
     const done = new Map<number, string[]>()
     for (const o of outcomes) {
       if (o.kind === 'delivered') {
@@ -273,7 +278,7 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
         : ['TimeoutError', 'AbortError'].includes((err as Error).name) ? `no answer within ${this.opts.timeoutMs} ms` : String((err as Error).message ?? err)
     }
     return d.attempts < this.opts.maxAttempts
-      ? { kind: 'retry', d, error, status, at: new Date(Date.now() + retryDelay(d.attempts, this.opts.retryBaseMs)) }
+      ? { kind: 'retry', d, error, status, at: new Date(this.clock.now().getTime() + retryDelay(d.attempts, this.opts.retryBaseMs)) }
       : { kind: 'failed', d, error, status }
   }
 
@@ -286,6 +291,7 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
       throw new Error(`${host} is a ${classifyAddress(host)} address`)
     }
     const body = Buffer.from(payload)
+    // The receiver checks the signature's timestamp against its own clock: the machine's time, always.
     const now = new Date()
     const headers = {
       'content-type': 'application/json',

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { v7 as uuidv7 } from 'uuid'
+import type { Clock } from '../../clock.ts'
 import type { Principal, Viewer } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { listHandler } from '../../http/toolkit/collection.ts'
@@ -77,12 +78,12 @@ const HELD_POLL_MS = 25
  * sent after the 204. Then deletes what the attempts left. Bounded by the lease (the attempt's
  * timeout and a few seconds): a sender that died lets it lapse.
  */
-async function attemptsEnded (store: Store, id: number, signal: AbortSignal): Promise<void> {
-  while (await store.webhooks.heldByWebhook(id, new Date()) > 0) {
+async function attemptsEnded (store: Store, clock: Clock, id: number, signal: AbortSignal): Promise<void> {
+  while (await store.webhooks.heldByWebhook(id, clock.now()) > 0) {
     if (signal.aborted) return
     await sleep(HELD_POLL_MS)
   }
-  await store.webhooks.deleteByWebhook(id, new Date())
+  await store.webhooks.deleteByWebhook(id, clock.now())
 }
 
 async function webhookRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
@@ -128,7 +129,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: RouteContext): Promise<
     const secret = newSecret()
     return await answerWrite(ctx.store, req, reply, async uow => {
       const values = { url, events, description: req.body.description ?? null, disabled_reason: null, secret: box.seal(secret), previous_secret: null, previous_secret_until: null, failures: 0, after_event_id: await uow.events.lastId() }
-      const s = await uow.webhookSubscriptions.insert((req.principal as Principal).subject, 'enabled', values, [], new Date())
+      const s = await uow.webhookSubscriptions.insert((req.principal as Principal).subject, 'enabled', values, [], ctx.clock.now())
       return writtenResource(req, 'webhooks', s, { ...render(req, s), secret }, 201)
     })
   })
@@ -170,7 +171,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: RouteContext): Promise<
     const url = req.body.url === undefined ? undefined : await checkedUrl(req.body.url, ctx)
     return await answerWrite(ctx.store, req, reply, async uow => {
       const before = await current(req, uow, id)
-      const now = new Date()
+      const now = ctx.clock.now()
       const changes = { ...(url !== undefined ? { url } : {}), ...(events !== undefined ? { events } : {}), ...(req.body.description !== undefined ? { description: req.body.description } : {}), ...(req.body.enabled !== undefined ? { enabled: req.body.enabled } : {}) }
       const after = await uow.webhookSubscriptions.change(id, changes, now, before.revision)
       if (after === null) throw new AppError('PRECONDITION_FAILED', 'The subscription changed meanwhile; read it again.')
@@ -187,9 +188,9 @@ async function webhookRoutes (app: FastifyInstance, ctx: RouteContext): Promise<
     return await answerDelete(ctx.store, req, reply, async uow => {
       await current(req, uow, id)
       // The deliveries no sender holds go now; a held one may be in flight on any instance.
-      await uow.webhooks.deleteByWebhook(id, new Date())
+      await uow.webhooks.deleteByWebhook(id, ctx.clock.now())
       await uow.webhookSubscriptions.delete(id)
-    }, async () => { await attemptsEnded(store, id, req.abandoned) })
+    }, async () => { await attemptsEnded(store, ctx.clock, id, req.abandoned) })
   })
 
   app.post<{ Params: S.WebhookIdParams }>('/webhooks/:webhook_id/rotate-secret', ctx.route({
@@ -200,7 +201,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: RouteContext): Promise<
     const secret = newSecret()
     return await answerWrite(ctx.store, req, reply, async uow => {
       await current(req, uow, req.params.webhook_id)
-      const s = await uow.webhookSubscriptions.rotate(req.params.webhook_id, box.seal(secret), new Date())
+      const s = await uow.webhookSubscriptions.rotate(req.params.webhook_id, box.seal(secret), ctx.clock.now())
       if (s === null) throw notFound(req.params.webhook_id)
       return writtenResource(req, 'webhooks', s, { ...render(req, s), secret }, 200)
     })
@@ -244,7 +245,7 @@ async function webhookRoutes (app: FastifyInstance, ctx: RouteContext): Promise<
     const d = await uow.webhooks.findById(req.params.delivery_id)
     if (d === null || d.webhookId !== s.id) throw new AppError('DELIVERY_NOT_FOUND', `Subscription ${s.id} has no delivery ${req.params.delivery_id}.`)
     const id = `dlv_${uuidv7()}`
-    await uow.webhooks.enqueue({ id, webhookId: s.id, eventId: d.eventId, eventType: d.eventType, url: s.url, payload: d.payload }, new Date())
+    await uow.webhooks.enqueue({ id, webhookId: s.id, eventId: d.eventId, eventType: d.eventType, url: s.url, payload: d.payload }, ctx.clock.now())
     uow.onCommit(() => { ctx.jobs.wake(WEBHOOK_DELIVERIES_JOB) })
     const again = await uow.webhooks.findById(id)
     return { status: 202, body: deliveryData(again!), location: `${linkBase(req)}/webhooks/${s.id}/deliveries` }

@@ -2,6 +2,7 @@ import { type TSchema, Type } from '@sinclair/typebox'
 import type { Ajv } from 'ajv'
 import type { FastifyBaseLogger, FastifyInstance, FastifySchema } from 'fastify'
 import type { Registry } from 'prom-client'
+import type { Clock } from '../../clock.ts'
 import type { CatalogueDeclarations } from '../../catalogue.ts'
 import type { Config, SettingsSection } from '../../config.ts'
 import type { Viewer } from '../../domain/principal.ts'
@@ -24,6 +25,8 @@ export interface PartContext {
   readonly log: FastifyBaseLogger
   /** The app's Prometheus registry: a part adds its counters here. */
   readonly metrics: Registry
+  /** What time-based rules read the time from (src/clock.ts): the system's, or a test's. */
+  readonly clock: Clock
   readonly cursors: CursorCodec
   /** Wakes a job by name after a commit that gave it work (`jobs.wake('reminders')`). */
   readonly jobs: JobWaker
@@ -286,9 +289,9 @@ const NO_QUERY = Type.Object({}, { additionalProperties: false })
 
 /** Registers every resource once per API version, unprefixed (negotiated by Accept) and under `/vN`. */
 export async function registerResources (app: FastifyInstance, parts: PartContext, opts: ResourcesOptions): Promise<void> {
-  const { config, store, log, metrics, cursors, jobs, lifecycle, resources, eventTypes, services } = parts
+  const { config, store, log, metrics, clock, cursors, jobs, lifecycle, resources, eventTypes, services } = parts
   // Only what a part's context holds, whatever else `parts` carries (the app's whole context).
-  const shared: PartContext = { config, store, log, metrics, cursors, jobs, lifecycle, resources, eventTypes, services }
+  const shared: PartContext = { config, store, log, metrics, clock, cursors, jobs, lifecycle, resources, eventTypes, services }
   for (const resource of parts.resources) declareRepresentation(resource.name, schemasOf(resource, eventTypes))
   for (const resource of parts.resources) await resource.unversionedRoutes?.(app, shared)
   for (const version of API_VERSIONS) {

@@ -2,6 +2,7 @@ import { createHash, createPublicKey, randomBytes, timingSafeEqual, type KeyObje
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose'
+import { type Clock, systemClock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import { hasScope, type Principal, type Viewer } from '../../domain/principal.ts'
 import { AppError } from '../../errors.ts'
@@ -88,7 +89,7 @@ export class Authenticator {
   private readonly publicKey: KeyObject | null
   private readonly jwks: JWTVerifyGetKey | null
 
-  constructor (private readonly config: Config['auth'], private readonly keys: ApiKeyStore) {
+  constructor (private readonly config: Config['auth'], private readonly keys: ApiKeyStore, private readonly clock: Clock = systemClock) {
     this.hsKey = config.jwtSecret === null ? null : new TextEncoder().encode(config.jwtSecret)
     this.publicKey = config.jwtPublicKey === null ? null : createPublicKey(config.jwtPublicKey)
     this.jwks = config.jwksUrl === null ? null : keySetOf(config.jwksUrl, config.jwksCooldownS * 1000)
@@ -130,14 +131,14 @@ export class Authenticator {
   private async jwt (token: string): Promise<Principal> {
     const hit = this.verified.get(token)
     if (hit !== undefined) {
-      if (Date.now() < hit.until) return hit.principal
+      if (this.clock.now().getTime() < hit.until) return hit.principal
       this.verified.delete(token)
     }
     return await this.verifyJwt(token)
   }
 
   private remember (token: string, principal: Principal, exp: number): void {
-    const until = Math.min(exp * 1000, Date.now() + VERIFIED_TTL_MS)
+    const until = Math.min(exp * 1000, this.clock.now().getTime() + VERIFIED_TTL_MS)
     if (this.verified.size >= VERIFIED_MAX) this.verified.delete(this.verified.keys().next().value!)
     this.verified.set(token, { principal, until })
   }
@@ -152,6 +153,7 @@ export class Authenticator {
     const options = {
       requiredClaims: ['exp', 'sub'],
       clockTolerance: this.config.clockToleranceS,
+      currentDate: this.clock.now(),
       ...(this.config.issuer !== null ? { issuer: this.config.issuer } : {}),
       ...(this.config.audience !== null ? { audience: this.config.audience } : {}),
     }

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import stringify from 'safe-stable-stringify'
+import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import { AppError } from '../../errors.ts'
 import type { IdempotencyScope, Store, StoredResponse, UnitOfWork } from '../../store/store.ts'
@@ -83,8 +84,8 @@ export async function completeIdempotentWrite (req: FastifyRequest, uow: UnitOfW
  * (401, 403, 415, 422, …) or failing (5xx) releases the key, so the client can fix and retry.
  * Routes need no declaration: being a POST is enough.
  */
-export const idempotencyPlugin = fp(async function idempotency (app: FastifyInstance, opts: { config: Config, store: Store }) {
-  const { store } = opts
+export const idempotencyPlugin = fp(async function idempotency (app: FastifyInstance, opts: { config: Config, store: Store, clock: Clock }) {
+  const { store, clock } = opts
   const lockMs = opts.config.requestTimeoutMs + 5_000
   const ttlMs = opts.config.idempotencyTtlS * 1000
   const owner = opts.config.instanceId
@@ -95,7 +96,7 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
   // lapses (INSTANCE_LEASE_MS), and an instance that starts frees its own name's at once, since
   // nothing of its own can be running yet. Renewed three times per lease, so one late beat is no loss.
   const beat = async () => {
-    await store.idempotency.heartbeat(owner, new Date(Date.now() + leaseMs))
+    await store.idempotency.heartbeat(owner, new Date(clock.now().getTime() + leaseMs))
   }
   let heart: NodeJS.Timeout | undefined
   app.addHook('onReady', async () => {
@@ -136,7 +137,7 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
       path: (req.originalUrl ?? req.url).split('?')[0] ?? '/',
       key: raw,
     }
-    const now = new Date()
+    const now = clock.now()
     const claim = await store.idempotency.claim(scope, fingerprint(req), now, { lockMs, ttlMs, owner })
     switch (claim.outcome) {
       case 'claimed':
@@ -184,7 +185,7 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
   app.addHook('onRequestAbort', release)
 
   const sweep = () => {
-    store.idempotency.sweep(new Date()).catch((err: unknown) => { app.log.warn({ err }, 'sweeping expired Idempotency-Key records failed') })
+    store.idempotency.sweep(clock.now()).catch((err: unknown) => { app.log.warn({ err }, 'sweeping expired Idempotency-Key records failed') })
   }
   const timer = setInterval(sweep, SWEEP_INTERVAL_MS).unref()
   app.addHook('onClose', async () => { clearInterval(timer) })

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
+import { type Clock, systemClock } from '../../clock.ts'
 import type { Principal } from '../../domain/principal.ts'
 import type { Exportable } from '../../http/contract/resources.ts'
 import type { ApiVersion } from '../../http/protocol/versioning.ts'
@@ -11,6 +12,8 @@ import { exportEventType, type ExportJob, type ExportLease } from './export.ts'
 import { wxrFormat } from './wxr.ts'
 
 export interface ExportWorkerOptions {
+  /** What leases are timed by (the system's clock unless given). */
+  readonly clock?: Clock
   readonly store: Store
   readonly log: FastifyBaseLogger
   readonly leaseMs: number
@@ -54,15 +57,17 @@ export class ExportWorker implements LeasedJob<ExportLease> {
   readonly lease: Lease<ExportLease>
   private lastSweep = 0
 
+  private now (): Date { return (this.opts.clock ?? systemClock).now() }
+
   constructor (private readonly opts: ExportWorkerOptions) {
     this.pollMs = opts.pollMs
     const { store, runs } = opts
     this.lease = {
       ms: opts.leaseMs,
-      renew: async (lease, until) => await store.exports.renew(lease, until, new Date()),
+      renew: async (lease, until) => await store.exports.renew(lease, until, this.now()),
       handBack: async lease => {
         runs.inc({ outcome: 'interrupted' })
-        await store.exports.release(lease, null, false, new Date())
+        await store.exports.release(lease, null, false, this.now())
       },
       lost: () => { runs.inc({ outcome: 'interrupted' }) },
       failed: async lease => { await this.failed(lease) },
@@ -83,7 +88,7 @@ export class ExportWorker implements LeasedJob<ExportLease> {
     uow.events.record(this.opts.jobEvent(job))
     if (job.callbackUrl === null) return
     const payload = JSON.stringify({ type: exportEventType(job.status), data: this.opts.renderJob(job) })
-    await uow.webhooks.enqueue({ id: `msg_${randomUUID()}`, exportId: job.id, url: job.callbackUrl, payload }, new Date())
+    await uow.webhooks.enqueue({ id: `msg_${randomUUID()}`, exportId: job.id, url: job.callbackUrl, payload }, this.now())
     uow.onCommit(this.opts.webhookQueued)
   }
 
@@ -109,13 +114,13 @@ export class ExportWorker implements LeasedJob<ExportLease> {
   private async failed (lease: ExportLease): Promise<void> {
     const { store } = this.opts
     if (lease.job.attempts < this.opts.maxAttempts) {
-      await store.exports.release(lease, `Run ${lease.job.attempts} failed on the service's side; the export will be tried again.`, true, new Date())
+      await store.exports.release(lease, `Run ${lease.job.attempts} failed on the service's side; the export will be tried again.`, true, this.now())
       this.opts.runs.inc({ outcome: 'retried' })
       return
     }
     await store.transaction(async uow => {
       const error = `The export failed on the service's side ${lease.job.attempts} times and was given up; the logs have the details (export_id ${lease.job.id}).`
-      const job = await uow.exports.finish(lease, { status: 'failed', error }, new Date())
+      const job = await uow.exports.finish(lease, { status: 'failed', error }, this.now())
       if (job) await this.announce(uow, job)
     })
     this.opts.runs.inc({ outcome: 'failed' })
@@ -130,7 +135,7 @@ export class ExportWorker implements LeasedJob<ExportLease> {
     const sort = [{ key: 'id' as const, direction: 'asc' as const }]
 
     const counted = await source.list(store, { filter, sort, limit: 1, count: true }, viewer)
-    if (!await store.exports.begin(lease, counted.total ?? 0, held.until(), new Date())) held.lose()
+    if (!await store.exports.begin(lease, counted.total ?? 0, held.until(), this.now())) held.lose()
 
     const wxr = job.format === 'wxr'
     const entry = source.entry
@@ -140,7 +145,7 @@ export class ExportWorker implements LeasedJob<ExportLease> {
       : JSON.stringify(source.render(row, job.apiVersion as ApiVersion, job.linkBase)) + '\n'
 
     const hash = createHash('sha256')
-    let pending: Buffer[] = wxr ? [Buffer.from(wxrFormat.head(this.opts.site ?? '', new Date()))] : []
+    let pending: Buffer[] = wxr ? [Buffer.from(wxrFormat.head(this.opts.site ?? '', this.now()))] : []
     let pendingBytes = pending[0]?.length ?? 0
     let written = 0
     let seq = 0
@@ -176,8 +181,8 @@ export class ExportWorker implements LeasedJob<ExportLease> {
         }
         if (pendingBytes > 0) chunks.push(cut())
         await store.transaction(async uow => {
-          for (const c of chunks) if (!await uow.exports.append(lease, c, exported, held.until(), new Date())) held.lose()
-          const done = await uow.exports.finish(lease, { status: 'succeeded', size: written, sha256: hash.digest('base64url') }, new Date())
+          for (const c of chunks) if (!await uow.exports.append(lease, c, exported, held.until(), this.now())) held.lose()
+          const done = await uow.exports.finish(lease, { status: 'succeeded', size: written, sha256: hash.digest('base64url') }, this.now())
           if (done === null) held.lose()
           await this.announce(uow, done)
         })
@@ -186,8 +191,8 @@ export class ExportWorker implements LeasedJob<ExportLease> {
         return
       }
       await store.transaction(async uow => {
-        if (chunks.length === 0 && !await uow.exports.append(lease, null, exported, held.until(), new Date())) held.lose()
-        for (const c of chunks) if (!await uow.exports.append(lease, c, exported, held.until(), new Date())) held.lose()
+        if (chunks.length === 0 && !await uow.exports.append(lease, null, exported, held.until(), this.now())) held.lose()
+        for (const c of chunks) if (!await uow.exports.append(lease, c, exported, held.until(), this.now())) held.lose()
       })
     }
   }

@@ -68,7 +68,7 @@ async function exportRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
     const principal = req.principal as Principal
     const base = linkBase(req)
     return await answerWrite(ctx.store, req, reply, async uow => {
-      const job = await uow.exports.create(principal.subject, input, { apiVersion: version, linkBase: base }, new Date())
+      const job = await uow.exports.create(principal.subject, input, { apiVersion: version, linkBase: base }, ctx.clock.now())
       uow.onCommit(() => { ctx.jobs.wake(EXPORTS_JOB) })
       return { status: 202, body: renderExport(job, version, base), location: `${base}/exports/${job.id}`, etag: exportEtag(job, version, base) }
     })
@@ -158,7 +158,7 @@ async function * fileBytes (store: Store, id: number, from: number, to: number):
 }
 
 /** This instance's export worker: it takes jobs from the store's queue (docs/exports.md). */
-function exportJobs ({ config, store, log, metrics, jobs, resources }: PartContext): ExportWorker[] {
+function exportJobs ({ config, store, log, metrics, jobs, resources, clock }: PartContext): ExportWorker[] {
   const source = resources.find(r => r.exportable !== undefined)?.exportable
   if (source === undefined) throw new Error('exports need an exportable resource in the registry')
   const runs = new Counter({ name: 'export_runs_total', help: 'Export runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [metrics] })
@@ -172,6 +172,7 @@ function exportJobs ({ config, store, log, metrics, jobs, resources }: PartConte
     jobEvent: job => ({ type: exportEventType(job.status), data: renderExport(job, 1, ''), owner: job.owner, public: false }),
     webhookQueued: () => { jobs.wake(WEBHOOK_DELIVERIES_JOB) },
     runs,
+    clock,
   })]
 }
 

@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
+import { type Clock, systemClock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import type { ImageCatalogue, ImageIntake, Importable, Services, ImportableItem, ImportableOutcome } from '../../http/contract/resources.ts'
 import type { Lease, LeasedJob } from '../../jobs/job.ts'
@@ -16,6 +17,8 @@ import { type ByteCounter, utf8Text } from './text.ts'
 import { readWxr } from './wxr-reader.ts'
 
 export interface ImportWorkerOptions {
+  /** What leases are timed by (the system's clock unless given). */
+  readonly clock?: Clock
   readonly store: Store
   readonly log: FastifyBaseLogger
   readonly config: Config
@@ -90,16 +93,18 @@ export class ImportWorker implements LeasedJob<ImportLease> {
   readonly lease: Lease<ImportLease>
   private lastSweep = 0
 
+  private now (): Date { return (this.opts.clock ?? systemClock).now() }
+
   constructor (private readonly opts: ImportWorkerOptions) {
     this.pollMs = opts.pollMs
     const { store, runs } = opts
     this.lease = {
       ms: opts.leaseMs,
       // A post's images may take longer than a lease (each up to IMPORT_IMAGE_TIMEOUT_MS): it is renewed meanwhile.
-      renew: async (lease, until) => await store.imports.renew(lease, until, new Date()),
+      renew: async (lease, until) => await store.imports.renew(lease, until, this.now()),
       handBack: async lease => {
         runs.inc({ outcome: 'interrupted' })
-        await store.imports.release(lease, false, new Date())
+        await store.imports.release(lease, false, this.now())
       },
       lost: () => { runs.inc({ outcome: 'interrupted' }) },
       failed: async (lease, err) => { await this.failed(lease, err) },
@@ -136,7 +141,7 @@ export class ImportWorker implements LeasedJob<ImportLease> {
       return
     }
     if (lease.job.attempts < this.opts.maxAttempts) {
-      await this.opts.store.imports.release(lease, true, new Date())
+      await this.opts.store.imports.release(lease, true, this.now())
       this.opts.runs.inc({ outcome: 'retried' })
     } else {
       await this.fail(lease, `The import failed on the service's side ${lease.job.attempts} times and was given up; the logs have the details (import_id ${lease.job.id}). What it wrote before stays, and importing the file again goes on from there.`)
@@ -159,7 +164,7 @@ export class ImportWorker implements LeasedJob<ImportLease> {
     const current = await this.opts.store.imports.findById(lease.job.id, lease.job.owner)
     const job = current ?? lease.job
     await this.opts.store.transaction(async uow => {
-      await uow.imports.finish(lease, { status: 'failed', failure }, { position: job.position, progress: job.progress, report: job.report, seenTags: job.seenTags }, new Date())
+      await uow.imports.finish(lease, { status: 'failed', failure }, { position: job.position, progress: job.progress, report: job.report, seenTags: job.seenTags }, this.now())
     })
     this.opts.runs.inc({ outcome: 'failed' })
   }
@@ -238,7 +243,7 @@ export class ImportWorker implements LeasedJob<ImportLease> {
         }
         apply(outcomes)
         await store.transaction(async uow => {
-          if (!await uow.imports.step(lease, step(), held.until(), new Date())) held.lose()
+          if (!await uow.imports.step(lease, step(), held.until(), this.now())) held.lose()
         })
       } else {
         await store.transaction(async uow => {
@@ -246,7 +251,7 @@ export class ImportWorker implements LeasedJob<ImportLease> {
           apply(outcomes)
           // A key appears once per batch (a repeated one starts the next batch), as one row per statement needs.
           await uow.imports.remember(job.source, outcomes.flatMap((o, i) => o.outcome === 'skipped' ? [] : [{ sourceId: batch[i]!.key, rowId: o.id }]), job.id)
-          if (!await uow.imports.step(lease, step(), held.until(), new Date())) held.lose()
+          if (!await uow.imports.step(lease, step(), held.until(), this.now())) held.lose()
         })
       }
       report = next
@@ -254,7 +259,7 @@ export class ImportWorker implements LeasedJob<ImportLease> {
       stepped = index
     }
 
-    const ctx = { source: job.source, now: new Date(), owner: job.owner }
+    const ctx = { source: job.source, now: this.now(), owner: job.owner }
     const mapper = config.imports.workerThread ? threadMapper() : inlineMapper
     // On the event loop a post is mapped when its turn comes: mapping ahead would hold the loop for many at once.
     const depth = config.imports.workerThread ? Math.max(MAP_AHEAD, 2 * batchSize) : 1
@@ -305,7 +310,7 @@ export class ImportWorker implements LeasedJob<ImportLease> {
     if (pending.length > 0 || index > stepped) await flush()
     const done = await store.transaction(async uow => await uow.imports.finish(lease, { status: 'succeeded' }, {
       position: index, progress: 100, report, seenTags: [...seen],
-    }, new Date()))
+    }, this.now()))
     if (done === null) held.lose()
     this.opts.log.info({ import_id: job.id, report: { ...report, warnings: report.warnings.length } }, 'import succeeded')
   }

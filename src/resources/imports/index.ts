@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Counter } from 'prom-client'
+import type { Clock } from '../../clock.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError } from '../../errors.ts'
 import { sendRepresentation } from '../../http/toolkit/conditional.ts'
@@ -40,7 +41,7 @@ function tooLarge (max: number): AppError {
  * passes `max` bytes (at once when Content-Length says so), with 415 or 422 as soon as its first
  * bytes show it is no export this service reads. A refused body's stored stretches are deleted.
  */
-async function storeBody (store: Store, req: FastifyRequest, payload: Readable, max: number): Promise<string> {
+async function storeBody (store: Store, clock: Clock, req: FastifyRequest, payload: Readable, max: number): Promise<string> {
   const length = Number(req.headers['content-length'])
   if (Number.isFinite(length) && length > max) throw tooLarge(max)
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
@@ -64,7 +65,7 @@ async function storeBody (store: Store, req: FastifyRequest, payload: Readable, 
     const data = Buffer.concat(pending, pendingBytes)
     pending = []
     pendingBytes = 0
-    await store.imports.appendUpload(id, seq++, data, new Date())
+    await store.imports.appendUpload(id, seq++, data, clock.now())
   }
   try {
     // A refusal stops reading without destroying the request: its answer must still reach the client.
@@ -107,7 +108,7 @@ async function importRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
   // The file is the body: its own parsers, in a scope of its own, so no other route takes these types.
   await app.register(async scope => {
     scope.removeAllContentTypeParsers()
-    scope.addContentTypeParser(IMPORT_TYPES, async (req: FastifyRequest, payload: Readable) => await storeBody(store, req, payload, max))
+    scope.addContentTypeParser(IMPORT_TYPES, async (req: FastifyRequest, payload: Readable) => await storeBody(store, ctx.clock, req, payload, max))
 
     scope.post<{ Querystring: CreateImportQuery, Body: string }>('/imports', {
       bodyLimit: max,
@@ -129,7 +130,7 @@ async function importRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
       const principal = req.principal as Principal
       const base = linkBase(req)
       return await answerWrite(ctx.store, req, reply, async uow => {
-        const job = await uow.imports.create(principal.subject, upload, req.query.dry_run === true, emptyReport(), new Date())
+        const job = await uow.imports.create(principal.subject, upload, req.query.dry_run === true, emptyReport(), ctx.clock.now())
         uow.onCommit(() => { ctx.jobs.wake(IMPORTS_JOB) })
         return { status: 202, body: renderImport(job, version, base), location: `${base}/imports/${job.id}`, etag: importEtag(job, version, base) }
       })
@@ -154,7 +155,7 @@ async function importRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
 }
 
 /** This instance's import worker: it takes jobs from the store's queue (docs/import.md). */
-function importJobs ({ config, store, log, metrics, resources, services }: PartContext): ImportWorker[] {
+function importJobs ({ config, store, log, metrics, resources, services, clock }: PartContext): ImportWorker[] {
   const target = resources.find(r => r.importable !== undefined)?.importable
   if (target === undefined) throw new Error('imports need an importable resource in the registry')
   const images = resources.find(r => r.images !== undefined)?.images
@@ -164,7 +165,7 @@ function importJobs ({ config, store, log, metrics, resources, services }: PartC
   const { leaseMs, maxAttempts, pollMs } = config.imports
   // On SQLite a batch's transaction holds the event loop: small ones keep reads served beside an import.
   const batchSize = config.imports.batchSize ?? (store.kind === 'sqlite' ? 2 : 10)
-  return [new ImportWorker({ store, services, log: log.child({ component: 'imports' }), config, target, ...(images === undefined ? {} : { images }), ...(intake === undefined ? {} : { intake }), leaseMs, maxAttempts, pollMs, batchSize, runs })]
+  return [new ImportWorker({ store, services, log: log.child({ component: 'imports' }), config, target, ...(images === undefined ? {} : { images }), ...(intake === undefined ? {} : { intake }), leaseMs, maxAttempts, pollMs, batchSize, runs, clock })]
 }
 
 export const importsResource: Resource = {

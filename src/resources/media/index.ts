@@ -368,7 +368,7 @@ async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config,
 
 /** The storage, opened once per app; closed with it. */
 function mediaServices (ctx: PartContext): Partial<Services> {
-  const library = openLibrary(ctx.config, ctx.metrics)
+  const library = openLibrary(ctx.config, ctx.metrics, ctx.clock)
   if (ctx.config.media.storage.kind === 'local' && ctx.store.kind === 'postgres') {
     ctx.log.warn({ dir: ctx.config.media.storage.dir }, 'MEDIA_STORAGE=local with PostgreSQL: uploaded images are on this instance only; other instances answer 404 for their files (use MEDIA_STORAGE=s3 to share them)')
   }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Counter, type Registry } from 'prom-client'
+import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import { unavailable } from '../../http/protocol/problems.ts'
 import { type BlobStorage, BlobStorageUnavailableError } from '../../storage/blob-storage.ts'
@@ -30,6 +31,8 @@ export interface Library {
   readonly cache: BlobCache
   readonly ready: Map<string, { readonly sha256: string, readonly bytes: number }>
   readonly computations: Counter
+  /** What claims and leases are timed by. */
+  readonly clock: Clock
 }
 
 declare module '../../http/contract/resources.ts' {
@@ -86,7 +89,7 @@ export class BlobCache {
 }
 
 /** The app's library: made once by the resource's services, handed to its routes and jobs. */
-export function openLibrary (config: Config, metrics: Registry): Library {
+export function openLibrary (config: Config, metrics: Registry, clock: Clock): Library {
   const blobs = openBlobStorage(config.media.storage)
   // A storage that cannot be opened is reported by the requests that need it (503), not by an unhandled rejection.
   blobs.catch(() => {})
@@ -95,6 +98,7 @@ export function openLibrary (config: Config, metrics: Registry): Library {
     cache: new BlobCache(config.media.cacheBytes),
     ready: new Map(),
     computations: new Counter({ name: 'media_variant_computations_total', help: 'Image variants computed on this instance', registers: [metrics] }),
+    clock,
   }
   return library
 }
@@ -142,7 +146,7 @@ export async function readAll (body: Readable): Promise<Buffer> {
 export async function writeBlob (library: Library, store: Repositories, sha256: string, data: Buffer, contentType: string, deadlineMs: number): Promise<string> {
   const token = randomBytes(16).toString('base64url')
   const key = blobKey(sha256)
-  await store.media.claimBlob(token, key, new Date(Date.now() + deadlineMs + CLAIM_MARGIN_MS))
+  await store.media.claimBlob(token, key, new Date(library.clock.now().getTime() + deadlineMs + CLAIM_MARGIN_MS))
   await storage(library, async blobs => { await blobs.put(key, data, { contentType, length: data.length }) })
   return token
 }
@@ -170,8 +174,9 @@ export async function variantOf (library: Library, store: Store, k: VariantKey, 
     const found = await store.media.variant(k)
     if (found?.state === 'ready') return remember(library, name, found)
     const token = randomBytes(16).toString('base64url')
-    if (found === null || Date.parse(found.leaseUntil) < Date.now()) {
-      if (await store.media.claimVariant(k, token, new Date(Date.now() + VARIANT_LEASE_MS), new Date())) {
+    const now = library.clock.now()
+    if (found === null || Date.parse(found.leaseUntil) < now.getTime()) {
+      if (await store.media.claimVariant(k, token, new Date(now.getTime() + VARIANT_LEASE_MS), now)) {
         try {
           const source = await storage(library, async blobs => await blobs.read(blobKey(original)))
           if (source === null) throw new Error(`the blob of ${k.mediaId} is missing`)

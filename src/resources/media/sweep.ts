@@ -20,10 +20,10 @@ export async function sweepOnce (store: Store, library: Library, signal?: AbortS
   let removed = 0
   let batch: string[] = []
   const flush = async () => {
-    const held = await store.media.heldKeys(batch, new Date())
+    const held = await store.media.heldKeys(batch, library.clock.now())
     for (const key of batch) {
       if (held.has(key)) continue
-      if ((await store.media.heldKeys([key], new Date())).size > 0) continue
+      if ((await store.media.heldKeys([key], library.clock.now())).size > 0) continue
       await blobs.delete(key)
       removed++
     }
@@ -35,7 +35,7 @@ export async function sweepOnce (store: Store, library: Library, signal?: AbortS
     if (batch.length >= BATCH) await flush()
   }
   await flush()
-  await store.media.dropExpiredClaims(new Date())
+  await store.media.dropExpiredClaims(library.clock.now())
   return removed
 }
 

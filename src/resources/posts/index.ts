@@ -60,7 +60,7 @@ const WRITE = { requiredScope: 'posts:write' } as const
 async function postRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
   const { version, cursors } = ctx
   const v = POST_VERSIONS[version]
-  const serviceOptions = { revisionsKeep: ctx.config.editorial.revisionsKeep }
+  const serviceOptions = { revisionsKeep: ctx.config.editorial.revisionsKeep, clock: ctx.clock }
   const reader = new PostService(ctx.store, serviceOptions)
   // Images of the service in a content are rendered with their variants: the resource that keeps them says what they are.
   const catalogue = ctx.resources.find(r => r.images !== undefined)?.images
@@ -232,7 +232,7 @@ async function postRoutes (app: FastifyInstance, ctx: RouteContext): Promise<voi
 }
 
 /** The scheduled switch, run by every instance of background work; and on SQLite the search index's feed. */
-function postJobs ({ config, store, log, metrics }: PartContext): Job[] {
+function postJobs ({ config, store, log, metrics, clock }: PartContext): Job[] {
   const published = new Counter({ name: 'scheduled_posts_published_total', help: 'Scheduled posts this instance published at their publish_at', registers: [metrics] })
   const scheduler = new PublishScheduler({
     store,
@@ -241,6 +241,7 @@ function postJobs ({ config, store, log, metrics }: PartContext): Job[] {
     rescanMs: config.editorial.scheduleRescanMs,
     published,
     changed: uow => postEvents(uow.events),
+    clock,
   })
   // PostgreSQL's index is kept by each write: there is nothing to feed.
   return store.kind === 'sqlite' ? [scheduler, searchIndexer(store)] : [scheduler]

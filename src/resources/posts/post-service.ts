@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from '../../clock.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import type { ImageFacts } from '../../http/contract/resources.ts'
 import { writeCurrent } from '../../http/toolkit/action.ts'
@@ -29,7 +30,8 @@ export interface PostRepositories {
 export interface PostServiceOptions {
   /** REVISIONS_KEEP: how many of a post's newest revisions are kept. */
   readonly revisionsKeep: number
-  readonly clock?: () => Date
+  /** What the schedule's rules read the time from (the system's clock unless given). */
+  readonly clock?: Clock
   /** Told of each change, in its unit of work (the events). */
   readonly changed?: PostChanged
   /** The service's own images a content shows, rendered with their variants (absent: rendered as any image). */
@@ -53,11 +55,11 @@ function slugTaken (slug: PostWrite['slug']): AppError {
  * for writes (`new PostService(uow, opts)`), on the store's for reads.
  */
 export class PostService {
-  private readonly clock: () => Date
+  private readonly clock: Clock
   private readonly changed: PostChanged
 
   constructor (private readonly repos: PostRepositories, private readonly opts: PostServiceOptions) {
-    this.clock = opts.clock ?? (() => new Date())
+    this.clock = opts.clock ?? systemClock
     this.changed = opts.changed ?? (() => {})
   }
 
@@ -99,7 +101,7 @@ export class PostService {
 
   /** `adjust` changes what is written beyond what a client may set (a move from another service: its slug base, its date). */
   async create (input: PostInput, author: Principal, adjust: (write: NewPostWrite) => NewPostWrite = w => w): Promise<Post> {
-    const now = this.clock()
+    const now = this.clock.now()
     const scheduled = applySchedule(input, null, now)
     const write = adjust(newPostWrite(scheduled, now, {
       images: await this.opts.images?.(input.content),
@@ -122,7 +124,7 @@ export class PostService {
     // The core's compare-and-set: a write that lost a race is done again from the post as it now
     // is (an edit, or the scheduled switch, got there first), unless the client named a precondition.
     const { before, after, now } = await writeCurrent(precondition, async () => await this.writable(id, viewer), async current => {
-      const now = this.clock()
+      const now = this.clock.now()
       const input = build(current)
       const scheduled = applySchedule(input, current, now)
       const write = postWrite(scheduled, current, now, {
@@ -171,7 +173,7 @@ export class PostService {
    * published, with a revision by `system`. Null when another instance or an edit got there first.
    */
   async publishScheduled (due: DuePost): Promise<Post | null> {
-    const now = this.clock()
+    const now = this.clock.now()
     // published_at = publish_at, by the one rule of published_at: only a first publication sets it.
     const publishedAt = publishedAtAfter(due.publishedAt, 'published', new Date(due.publishAt))
     const result = await this.store.publishScheduled(due.id, due.revision, publishedAt, now)

@@ -116,7 +116,7 @@ export async function previewLinkRoutes (app: FastifyInstance, ctx: RouteContext
   const { version } = ctx
   const v = POST_VERSIONS[version]
   const tags = ['posts']
-  const clock = () => new Date()
+  const clock = () => ctx.clock.now()
 
   app.post<{ Params: PostIdParams, Body: CreatePreviewLinkBody | undefined }>('/posts/:post_id/preview-links', ctx.route({
     config: { requiredScope: 'posts:write', optionalBody: true },

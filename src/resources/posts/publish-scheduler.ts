@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
+import { type Clock, systemClock } from '../../clock.ts'
 import { type PostChanged, PostService } from './post-service.ts'
 import { SCHEDULE_CHANNEL, sleepMs } from './schedule.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
@@ -15,6 +16,8 @@ export interface PublishSchedulerOptions {
   readonly published?: Counter
   /** What each switch's unit of work tells of the change (its events: post.updated and post.published). */
   readonly changed?: (uow: UnitOfWork) => PostChanged
+  /** What due times are compared with (the system's clock unless given). */
+  readonly clock?: Clock
 }
 
 /** Posts switched per pass; more due than this are taken in the next pass, at once. */
@@ -33,11 +36,14 @@ export class PublishScheduler implements PolledJob {
   readonly name = 'schedule'
   private next: Date | null = null
   private unlisten: (() => Promise<void>) | null = null
+  private readonly clock: Clock
 
-  constructor (private readonly opts: PublishSchedulerOptions) {}
+  constructor (private readonly opts: PublishSchedulerOptions) {
+    this.clock = opts.clock ?? systemClock
+  }
 
   /** Asked before each sleep: until the earliest due time, at most `rescanMs`. */
-  readonly pollMs = (): number => sleepMs(this.next, new Date(), this.opts.rescanMs)
+  readonly pollMs = (): number => sleepMs(this.next, this.clock.now(), this.opts.rescanMs)
 
   /** Any instance's change to the schedule (the store's signal) wakes it. */
   async start (wake: () => void): Promise<void> {
@@ -51,12 +57,12 @@ export class PublishScheduler implements PolledJob {
 
   async tick (signal: AbortSignal): Promise<boolean> {
     const { store, log } = this.opts
-    const due = await store.posts.due(new Date(), BATCH)
+    const due = await store.posts.due(this.clock.now(), BATCH)
     for (const post of due) {
       if (signal.aborted) return false
       const published = await store.transaction(async uow => {
         const changed = this.opts.changed?.(uow)
-        return await new PostService(uow, { revisionsKeep: this.opts.revisionsKeep, ...(changed ? { changed } : {}) }).publishScheduled(post)
+        return await new PostService(uow, { revisionsKeep: this.opts.revisionsKeep, clock: this.clock, ...(changed ? { changed } : {}) }).publishScheduled(post)
       })
       if (published !== null) {
         this.opts.published?.inc()

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { json, type TestApp } from '../../helper.ts'
+import { untilValue } from '../../support/poll.ts'
 
 export const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'fixtures', 'imports')
 /** Export files of public projects (see test/fixtures/imports/README.md), kept beside the repository, not in it. */
@@ -25,19 +25,17 @@ export function fixture (name: string): Buffer {
 
 /** Polls an import until it has finished, checking Retry-After on every unfinished answer. */
 export async function finished (t: TestApp, url: string, headers: Headers): Promise<any> {
-  const deadline = Date.now() + 120_000
-  for (;;) {
+  const read = async () => {
     const res = await t.request({ method: 'GET', url, headers })
     assert.equal(res.statusCode, 200, res.body)
-    const job = json(res)
-    if (job.status === 'succeeded' || job.status === 'failed') {
-      assert.equal(res.headers['retry-after'], undefined)
-      return job
-    }
-    assert.equal(res.headers['retry-after'], '1')
-    assert.ok(Date.now() < deadline, `import still ${job.status}`)
-    await sleep(50)
+    return { job: json(res), retryAfter: res.headers['retry-after'] }
   }
+  const done = (r: { job: any, retryAfter: unknown }) => {
+    const over = r.job.status === 'succeeded' || r.job.status === 'failed'
+    assert.equal(r.retryAfter, over ? undefined : '1')
+    return over
+  }
+  return (await untilValue(read, done, 120_000)).job
 }
 
 /** POSTs a file to /imports (202 expected) and waits for the job's end. */

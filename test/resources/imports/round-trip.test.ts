@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { allPosts, type Headers, importFile } from './import-helper.ts'
+import { untilValue } from '../../support/poll.ts'
 
 const FAST = { IMPORT_POLL_MS: '20', EXPORT_POLL_MS: '20', RATE_LIMIT_MAX: '0', PUBLIC_BASE_URL: 'https://blog.example.com' }
 const COMPARED = ['title', 'content', 'status', 'slug', 'tags', 'excerpt', 'published_at', 'publish_at', 'author'] as const
@@ -10,18 +10,13 @@ const COMPARED = ['title', 'content', 'status', 'slug', 'tags', 'excerpt', 'publ
 async function exported (t: TestApp, admin: Headers, format: string): Promise<{ type: string, body: Buffer }> {
   const res = await t.request({ method: 'POST', url: '/exports', headers: admin, payload: { format } })
   assert.equal(res.statusCode, 202, res.body)
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    const job = json(await t.request({ method: 'GET', url: res.headers.location!, headers: admin }))
-    if (job.status === 'succeeded') {
-      const file = await t.request({ method: 'GET', url: job._links.download.href, headers: admin })
-      assert.equal(file.statusCode, 200)
-      return { type: String(file.headers['content-type']), body: file.rawPayload }
-    }
-    assert.notEqual(job.status, 'failed', job.error)
-    assert.ok(Date.now() < deadline)
-    await sleep(30)
-  }
+  const job = await untilValue(async () => json(await t.request({ method: 'GET', url: res.headers.location!, headers: admin })), j => {
+    assert.notEqual(j.status, 'failed', j.error)
+    return j.status === 'succeeded'
+  }, 60_000)
+  const file = await t.request({ method: 'GET', url: job._links.download.href, headers: admin })
+  assert.equal(file.statusCode, 200)
+  return { type: String(file.headers['content-type']), body: file.rawPayload }
 }
 
 for (const kind of await storeKinds()) {

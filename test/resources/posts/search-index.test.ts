@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'kysely'
 import { SEARCH_INDEX_BATCH } from '../../../src/resources/posts/search-indexer.ts'
 import type { KyselyStore } from '../../../src/store/kysely-store.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
+import { until } from '../../support/poll.ts'
 
 /** How far behind a write search may be, as docs/querying.md promises it. */
 const BOUND_MS = 2000
@@ -23,19 +23,11 @@ for (const kind of await storeKinds()) {
 
     /** Polls the search until it answers `want`; fails when that takes longer than the bound. */
     async function answersWithinBound (q: string, want: number[], what: string): Promise<void> {
-      const start = Date.now()
-      let got = await ids(q)
-      while (JSON.stringify(got) !== JSON.stringify(want) && Date.now() - start <= BOUND_MS) {
-        await sleep(20)
-        got = await ids(q)
-      }
-      assert.deepEqual(got, want, `${what}: still not so ${Date.now() - start} ms after the write`)
+      await until(async () => JSON.stringify(await ids(q)) === JSON.stringify(want), `${what} to answer ${JSON.stringify(want)}`, BOUND_MS)
     }
 
     async function backlogEmptyWithinBound (): Promise<void> {
-      const start = Date.now()
-      while (await t.store.posts.searchBacklog() > 0 && Date.now() - start <= BOUND_MS) await sleep(20)
-      assert.equal(await t.store.posts.searchBacklog(), 0, `posts still wait for the index ${Date.now() - start} ms after the last write`)
+      await until(async () => await t.store.posts.searchBacklog() === 0, 'no post to wait for the index', BOUND_MS)
     }
 
     it('finds a created post, forgets an edit\'s old words and a deleted post, by the indexer job alone', async () => {
