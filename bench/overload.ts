@@ -14,12 +14,12 @@
  */
 import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
 import { type OpenLoopResult, quantile } from '../test/raw-http.ts'
+import { freePort } from './net.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const PATH = process.env.OVERLOAD_PATH ?? '/posts?limit=100&fields=id,title,content'
@@ -123,15 +123,6 @@ async function openLoop (port: number, rate: number, durationMs: number, path: s
       if (err) reject(err)
       else resolve(JSON.parse(stdout) as OpenLoopResult)
     })
-  })
-}
-
-async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port
-      s.close(() => { resolve(port) })
-    }).on('error', reject)
   })
 }
 

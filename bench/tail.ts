@@ -22,12 +22,12 @@
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { seedBare } from './bare-server.ts'
 import { FILLER, POSTS, ROOT, seedSqlite } from './seed.ts'
+import { freePort } from './net.ts'
 
 const SECONDS = Number(process.env.TAIL_SECONDS ?? 10)
 const ROUNDS = Number(process.env.TAIL_ROUNDS ?? 3)
@@ -67,15 +67,6 @@ interface Sample { requests: number, rps: number, p50: number, p99: number, erro
 const num = (n: number | null): number => n ?? NaN
 
 const pin = (core: number, cmd: string, args: string[]): [string, string[]] => ['taskset', ['-c', String(core), cmd, ...args]]
-
-async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port
-      s.close(() => { resolve(port) })
-    }).on('error', reject)
-  })
-}
 
 async function start (v: Variant, dir: string): Promise<Server> {
   const port = await freePort()

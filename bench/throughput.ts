@@ -43,7 +43,6 @@
 import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import fs from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import readline from 'node:readline'
@@ -56,6 +55,7 @@ import { CursorCodec } from '../src/http/toolkit/paging.ts'
 import { seedBare } from './bare-server.ts'
 import { FILLER, migrateFile, POSTS, ROOT, seedSqlite, TAGS } from './seed.ts'
 import { photo, quantile } from './photo.ts'
+import { freePort } from './net.ts'
 
 const execFileAsync = promisify(execFile)
 
@@ -212,16 +212,6 @@ function cpuSeconds (pid: number): number {
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
   // utime and stime, in clock ticks: 100 per second on Linux (sysconf(_SC_CLK_TCK)).
   return (Number(fields[11]) + Number(fields[12])) / 100
-}
-
-/** A port nothing listens on now: fixed ones collided with other benchmarks on a shared machine. */
-async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port
-      s.close(() => { resolve(port) })
-    }).on('error', reject)
-  })
 }
 
 /** How long a server may take to answer /healthz: 15 s, unless the caller allows more (the 1 000 000-post file). */
