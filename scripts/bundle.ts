@@ -9,9 +9,6 @@
  * Nothing is minified or renamed: stack traces keep the functions' names, and
  * `dist/blog.js.map` maps them back to the sources (`node --enable-source-maps`).
  *
- * Modules the code imports dynamically (`await import(…)`: the PostgreSQL store, S3 storage) are
- * split into chunks under `dist/chunks/`, loaded only when imported.
- *
  * Left as ordinary imports from node_modules:
  * - better-sqlite3: a native addon, found by path at run time;
  * - sharp: libvips, a native addon with its prebuilt binary in a platform package (@img/sharp-*);
@@ -30,13 +27,8 @@ const ROOT = path.resolve(import.meta.dirname, '..')
 const EXTERNAL = ['better-sqlite3', 'sharp', '@aws-sdk/client-s3', '@aws-sdk/lib-storage', 'pg', 'ioredis', 'pino', '@fastify/swagger', '@fastify/swagger-ui']
 
 await build({
-  entryPoints: [{ in: path.join(ROOT, 'dist/cli/main.js'), out: 'blog' }],
-  outdir: path.join(ROOT, 'dist'),
-  // What the service imports only when it needs it (the PostgreSQL store and pg, S3 storage and the
-  // AWS SDK) becomes a file of its own in dist/chunks/, loaded then: an instance on the embedded
-  // store does not hold them in memory.
-  splitting: true,
-  chunkNames: 'chunks/[name]-[hash]',
+  entryPoints: [path.join(ROOT, 'dist/cli/main.js')],
+  outfile: path.join(ROOT, 'dist/blog.js'),
   bundle: true,
   platform: 'node',
   format: 'esm',
