@@ -9,6 +9,8 @@
  *   npm run build && tsx bench/instructions.ts                       # the service, read one
  *   BENCH_SERVER=floor tsx bench/instructions.ts                     # the floor (or ceiling, fastify)
  *   BENCH_SCENARIO=list BENCH_WARMUP=2000 BENCH_REQUESTS=1000 tsx bench/instructions.ts
+ *   BENCH_SCENARIO=create BENCH_WARMUP=1000 BENCH_REQUESTS=500 tsx bench/instructions.ts   # one write at a time
+ *   BENCH_DIST=../before/dist/blog.js tsx bench/instructions.ts   # another build, on the same seed
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/x tsx bench/instructions.ts   # the service on PostgreSQL (seeded by the caller)
  *
  * Identical runs differ by a few per cent (JIT and GC timing): compare builds alternating, and
@@ -21,6 +23,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
+import { SignJWT } from 'jose'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const SERVER = process.env.BENCH_SERVER ?? 'service'
@@ -30,6 +33,10 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000)
 const POSTS = 10_000
 const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(36)
 const DIST = process.env.BENCH_DIST ?? path.join(ROOT, 'dist/blog.js')
+const SECRET = 'bench-throughput-secret-bench-throughput!!'
+/** A writer's token (create), signed with the secret the service is started with. */
+const TOKEN = await new SignJWT({ scope: 'posts:write' }).setProtectedHeader({ alg: 'HS256' }).setSubject('bench')
+  .setExpirationTime('4h').sign(new TextEncoder().encode(SECRET))
 
 function seed (file: string): void {
   execFileSync(process.execPath, [DIST, 'migrate'], { env: { ...process.env, DATABASE_URL: `sqlite:${file}` } })
@@ -90,6 +97,11 @@ function requestText (i: number): string {
     case 'read': return `GET /posts/${id} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`
     case 'list': return `GET ${SERVER === 'service' ? '/posts?limit=20' : '/posts'} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`
     case 'conditional': return `GET /posts/${id} HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: "x"\r\n\r\n`
+    case 'create': {
+      // As wrk's create does: a distinct title, ~2 KB of content, a writer's token.
+      const body = JSON.stringify({ title: `Bench post ${i} ${Math.random().toString(36).slice(2, 8)}`, content: FILLER })
+      return `POST /posts HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+    }
     default: throw new Error(`unknown BENCH_SCENARIO ${SCENARIO}`)
   }
 }
@@ -114,7 +126,7 @@ async function main (): Promise<void> {
       BENCH_DB: file,
       RATE_LIMIT_MAX: '1000000000',
       BOOTSTRAP_ADMIN_KEY: 'false',
-      AUTH_JWT_SECRET: 'bench-throughput-secret-bench-throughput!!',
+      AUTH_JWT_SECRET: SECRET,
       // Valgrind runs the process ~50 times slower, and slower still on a busy machine: a GC pause
       // would read as overload (the admission queue and the in-flight bound still run on every
       // request, with bounds the slow process does not reach), and the

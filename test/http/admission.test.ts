@@ -9,11 +9,12 @@ import { AdmissionQueue } from '../../src/http/pipeline/admission.ts'
  */
 function harness (opts: { workMs?: number } = {}) {
   let t = 0
+  let stalled = 0
   const ends: (() => void)[] = []
   const log: string[] = []
   const gone = new Set<string>()
   const q = new AdmissionQueue<string>(
-    { targetMs: 200, intervalMs: 100, sliceMs: 5, now: () => t, endOfTurn: fn => { ends.push(fn) } },
+    { targetMs: 200, intervalMs: 100, sliceMs: 5, now: () => t, endOfTurn: fn => { ends.push(fn) }, stalledMs: () => stalled },
     id => {
       log.push(`serve ${id}`)
       t += opts.workMs ?? 0
@@ -28,6 +29,11 @@ function harness (opts: { workMs?: number } = {}) {
     served: () => log.filter(l => l.startsWith('serve')).length,
     shed: () => log.filter(l => l.startsWith('shed')).length,
     advance: (ms: number) => { t += ms },
+    /** A disk sync that blocks the loop for `ms` (a COMMIT), counted as src/loop-stalls.ts counts it. */
+    sync: (ms: number) => {
+      t += ms
+      stalled += ms
+    },
     /** The end of the current turn of the loop: what it armed runs, as setImmediate's callbacks would. */
     turn: () => { for (const fn of ends.splice(0)) fn() },
   }
@@ -61,6 +67,24 @@ describe('the admission queue', () => {
     for (const id of ['a', 'b', 'c']) heavy.q.offer(id)
     heavy.turn()
     assert.deepEqual(heavy.log, ['serve a', 'serve b'], 'one request at once, one per turn after: the queue always moves')
+  })
+
+  it('after a disk sync blocked the loop, the next turn serves twice the sync, from the slice up to 16 ms', () => {
+    // 2 ms a request: a 5 ms slice serves 3; twice a 3.1 ms sync, 6.2 ms, serves 4; twice 20 ms is capped at 16: 8.
+    for (const [syncMs, served] of [[0, 3], [2.4, 3], [3.1, 4], [6, 6], [7.5, 8], [20, 8]] as const) {
+      const h = harness({ workMs: 2 })
+      h.advance(10)
+      for (let i = 0; i < 20; i++) h.q.offer(`r${i}`)
+      h.sync(syncMs)
+      h.turn()
+      const before = h.served()
+      h.turn()
+      assert.equal(h.served() - before, served, `a turn after a ${syncMs} ms sync`)
+      h.turn()
+      const after = h.served()
+      h.turn()
+      assert.equal(h.served() - after, 3, 'the turn after a turn without a sync is back to the slice')
+    }
   })
 
   it('while connections are being accepted, turns only accept and read, serving a slice every slice', () => {

@@ -5,6 +5,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../../config.ts'
 import { CORE_PROBLEMS, problemSlug } from '../../errors.ts'
 import { CORE_TRANSLATIONS, problemLanguage } from '../../errors-i18n.ts'
+import { loopStalledMs } from '../../loop-stalls.ts'
 import { AdmissionQueue } from './admission.ts'
 import { instanceOf, PROBLEM_MEDIA_TYPE, RETRY_AFTER_S, unavailable } from '../protocol/problems.ts'
 import { isLongLived } from '../protocol/route.ts'
@@ -134,7 +135,7 @@ function queueRequests (app: FastifyInstance, config: Pick<Config, 'overloadMaxW
     shed = 0
   }
   const queue = new AdmissionQueue<Pending>(
-    { targetMs: config.overloadMaxWaitMs },
+    { targetMs: config.overloadMaxWaitMs, stalledMs: loopStalledMs },
     ({ req, res }) => { dispatch(req, res) },
     p => {
       answer(p)
