@@ -44,8 +44,8 @@ describe('WebhookSender', () => {
 
   function sender (opts: { allowLoopback: boolean, maxAttempts: number, timeoutMs?: number }) {
     const attempts = new Counter({ name: 'attempts', help: 'attempts', labelNames: ['outcome'], registers: [new Registry()] })
-    const s = runnerOf(new WebhookSender({ store: f.store, log: pino({ level: 'silent' }), secret: SECRET, retryBaseMs: 10, pollMs: 20, timeoutMs: opts.timeoutMs ?? 2000, attempts, ...opts }))
-    return { s, attempts }
+    const sending = new WebhookSender({ store: f.store, log: pino({ level: 'silent' }), secret: SECRET, retryBaseMs: 10, pollMs: 20, timeoutMs: opts.timeoutMs ?? 2000, attempts, ...opts })
+    return { s: runnerOf(sending), attempts, sending }
   }
 
   it('checks the address again when delivering: a name or literal that is loopback now is refused', async () => {
@@ -96,16 +96,28 @@ describe('WebhookSender', () => {
     assert.deepEqual(got, ['/slow'])
   })
 
-  it('writes what the last batch got before stop() resolves', async () => {
+  it('writes what the last batch got before stop() resolves, and hands back the attempt the stop cut, uncounted', async () => {
     got.length = 0
+    // One batch: /ok answers, /slow never does, so the batch is still in flight (and what /ok got
+    // still unwritten) when the sender stops.
     await f.store.webhooks.enqueue({ id: 'msg_at_stop', exportId: null, url: `http://127.0.0.1:${port}/ok`, payload: '{}' }, new Date())
-    const { s } = sender({ allowLoopback: true, maxAttempts: 1 })
+    await f.store.webhooks.enqueue({ id: 'msg_cut', exportId: null, url: `http://127.0.0.1:${port}/slow`, payload: '{}' }, new Date())
+    const { s, sending } = sender({ allowLoopback: true, maxAttempts: 1, timeoutMs: 60_000 })
     s.start()
-    await until(async () => got.includes('/ok'), 'the delivery')
-    await s.stop()
-    const d = await f.store.webhooks.findById('msg_at_stop')
-    assert.equal(d?.state, 'delivered')
-    assert.equal(d?.lastStatusCode, 204)
+    try {
+      await until(async () => got.includes('/slow') && sending.unwritten === 1, "/ok's answer got, /slow's awaited")
+    } finally {
+      await s.stop()
+    }
+    const delivered = await f.store.webhooks.findById('msg_at_stop')
+    assert.equal(delivered?.state, 'delivered')
+    assert.equal(delivered?.lastStatusCode, 204)
+    // Its one attempt was cut by the stop, not failed by the receiver: pending, due again, not counted.
+    const cut = await f.store.webhooks.findById('msg_cut')
+    assert.equal(cut?.state, 'pending')
+    assert.equal(cut?.attempts, 0)
+    assert.equal(cut?.lastError, 'the service stopped during the attempt')
+    assert.equal(sending.unwritten, 0)
   })
 
   it('signs as the Standard Webhooks package does, and its verifier accepts the signature', () => {

@@ -170,6 +170,16 @@ export class WebhooksRepository implements WebhookStore {
       .execute()
   }
 
+  /** An attempt cut by the sender's stop: due again at once, and not counted (its claim counted it). */
+  async handBack (id: string, error: string, now: Date): Promise<void> {
+    const ts = this.dialect.timestamp(now)
+    await this.db.updateTable('webhook_deliveries')
+      .set(eb => ({ lease_until: null, attempts: eb('attempts', '-', 1), last_error: error, updated_at: ts }))
+      .where('id', '=', id)
+      .where('state', '=', 'pending')
+      .execute()
+  }
+
   async findById (id: string): Promise<WebhookDelivery | null> {
     const row = await this.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst()
     return row === undefined ? null : deliveryOf(row)

@@ -99,6 +99,8 @@ export interface WebhookStore {
   delivered (ids: readonly string[], now: Date, statusCode?: number): Promise<void>
   /** Tries again at `at` (when given), or gives up. */
   failedAttempt (id: string, error: string, at: Date | null, now: Date, statusCode?: number | null): Promise<void>
+  /** An attempt cut by the sender's stop: due again at once, not counted. */
+  handBack (id: string, error: string, now: Date): Promise<void>
   findById (id: string): Promise<WebhookDelivery | null>
   /** A subscription's deliveries, newest first. */
   listByWebhook (webhookId: number, query: ListQuery<'created_at', Record<string, never>>): Promise<ListPage<WebhookDelivery>>

@@ -53,6 +53,8 @@ type Outcome =
   | { readonly kind: 'failed', readonly d: WebhookDelivery, readonly error: string, readonly status: number | null }
   /** Given up without an attempt: its subscription or event is gone (neither counted nor a failure in a row). */
   | { readonly kind: 'dropped', readonly d: WebhookDelivery, readonly error: string, readonly status?: undefined }
+  /** Cut by this instance's stop: due again at once, the attempt not counted (its last one must not fail it). */
+  | { readonly kind: 'handedBack', readonly d: WebhookDelivery, readonly error: string, readonly status?: undefined }
 
 /**
  * Signs as Standard Webhooks' `Webhook.sign` does (`v1,` and the base64 HMAC-SHA256 of
@@ -165,6 +167,11 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
     await Promise.all(due.map(async d => { this.settled.push(await this.attempt(d, targets, held.signal)) }))
   }
 
+  /** Outcomes got and not yet written: they are written with the next claim, or at the stop. */
+  get unwritten (): number {
+    return this.settled.length
+  }
+
   /** After the batch in flight: its outcomes are written before this resolves. */
   async stop (): Promise<void> {
     if (this.settled.length > 0) await this.settle(null, 0)
@@ -207,7 +214,8 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
         const ids = done.get(o.status)
         if (ids === undefined) done.set(o.status, [o.d.id])
         else ids.push(o.d.id)
-      } else await uow.webhooks.failedAttempt(o.d.id, o.error, o.kind === 'retry' ? o.at : null, now, o.status)
+      } else if (o.kind === 'handedBack') await uow.webhooks.handBack(o.d.id, o.error, now)
+      else await uow.webhooks.failedAttempt(o.d.id, o.error, o.kind === 'retry' ? o.at : null, now, o.status)
     }
     for (const [status, ids] of done) await uow.webhooks.delivered(ids, now, status)
     if (this.subscriptions === null) return
@@ -229,6 +237,10 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
   /** Metrics and the log line of an outcome, once written. */
   private report (o: Outcome): void {
     if (o.kind === 'dropped') return
+    if (o.kind === 'handedBack') {
+      this.opts.log.info({ webhook_delivery: o.d.id, subscription_id: o.d.webhookId, event_id: o.d.eventId }, 'webhook attempt cut by the stop; handed back')
+      return
+    }
     this.opts.attempts.inc({ outcome: o.kind })
     // The delivery's fields in each line, not a child logger per delivery (which costs its bindings
     // even when the level is off).
@@ -273,9 +285,10 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
       if (status >= 200 && status < 300) return { kind: 'delivered', d, status }
       error = status >= 300 && status < 400 ? `the receiver answered ${status}; redirects are not followed` : `the receiver answered ${status}`
     } catch (err) {
-      error = stopping.aborted
-        ? 'the service stopped during the attempt'
-        : ['TimeoutError', 'AbortError'].includes((err as Error).name) ? `no answer within ${this.opts.timeoutMs} ms` : String((err as Error).message ?? err)
+      // Cut by this instance's stop, not by the receiver: handed back uncounted, so a stop during a
+      // delivery's last attempt does not fail it (it is sent again, the same webhook-id).
+      if (stopping.aborted) return { kind: 'handedBack', d, error: 'the service stopped during the attempt' }
+      error = ['TimeoutError', 'AbortError'].includes((err as Error).name) ? `no answer within ${this.opts.timeoutMs} ms` : String((err as Error).message ?? err)
     }
     return d.attempts < this.opts.maxAttempts
       ? { kind: 'retry', d, error, status, at: new Date(this.clock.now().getTime() + retryDelay(d.attempts, this.opts.retryBaseMs)) }
