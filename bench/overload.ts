@@ -20,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
 import { type OpenLoopResult, quantile } from '../test/raw-http.ts'
 import { freePort } from './net.ts'
+import { pin, pinned } from './cores.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const PATH = process.env.OVERLOAD_PATH ?? '/posts?limit=100&fields=id,title,content'
@@ -27,11 +28,6 @@ const SECONDS = Number(process.env.OVERLOAD_SECONDS ?? 8)
 const MULTIPLES = (process.env.OVERLOAD_MULTIPLES ?? '2,5').split(',').map(Number)
 const BASELINE = process.env.BENCH_BASELINE === undefined || process.env.BENCH_BASELINE === '' ? undefined : path.resolve(process.env.BENCH_BASELINE)
 const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(36)
-const pinned = spawnSync('sh', ['-c', 'command -v taskset']).status === 0 && os.cpus().length > 1
-
-function pin (core: number, cmd: string, args: string[]): [string, string[]] {
-  return pinned ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args]
-}
 
 /**
  * The open loop, in a process of its own on raw sockets (Node's http client and a timer per

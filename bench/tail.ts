@@ -28,6 +28,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { seedBare } from './bare-server.ts'
 import { FILLER, POSTS, ROOT, seedSqlite } from './seed.ts'
 import { freePort } from './net.ts'
+import { pin } from './cores.ts'
 
 const SECONDS = Number(process.env.TAIL_SECONDS ?? 10)
 const ROUNDS = Number(process.env.TAIL_ROUNDS ?? 3)
@@ -65,8 +66,6 @@ interface Probe {
 interface Server { variant: Variant, child: ChildProcess, port: number, log: string, probe: string }
 interface Sample { requests: number, rps: number, p50: number, p99: number, errors: number, probe: Probe, own: { p50: number, p99: number, p999: number, max: number, n: number } }
 const num = (n: number | null): number => n ?? NaN
-
-const pin = (core: number, cmd: string, args: string[]): [string, string[]] => ['taskset', ['-c', String(core), cmd, ...args]]
 
 async function start (v: Variant, dir: string): Promise<Server> {
   const port = await freePort()

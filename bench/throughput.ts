@@ -56,6 +56,7 @@ import { seedBare } from './bare-server.ts'
 import { FILLER, migrateFile, POSTS, ROOT, seedSqlite, TAGS } from './seed.ts'
 import { photo, quantile } from './photo.ts'
 import { freePort } from './net.ts'
+import { cpuSeconds, pin, pinned } from './cores.ts'
 
 const execFileAsync = promisify(execFile)
 
@@ -122,12 +123,6 @@ function errorsOf (r: Run): string {
   return kinds.length === 0 ? String(r.errors) : `${r.errors} (${kinds.join(', ')})`
 }
 interface Scenario { name: string, args: (s: Server) => string[] }
-
-const pinned = spawnSync('sh', ['-c', 'command -v taskset']).status === 0 && os.cpus().length > 1
-
-function pin (core: number, cmd: string, args: string[]): [string, string[]] {
-  return pinned ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args]
-}
 
 function requireWrk (): void {
   if (spawnSync('sh', ['-c', 'command -v wrk']).status === 0) return
@@ -205,13 +200,6 @@ async function seedPostgres (url: string): Promise<void> {
 function rssPeakMiB (pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8')
   return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024
-}
-
-/** CPU seconds (user + system) the process has used. */
-function cpuSeconds (pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  // utime and stime, in clock ticks: 100 per second on Linux (sysconf(_SC_CLK_TCK)).
-  return (Number(fields[11]) + Number(fields[12])) / 100
 }
 
 /** How long a server may take to answer /healthz: 15 s, unless the caller allows more (the 1 000 000-post file). */
