@@ -237,14 +237,15 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
   /** Metrics and the log line of an outcome, once written. */
   private report (o: Outcome): void {
     if (o.kind === 'dropped') return
-    if (o.kind === 'handedBack') {
-      this.opts.log.info({ webhook_delivery: o.d.id, subscription_id: o.d.webhookId, event_id: o.d.eventId }, 'webhook attempt cut by the stop; handed back')
-      return
-    }
-    this.opts.attempts.inc({ outcome: o.kind })
     // The delivery's fields in each line, not a child logger per delivery (which costs its bindings
     // even when the level is off).
     const fields = { webhook_delivery: o.d.id, export_id: o.d.exportId, subscription_id: o.d.webhookId, event_id: o.d.eventId, attempt: o.d.attempts }
+    // Not an attempt: neither counted nor a failure.
+    if (o.kind === 'handedBack') {
+      this.opts.log.info(fields, 'webhook attempt cut by the stop; handed back')
+      return
+    }
+    this.opts.attempts.inc({ outcome: o.kind })
     if (o.kind === 'delivered') this.opts.log.info({ ...fields, status: o.status }, 'webhook delivered')
     else if (o.kind === 'retry') {
       this.nextRetry = Math.min(this.nextRetry, o.at.getTime())
