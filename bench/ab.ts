@@ -19,22 +19,19 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { SignJWT } from 'jose'
 import { cpuSeconds, pin } from './cores.ts'
 import { freePort } from './net.ts'
-import { POSTS, ROOT, seedSqlite } from './seed.ts'
+import { POSTS, seedSqlite, SERVICE_ENV, writerToken } from './seed.ts'
+import { SCRIPT, type WrkSummary, wrkSummary } from './wrk.ts'
 
 const SCENARIOS = (process.env.AB_SCENARIOS ?? 'read;create').split(';').map(s => s.trim()).filter(Boolean)
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 4)
 const SECONDS = Number(process.env.AB_SECONDS ?? 5)
 const WARMUP_SECONDS = 2
-const SECRET = 'bench-throughput-secret-bench-throughput!!'
-const SCRIPT = path.join(ROOT, 'bench/wrk/scenario.lua')
 
 interface Run { rps: number, p99: number, cpuUs: number, errors: number }
 
-const token = await new SignJWT({ scope: 'posts:write' }).setProtectedHeader({ alg: 'HS256' }).setSubject('bench')
-  .setExpirationTime('4h').sign(new TextEncoder().encode(SECRET))
+const token = await writerToken()
 
 function wrkArgs (scenario: string): string[] {
   switch (scenario) {
@@ -46,13 +43,9 @@ function wrkArgs (scenario: string): string[] {
   }
 }
 
-function wrk (port: number, scenario: string, seconds: number): { requests: number, seconds: number, p99: number, errors: number } {
+function wrk (port: number, scenario: string, seconds: number): WrkSummary {
   const [cmd, args] = pin(1, 'wrk', ['-t1', '-c64', `-d${seconds}s`, '--timeout', '10s', '-s', SCRIPT, `http://127.0.0.1:${port}`, '--', ...wrkArgs(scenario)])
-  const out = execFileSync(cmd, args, { encoding: 'utf8' })
-  const line = out.trim().split('\n').findLast(l => l.startsWith('{'))
-  if (line === undefined) throw new Error(`wrk printed no summary:\n${out}`)
-  const r = JSON.parse(line) as { requests: number, duration_us: number, p99_us: number, connect: number, read: number, write: number, status: number, timeout: number }
-  return { requests: r.requests, seconds: r.duration_us / 1e6, p99: r.p99_us / 1000, errors: r.connect + r.read + r.write + r.status + r.timeout }
+  return wrkSummary(execFileSync(cmd, args, { encoding: 'utf8' }))
 }
 
 async function measure (root: string, scenario: string, dir: string): Promise<Run> {
@@ -65,7 +58,7 @@ async function measure (root: string, scenario: string, dir: string): Promise<Ru
   const [cmd, args] = pin(0, 'sh', ['-c', `exec ${start}`])
   const child: ChildProcess = spawn(cmd, args, {
     cwd: root,
-    env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite:${db}`, DATA_DIR: dir, AUTH_JWT_SECRET: SECRET, RATE_LIMIT_MAX: '1000000000', BOOTSTRAP_ADMIN_KEY: 'false' },
+    env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite:${db}`, DATA_DIR: dir, ...SERVICE_ENV },
     stdio: ['ignore', fs.openSync(path.join(dir, 'server.log'), 'w'), 'inherit'],
   })
   try {

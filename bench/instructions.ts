@@ -23,20 +23,15 @@ import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
-import { SignJWT } from 'jose'
+import { FILLER, POSTS, ROOT, SERVICE_ENV, writerToken } from './seed.ts'
 
-const ROOT = path.resolve(import.meta.dirname, '..')
 const SERVER = process.env.BENCH_SERVER ?? 'service'
 const SCENARIO = process.env.BENCH_SCENARIO ?? 'read'
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3000)
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000)
-const POSTS = 10_000
-const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(36)
 const DIST = process.env.BENCH_DIST ?? path.join(ROOT, 'dist/blog.js')
-const SECRET = 'bench-throughput-secret-bench-throughput!!'
 /** A writer's token (create), signed with the secret the service is started with. */
-const TOKEN = await new SignJWT({ scope: 'posts:write' }).setProtectedHeader({ alg: 'HS256' }).setSubject('bench')
-  .setExpirationTime('4h').sign(new TextEncoder().encode(SECRET))
+const TOKEN = await writerToken()
 
 function seed (file: string): void {
   execFileSync(process.execPath, [DIST, 'migrate'], { env: { ...process.env, DATABASE_URL: `sqlite:${file}` } })
@@ -124,9 +119,7 @@ async function main (): Promise<void> {
       DATABASE_URL: pgUrl ?? `sqlite:${file}`,
       DATA_DIR: dir,
       BENCH_DB: file,
-      RATE_LIMIT_MAX: '1000000000',
-      BOOTSTRAP_ADMIN_KEY: 'false',
-      AUTH_JWT_SECRET: SECRET,
+      ...SERVICE_ENV,
       // Valgrind runs the process ~50 times slower, and slower still on a busy machine: a GC pause
       // would read as overload (the admission queue and the in-flight bound still run on every
       // request, with bounds the slow process does not reach), and the

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process'
 import path from 'node:path'
 import Database from 'better-sqlite3'
+import { SignJWT } from 'jose'
 
 /** The project's root: the build whose `dist/blog.js` makes the schema unless another is named. */
 export const ROOT = path.resolve(import.meta.dirname, '..')
@@ -46,4 +47,16 @@ export function migrateFile (file: string, root = ROOT): number {
   const t0 = performance.now()
   execFileSync(process.execPath, [path.join(root, 'dist/blog.js'), 'migrate'], { env: { ...process.env, DATABASE_URL: `sqlite:${file}` }, stdio: ['ignore', 'ignore', 'inherit'] })
   return performance.now() - t0
+}
+
+/** The JWT secret the benches start the service with, so that writes verify a writer's token. */
+export const JWT_SECRET = 'bench-throughput-secret-bench-throughput!!'
+
+/** What every bench sets for the service: that secret, a rate limit the load does not reach, and no first admin key. */
+export const SERVICE_ENV = { AUTH_JWT_SECRET: JWT_SECRET, RATE_LIMIT_MAX: '1000000000', BOOTSTRAP_ADMIN_KEY: 'false' } as const
+
+/** A writer's token (`posts:write`, 4 hours), signed with JWT_SECRET. */
+export async function writerToken (): Promise<string> {
+  return await new SignJWT({ scope: 'posts:write' }).setProtectedHeader({ alg: 'HS256' }).setSubject('bench')
+    .setExpirationTime('4h').sign(new TextEncoder().encode(JWT_SECRET))
 }

@@ -26,7 +26,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { seedBare } from './bare-server.ts'
-import { FILLER, POSTS, ROOT, seedSqlite } from './seed.ts'
+import { FILLER, POSTS, ROOT, seedSqlite, SERVICE_ENV } from './seed.ts'
+import { SCRIPT, wrkSummary } from './wrk.ts'
 import { freePort } from './net.ts'
 import { pin } from './cores.ts'
 
@@ -35,8 +36,7 @@ const ROUNDS = Number(process.env.TAIL_ROUNDS ?? 3)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
 const BASELINE = process.env.BENCH_BASELINE === undefined || process.env.BENCH_BASELINE === '' ? undefined : path.resolve(process.env.BENCH_BASELINE)
 const PROBE = path.join(ROOT, 'bench/tail-probe.mjs')
-const SCRIPT = path.join(ROOT, 'bench/wrk/scenario.lua')
-const COMMON = { RATE_LIMIT_MAX: '1000000000', BOOTSTRAP_ADMIN_KEY: 'false', AUTH_JWT_SECRET: 'bench-throughput-secret-bench-throughput!!' }
+const COMMON = SERVICE_ENV
 
 interface Variant { name: string, root?: string, env?: Record<string, string>, flags?: (start: string) => string, bare?: boolean, floor?: boolean }
 const VARIANTS: Variant[] = [
@@ -108,8 +108,7 @@ async function start (v: Variant, dir: string): Promise<Server> {
 function wrk (s: Server, seconds: number): { requests: number, seconds: number, p50: number, p99: number, errors: number } {
   const [cmd, args] = pin(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--timeout', '10s', '-s', SCRIPT, `http://127.0.0.1:${s.port}`, '--', 'read', String(POSTS)])
   const out = execFileSync(cmd, args, { encoding: 'utf8' })
-  const r = JSON.parse(out.trim().split('\n').findLast(l => l.startsWith('{'))!) as { requests: number, duration_us: number, p50_us: number, p99_us: number, connect: number, read: number, write: number, status: number, timeout: number }
-  return { requests: r.requests, seconds: r.duration_us / 1e6, p50: r.p50_us / 1000, p99: r.p99_us / 1000, errors: r.connect + r.read + r.write + r.status + r.timeout }
+  return wrkSummary(out)
 }
 
 /** Closes the probe's window: the line SIGUSR2 makes it append (the last of its file). */

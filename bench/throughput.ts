@@ -49,11 +49,11 @@ import readline from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import Database from 'better-sqlite3'
-import { SignJWT } from 'jose'
 import pg from 'pg'
 import { CursorCodec } from '../src/http/toolkit/paging.ts'
 import { seedBare } from './bare-server.ts'
-import { FILLER, migrateFile, POSTS, ROOT, seedSqlite, TAGS } from './seed.ts'
+import { FILLER, migrateFile, POSTS, ROOT, seedSqlite, SERVICE_ENV, TAGS, writerToken } from './seed.ts'
+import { SCRIPT, wrkSummary } from './wrk.ts'
 import { photo, quantile } from './photo.ts'
 import { freePort } from './net.ts'
 import { cpuSeconds, pin, pinned } from './cores.ts'
@@ -68,8 +68,6 @@ const BIG_POSTS = Number(process.env.BENCH_BIG_POSTS ?? 1_000_000)
 const SMALL = process.env.BENCH_SMALL !== '0'
 const PG_ADMIN = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const PG_POOL_MAX = process.env.PG_POOL_MAX ?? '10'
-const SECRET = 'bench-throughput-secret-bench-throughput!!'
-const SCRIPT = path.join(ROOT, 'bench/wrk/scenario.lua')
 /** The scenarios to run, by name (separated by ';'); unset: all. Targets of scenarios not run are not judged. */
 const ONLY = process.env.BENCH_SCENARIOS === undefined || process.env.BENCH_SCENARIOS === '' ? null : new Set(process.env.BENCH_SCENARIOS.split(';').map(s => s.trim()))
 const BASELINE = process.env.BENCH_BASELINE === undefined || process.env.BENCH_BASELINE === '' ? undefined : path.resolve(process.env.BENCH_BASELINE)
@@ -273,12 +271,7 @@ function runOf (s: Server, out: string, cpu0: number, t0: number): Run {
   const wall = (performance.now() - t0) / 1000
   const used = cpuSeconds(s.child.pid!) - cpu0
   const cpu = used / wall
-  const line = out.trim().split('\n').findLast(l => l.startsWith('{'))
-  if (line === undefined) throw new Error(`wrk printed no summary:\n${out}`)
-  const r = JSON.parse(line) as { requests: number, duration_us: number, p50_us: number, p99_us: number, connect: number, read: number, write: number, status: number, timeout: number }
-  const errorKinds = { connect: r.connect, read: r.read, write: r.write, status: r.status, timeout: r.timeout }
-  const errors = r.connect + r.read + r.write + r.status + r.timeout
-  return { requests: r.requests, seconds: r.duration_us / 1e6, p50: r.p50_us / 1000, p99: r.p99_us / 1000, errors, cpu, cpuSeconds: used, errorKinds }
+  return { ...wrkSummary(out), cpu, cpuSeconds: used }
 }
 
 function wrk (s: Server, args: string[], seconds: number): Run {
@@ -314,11 +307,6 @@ function combine (runs: Run[]): Run {
 const rps = (r: Run): number => r.requests / r.seconds
 /** Server CPU time per request: less disturbed than req/s by other work on a shared machine. */
 const cpuPerRequest = (r: Run): number => 1e6 * r.cpuSeconds / r.requests
-
-async function jwt (): Promise<string> {
-  return await new SignJWT({ scope: 'posts:write' }).setProtectedHeader({ alg: 'HS256' }).setSubject('bench')
-    .setExpirationTime('4h').sign(new TextEncoder().encode(SECRET))
-}
 
 /**
  * The service's cursor for the page after the post at `depth` (0–1) of the newest-first order,
@@ -403,7 +391,7 @@ async function main (): Promise<void> {
   requireWrk()
   if (!fs.existsSync(path.join(ROOT, 'dist/blog.js'))) throw new Error('dist/ is missing: run npm run build first')
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-bench-'))
-  const token = await jwt()
+  const token = await writerToken()
   const out: string[] = []
   const targets: { what: string, met: boolean, value: string }[] = []
   const target = (what: string, met: boolean, value: string) => { targets.push({ what, met, value }) }
@@ -415,7 +403,7 @@ async function main (): Promise<void> {
       `servers ${pinned ? 'pinned to core 0, wrk to core 1' : 'NOT pinned (no taskset or 1 core)'}; wrk -t1 -c${CONNECTIONS}, ` +
       `${SECONDS} s per run, ${ROUNDS} round(s), interleaved; load average at start ${os.loadavg().map(l => l.toFixed(1)).join(' ')}`)
 
-    const common = { AUTH_JWT_SECRET: SECRET, RATE_LIMIT_MAX: '1000000000', BOOTSTRAP_ADMIN_KEY: 'false' }
+    const common = SERVICE_ENV
     /** The 10 000-post runs, by `scenario|server` (none with BENCH_SMALL=0), and their scenarios. */
     let results = new Map<string, Run>()
     let list: Scenario[] = []
