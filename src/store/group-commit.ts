@@ -1,6 +1,6 @@
 import { CompiledQuery, type Kysely } from 'kysely'
 import { addLoopStall } from '../loop-stalls.ts'
-import type { Database } from './tables.ts'
+import type { Database, DurableCommit } from './tables.ts'
 
 const SAVEPOINT = CompiledQuery.raw('SAVEPOINT unit')
 const RELEASE = CompiledQuery.raw('RELEASE unit')
@@ -58,13 +58,18 @@ class Group {
  * nobody is told "done" before the writes are on disk, and when the COMMIT fails (or SQLite
  * rolled the whole transaction back on its own, as it may on a full disk or an I/O error) every
  * unit of the group gets the error, none a success. Readers outside the group wait for the
- * connection until the group has committed, so nobody reads what is not yet durable.
+ * connection until the group has committed, and (with `durable`) for the log's sync before their
+ * read returns, so nobody reads what is not yet durable.
  */
 export class GroupCommit {
   private open: Group | null = null
   private readonly begin: CompiledQuery
 
-  constructor (private readonly db: Kysely<Database>, begin: string) {
+  /**
+   * `durable`: the log's sync after COMMIT (src/store/sqlite/wal-sync.ts), when the connection's
+   * COMMIT does not wait for the disk itself; a group's units are told of their commit once it is synced.
+   */
+  constructor (private readonly db: Kysely<Database>, begin: string, private readonly durable: DurableCommit | null = null) {
     this.begin = CompiledQuery.raw(begin)
   }
 
@@ -149,13 +154,20 @@ export class GroupCommit {
     const syncing = performance.now()
     try {
       await conn.executeQuery(COMMIT)
-      // better-sqlite3 runs the COMMIT (the sync, a checkpoint) synchronously: the loop was blocked.
+      // better-sqlite3 runs the COMMIT (its writes, a checkpoint, the sync unless `durable` does it) synchronously: the loop was blocked.
       addLoopStall(performance.now() - syncing)
     } catch (err) {
       await rollBackAll(err)
       return
     }
-    for (const d of done) d.unit.resolve(d.value)
+    if (this.durable === null) {
+      for (const d of done) d.unit.resolve(d.value)
+      return
+    }
+    // The connection is free for the next group and for readers while the log syncs, off the loop.
+    this.durable.until(this.durable.commit()).then(
+      () => { for (const d of done) d.unit.resolve(d.value) },
+      (err: unknown) => { for (const d of done) d.unit.reject(err) })
   }
 
   /** Resolves once no group holds the connection (before the store closes it). */

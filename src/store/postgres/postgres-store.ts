@@ -271,6 +271,7 @@ export function openPostgresStore (url: string, opts: PostgresOptions): KyselySt
     begin: 'BEGIN ISOLATION LEVEL READ COMMITTED',
     skipLocked: true,
     groupCommit: false,
+    durableCommit: null,
     // One constant key for the whole deployment: 'events' in ASCII.
     eventsLock: 'SELECT pg_advisory_xact_lock(111559182283891)',
     signals: {

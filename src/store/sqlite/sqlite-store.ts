@@ -7,6 +7,7 @@ import { type Database, type DialectParts, KyselyStore } from '../kysely-store.t
 import { type MigrationPlan, migratorProps } from '../migrations/plan.ts'
 import type { StoreModule } from '../module.ts'
 import * as m0001 from './migrations/0001-initial.ts'
+import { readsAfterSync, type SyncLog, WalSync } from './wal-sync.ts'
 
 /** FTS5 query syntax is not for end users: every word becomes a quoted term, all must match. */
 export function ftsQuery (q: string): string {
@@ -143,15 +144,30 @@ function widenCheck (database: SQLite.Database, table: string, column: string, v
 
 export interface SqliteOptions {
   /**
-   * In WAL mode, FULL syncs the log at every commit: an acknowledged write survives a power cut.
-   * NORMAL syncs only at checkpoints: a power cut may lose the last commits (never corrupt the
-   * file); a crash of the process alone loses nothing either way.
+   * In WAL mode, FULL syncs the log after every commit, off the event loop (./wal-sync.ts): an
+   * acknowledged write survives a power cut. NORMAL syncs only at checkpoints: a power cut may
+   * lose the last commits (never corrupt the file); a crash of the process alone loses nothing
+   * either way.
    */
   synchronous?: 'FULL' | 'NORMAL'
+  /**
+   * At FULL, how the log is synced after each COMMIT, off the event loop (fdatasync on libuv's
+   * thread pool by default; a test holds or fails it).
+   */
+  syncLog?: SyncLog
   /** The resources' tables and repositories (the registry's); none by default. */
   modules?: readonly StoreModule[]
   /** Kysely's query log: every statement as sent, with its parameters (tests read the SQL of a call). */
   log?: LogConfig
+}
+
+/**
+ * The rows `database` has changed since it was opened (SQLite's total_changes()); null inside a
+ * transaction, whose changes count once it commits.
+ */
+function changesOf (database: SQLite.Database): () => number | null {
+  const statement = database.prepare('SELECT total_changes()').pluck()
+  return () => database.inTransaction ? null : statement.get() as number
 }
 
 /**
@@ -163,11 +179,16 @@ export interface SqliteOptions {
 export function openSqliteStore (file: string, opts: SqliteOptions = {}): KyselyStore {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
   const database = new SQLite(file)
-  database.pragma('journal_mode = WAL')
-  database.pragma(`synchronous = ${opts.synchronous === 'NORMAL' ? 'NORMAL' : 'FULL'}`)
+  const wal = database.pragma('journal_mode = WAL', { simple: true }) === 'wal'
+  // FULL's promise (a write is acknowledged once on disk) kept off the event loop: the connection
+  // commits at NORMAL and the log is synced after COMMIT on the thread pool (./wal-sync.ts). A
+  // file that cannot be in WAL mode (and :memory:) keeps SQLite's own sync in COMMIT.
+  const durable = wal && opts.synchronous !== 'NORMAL' ? new WalSync(path.resolve(file), changesOf(database), opts.syncLog) : null
+  database.pragma(`synchronous = ${opts.synchronous === 'NORMAL' || durable !== null ? 'NORMAL' : 'FULL'}`)
   database.pragma('busy_timeout = 5000')
   database.pragma('foreign_keys = ON')
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }), ...(opts.log !== undefined ? { log: opts.log } : {}) })
+  const dialect = new SqliteDialect({ database: withStatementCache(database) })
+  const db = new Kysely<Database>({ dialect: durable !== null ? readsAfterSync(dialect, durable) : dialect, ...(opts.log !== undefined ? { log: opts.log } : {}) })
   const parts: DialectParts = {
     kind: 'sqlite',
     textSearch: (eb, table, q) => {
@@ -179,6 +200,7 @@ export function openSqliteStore (file: string, opts: SqliteOptions = {}): Kysely
     begin: 'BEGIN IMMEDIATE',
     skipLocked: false,
     groupCommit: true,
+    durableCommit: durable,
     signals: null,
     eventsLock: null,
     columnTypes: { kind: 'sqlite', id: 'INTEGER PRIMARY KEY AUTOINCREMENT', ref: 'INTEGER', timestamp: 'TEXT', bytes: 'BLOB', widenCheck: async (_db, table, column, values) => { widenCheck(database, table, column, values) } },
