@@ -6,5 +6,5 @@ export async function openBlobStorage (options: BlobStorageOptions): Promise<Blo
   if (options.kind === 'local') return await LocalBlobStorage.open(options.dir)
   // The AWS SDK is loaded only where blobs are kept in a bucket.
   const { openS3BlobStorage } = await import('./s3-blob-storage.ts')
-  return openS3BlobStorage(options)
+  return await openS3BlobStorage(options)
 }

@@ -1,13 +1,5 @@
 import { type Readable, Transform, type TransformCallback } from 'node:stream'
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  paginateListObjectsV2,
-  S3Client,
-  type S3ClientConfig,
-} from '@aws-sdk/client-s3'
-import { Upload } from '@aws-sdk/lib-storage'
+import type { S3ClientConfig } from '@aws-sdk/client-s3'
 import {
   type BlobMeta,
   type BlobStorage,
@@ -169,10 +161,13 @@ function clientConfig (o: S3Options, http: NonNullable<S3ClientConfig['requestHa
  * of S3_TIMEOUTS.
  *
  * @example
- * const blobs = openS3BlobStorage({ kind: 's3', bucket: 'blog-uploads', region: 'auto',
+ * const blobs = await openS3BlobStorage({ kind: 's3', bucket: 'blog-uploads', region: 'auto',
  *   endpoint: 'http://127.0.0.1:9000', forcePathStyle: true, accessKeyId, secretAccessKey })
  */
-export function openS3BlobStorage (options: S3Options): BlobStorage {
+export async function openS3BlobStorage (options: S3Options): Promise<BlobStorage> {
+  // Loaded here, not with the service: the SDK is ~20 MiB of memory a service keeping its blobs on disk does not need.
+  const [{ DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, paginateListObjectsV2, S3Client }, { Upload }] =
+    await Promise.all([import('@aws-sdk/client-s3'), import('@aws-sdk/lib-storage')])
   const { bucket } = options
   const prefix = options.prefix ?? ''
   // Two clients, because a read's body pauses whenever its reader applies backpressure: reads bound

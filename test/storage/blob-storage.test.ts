@@ -239,9 +239,9 @@ async function s3Fixture (): Promise<BlobStorageFixture> {
   const s3 = await startS3()
   let n = 0
   return {
-    open: async () => openS3BlobStorage(s3.options(`run-${++n}/`)),
+    open: async () => await openS3BlobStorage(s3.options(`run-${++n}/`)),
     // Nothing listens on the port: every connection is refused.
-    unreachable: async () => openS3BlobStorage({ ...s3.options(), endpoint: `http://127.0.0.1:${await freePort()}` }),
+    unreachable: async () => await openS3BlobStorage({ ...s3.options(), endpoint: `http://127.0.0.1:${await freePort()}` }),
     close: async () => { await s3.close() },
   }
 }
@@ -269,8 +269,8 @@ describe('S3 blob storage', () => {
   after(async () => { await s3.close() })
 
   it('keeps each prefix to itself: keys are listed and read under their own prefix only', async () => {
-    const a = openS3BlobStorage(s3.options('tenant-a/'))
-    const b = openS3BlobStorage(s3.options('tenant-b/'))
+    const a = await openS3BlobStorage(s3.options('tenant-a/'))
+    const b = await openS3BlobStorage(s3.options('tenant-b/'))
     try {
       await a.put('same', text('a'), meta(1))
       await b.put('same', text('b'), meta(1))
@@ -301,7 +301,7 @@ describe('S3 blob storage', () => {
     })
     await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve))
     const { port } = proxy.address() as net.AddressInfo
-    const blobs = openS3BlobStorage({ ...s3.options('abort/'), endpoint: `http://127.0.0.1:${port}` })
+    const blobs = await openS3BlobStorage({ ...s3.options('abort/'), endpoint: `http://127.0.0.1:${port}` })
     try {
       const boom = new Error('gone after 9 MiB')
       await assert.rejects(blobs.put('half', failingAfter(9, MiB, boom), meta()), err => err === boom)
@@ -320,7 +320,7 @@ describe('S3 blob storage', () => {
   })
 
   it('refuses a range outside the blob or backwards with a RangeError, not as an unreachable store', async () => {
-    const blobs = openS3BlobStorage(s3.options('ranges/'))
+    const blobs = await openS3BlobStorage(s3.options('ranges/'))
     try {
       await blobs.put('ten', Buffer.alloc(10), meta(10))
       await assert.rejects(blobs.get('ten', { start: 10, end: 10 }), RangeError)
@@ -332,7 +332,7 @@ describe('S3 blob storage', () => {
   })
 
   it('answers credentials the store refuses with BlobStorageUnavailableError at once', async () => {
-    const refused = openS3BlobStorage({ ...s3.options(), accessKeyId: 'NOT-A-KEY', secretAccessKey: 'wrong' })
+    const refused = await openS3BlobStorage({ ...s3.options(), accessKeyId: 'NOT-A-KEY', secretAccessKey: 'wrong' })
     try {
       assertUnavailable('put', await timed(async () => { await refused.put('k', text('x'), meta(1)) }), UNREACHABLE_WITHIN_MS)
       assertUnavailable('get', await timed(async () => await refused.get('k')), UNREACHABLE_WITHIN_MS)
@@ -349,7 +349,7 @@ describe('S3 blob storage', () => {
     const silent = net.createServer(socket => { sockets.add(socket); socket.resume() })
     await new Promise<void>(resolve => silent.listen(0, '127.0.0.1', resolve))
     const { port } = silent.address() as net.AddressInfo
-    const hung = openS3BlobStorage({ ...s3.options(), endpoint: `http://127.0.0.1:${port}` })
+    const hung = await openS3BlobStorage({ ...s3.options(), endpoint: `http://127.0.0.1:${port}` })
     // Each of the attempts waits out its timeout; the rest is room for a busy machine.
     const { MAX_ATTEMPTS, IDLE_TIMEOUT_MS, FIRST_BYTE_TIMEOUT_MS } = S3_TIMEOUTS
     const bound = MAX_ATTEMPTS * Math.max(IDLE_TIMEOUT_MS, FIRST_BYTE_TIMEOUT_MS) + 2_000
@@ -368,7 +368,7 @@ describe('S3 blob storage', () => {
   })
 
   it('lets a slow reader pause a body longer than the write and first-byte timeouts without losing it', async () => {
-    const blobs = openS3BlobStorage(s3.options('slow-reader/'))
+    const blobs = await openS3BlobStorage(s3.options('slow-reader/'))
     try {
       const bytes = randomBytes(4 * MiB)
       await blobs.put('big', bytes, meta(bytes.length))

@@ -37,7 +37,7 @@ for (const kind of await storeKinds()) {
     let alice: Record<string, string>
     before(async () => {
       s3 = await startS3()
-      bucket = openS3BlobStorage(s3.options())
+      bucket = await openS3BlobStorage(s3.options())
       t = await buildTestApp(kind, s3Env(s3))
       alice = await t.auth('alice', ['media:write'])
     })
