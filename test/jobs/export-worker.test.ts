@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { systemClock } from '../../src/clock.ts'
 import { after, before, describe, it } from 'node:test'
 import pino from 'pino'
 import { Counter, Registry } from 'prom-client'
@@ -38,6 +39,7 @@ describe('ExportWorker', () => {
       jobEvent: job => ({ type: `export.${job.status}`, data: { id: job.id }, owner: job.owner, public: false }),
       webhookQueued: () => {},
       runs: new Counter({ name: 'runs', help: 'runs', labelNames: ['outcome'], registers: [new Registry()] }),
+      clock: systemClock,
     }))
   }
 

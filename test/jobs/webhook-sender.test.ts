@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { systemClock } from '../../src/clock.ts'
 import { createServer, type Server } from 'node:http'
 import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net'
 import v8 from 'node:v8'
@@ -44,7 +45,7 @@ describe('WebhookSender', () => {
 
   function sender (opts: { allowLoopback: boolean, maxAttempts: number, timeoutMs?: number }) {
     const attempts = new Counter({ name: 'attempts', help: 'attempts', labelNames: ['outcome'], registers: [new Registry()] })
-    const sending = new WebhookSender({ store: f.store, log: pino({ level: 'silent' }), secret: SECRET, retryBaseMs: 10, pollMs: 20, timeoutMs: opts.timeoutMs ?? 2000, attempts, ...opts })
+    const sending = new WebhookSender({ store: f.store, log: pino({ level: 'silent' }), secret: SECRET, retryBaseMs: 10, pollMs: 20, timeoutMs: opts.timeoutMs ?? 2000, attempts, clock: systemClock, ...opts })
     return { s: runnerOf(sending), attempts, sending }
   }
 
@@ -190,7 +191,7 @@ describe('WebhookSender: connections to receivers', () => {
 
   function sender (timeoutMs = 2000) {
     const attempts = new Counter({ name: 'attempts', help: 'attempts', labelNames: ['outcome'], registers: [new Registry()] })
-    const s = runnerOf(new WebhookSender({ store: f.store, log: pino({ level: 'silent' }), secret: SECRET, retryBaseMs: 10, pollMs: 20, timeoutMs, attempts, allowLoopback: true, maxAttempts: 1 }))
+    const s = runnerOf(new WebhookSender({ store: f.store, log: pino({ level: 'silent' }), secret: SECRET, retryBaseMs: 10, pollMs: 20, timeoutMs, attempts, allowLoopback: true, maxAttempts: 1, clock: systemClock }))
     return { s, attempts }
   }
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { systemClock } from '../../src/clock.ts'
 import { before, describe, it } from 'node:test'
 import pino from 'pino'
 import type { Principal } from '../../src/domain/principal.ts'
@@ -12,7 +13,7 @@ import { TestClock } from '../support/clock.ts'
 import { until } from '../support/poll.ts'
 
 const alice: Principal = { subject: 'alice', scopes: new Set(['posts:write']), kind: 'jwt' }
-const opts = { revisionsKeep: 50 }
+const opts = { revisionsKeep: 50, clock: systemClock }
 const none = { tags: [], excerpt: null }
 const all = { filter: {}, sort: [{ key: 'number' as const, direction: 'desc' as const }], limit: 100, count: true }
 const silent = pino({ level: 'silent' })

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { v7 as uuidv7 } from 'uuid'
-import { type Clock, systemClock } from '../../clock.ts'
+import type { Clock } from '../../clock.ts'
 import type { Viewer } from '../../domain/principal.ts'
 import type { PolledJob } from '../../jobs/job.ts'
 import type { Store, StoredEvent } from '../../store/store.ts'
@@ -15,7 +15,7 @@ export interface FanOutOptions {
   /** Called after a commit that queued deliveries. */
   readonly queued: () => void
   /** What retention is measured by (the system's clock unless given). */
-  readonly clock?: Clock
+  readonly clock: Clock
 }
 
 /** The fan-out's job name: wake it after a commit that recorded an event for it (a ping). */
@@ -53,7 +53,7 @@ export class FanOut implements PolledJob {
   }
 
   async tick (): Promise<boolean> {
-    const now = (this.opts.clock ?? systemClock).now()
+    const now = this.opts.clock.now()
     const { read, queued, more } = await this.opts.store.transaction(async uow => {
       const position = await uow.events.claimFanOut()
       if (position === null) return { read: 0, queued: 0, more: false }

@@ -5,7 +5,7 @@ import https from 'node:https'
 import { isIP } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
-import { type Clock, systemClock } from '../../clock.ts'
+import type { Clock } from '../../clock.ts'
 import type { LeasedJob, Lease } from '../../jobs/job.ts'
 import type { HeldLease } from '../../jobs/lease.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
@@ -43,7 +43,7 @@ export interface WebhookSenderOptions {
   /** Counts attempts by outcome: delivered, retry, failed. */
   readonly attempts: Counter<'outcome'>
   /** What leases and retries are timed by (the system's clock unless given). */
-  readonly clock?: Clock
+  readonly clock: Clock
 }
 
 /** What an attempt got: written with the next claim, then counted and logged. */
@@ -129,7 +129,7 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
   /** Attempts of the batch just sent, written with the next claim (one unit of work, one commit). */
   private settled: Outcome[] = []
 
-  private get clock (): Clock { return this.opts.clock ?? systemClock }
+  private get clock (): Clock { return this.opts.clock }
 
   constructor (private readonly opts: WebhookSenderOptions) {
     this.signer = opts.secret === null ? null : new WebhookSigner(opts.secret)

@@ -275,8 +275,11 @@ export type ImportableOutcome =
  * the caller's unit of work, by the collection's own rules (its slugs, revisions and events).
  */
 export interface Importable {
-  /** `images`: the service's images, which a content or feature image may show (absent: none are kept). */
-  write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config, images?: ImageCatalogue): Promise<ImportableOutcome[]>
+  /**
+   * `clock`: the service's (when a post is published or revised); `images`: the service's images,
+   * which a content or feature image may show (absent: none are kept).
+   */
+  write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config, clock: Clock, images?: ImageCatalogue): Promise<ImportableOutcome[]>
 }
 
 export interface ResourcesOptions {

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { systemClock, type Clock } from '../../clock.ts'
+import type { Clock } from '../../clock.ts'
 import type { Config, VersionDates } from '../../config.ts'
 import { AppError } from '../../errors.ts'
 import { appendLink } from './links.ts'
@@ -250,11 +250,11 @@ export function versionHeadersOf (config: Pick<Config, 'versions'>): (reply: Fas
  * deprecated version `Deprecation` (RFC 9745), `Sunset` (RFC 8594) and `Link rel="deprecation"`;
  * after sunset, 410 VERSION_SUNSET.
  */
-export const versioningPlugin = fp(async function versioning (app: FastifyInstance, opts: { config: Config, clock?: Clock }) {
+export const versioningPlugin = fp(async function versioning (app: FastifyInstance, opts: { config: Config, clock: Clock }) {
   app.decorateRequest('apiVersion', DEFAULT_VERSION)
   app.decorateRequest('responseMediaType', JSON_MEDIA_TYPE)
   const versionDates = datesOf(opts.config)
-  const clock = opts.clock ?? systemClock
+  const clock = opts.clock
   const versionHeaders = versionHeadersOf(opts.config)
 
   app.addHook('onRequest', (req: FastifyRequest, reply, done) => {

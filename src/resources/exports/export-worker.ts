@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
-import { type Clock, systemClock } from '../../clock.ts'
+import type { Clock } from '../../clock.ts'
 import type { Principal } from '../../domain/principal.ts'
 import type { Exportable } from '../../http/contract/resources.ts'
 import type { ApiVersion } from '../../http/protocol/versioning.ts'
@@ -13,7 +13,7 @@ import { wxrFormat } from './wxr.ts'
 
 export interface ExportWorkerOptions {
   /** What leases are timed by (the system's clock unless given). */
-  readonly clock?: Clock
+  readonly clock: Clock
   readonly store: Store
   readonly log: FastifyBaseLogger
   readonly leaseMs: number
@@ -57,7 +57,7 @@ export class ExportWorker implements LeasedJob<ExportLease> {
   readonly lease: Lease<ExportLease>
   private lastSweep = 0
 
-  private now (): Date { return (this.opts.clock ?? systemClock).now() }
+  private now (): Date { return this.opts.clock.now() }
 
   constructor (private readonly opts: ExportWorkerOptions) {
     this.pollMs = opts.pollMs

@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
-import { type Clock, systemClock } from '../../clock.ts'
+import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import type { ImageCatalogue, ImageIntake, Importable, Services, ImportableItem, ImportableOutcome } from '../../http/contract/resources.ts'
 import type { Lease, LeasedJob } from '../../jobs/job.ts'
@@ -18,7 +18,7 @@ import { readWxr } from './wxr-reader.ts'
 
 export interface ImportWorkerOptions {
   /** What leases are timed by (the system's clock unless given). */
-  readonly clock?: Clock
+  readonly clock: Clock
   readonly store: Store
   readonly log: FastifyBaseLogger
   readonly config: Config
@@ -93,7 +93,7 @@ export class ImportWorker implements LeasedJob<ImportLease> {
   readonly lease: Lease<ImportLease>
   private lastSweep = 0
 
-  private now (): Date { return (this.opts.clock ?? systemClock).now() }
+  private now (): Date { return this.opts.clock.now() }
 
   constructor (private readonly opts: ImportWorkerOptions) {
     this.pollMs = opts.pollMs
@@ -231,7 +231,7 @@ export class ImportWorker implements LeasedJob<ImportLease> {
       const step = (): ImportStep => ({ position: index, progress: progress(), report: next, seenTags: [...nextSeen] })
       const write = async (uow: UnitOfWork) => {
         const existing = await uow.imports.identities(job.source, batch.map(p => p.key))
-        return await target.write(uow, batch.map(p => ({ ...p.item, existing: existing.get(p.key) ?? null })), job.owner, config, this.opts.images)
+        return await target.write(uow, batch.map(p => ({ ...p.item, existing: existing.get(p.key) ?? null })), job.owner, config, this.opts.clock, this.opts.images)
       }
       if (job.dryRun) {
         let outcomes: ImportableOutcome[] = []

@@ -1,3 +1,4 @@
+import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, type FieldError } from '../../errors.ts'
@@ -81,10 +82,11 @@ async function writeOne (uow: UnitOfWork, service: PostService, item: Importable
  * runs, so the batch's transaction stays usable.
  */
 export const postsImportable: Importable = {
-  async write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config, catalogue?: ImageCatalogue): Promise<ImportableOutcome[]> {
+  async write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config, clock: Clock, catalogue?: ImageCatalogue): Promise<ImportableOutcome[]> {
     const images = catalogue === undefined ? undefined : contentImages(catalogue, config)
     const service = new PostService(uow, {
       revisionsKeep: config.editorial.revisionsKeep,
+      clock,
       changed: postEvents(uow.events),
       // Its images of this service render with their variants, as a post written through the API does.
       ...(images === undefined ? {} : { images: async (content: string) => await images(uow, content) }),

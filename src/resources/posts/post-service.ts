@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '../../clock.ts'
+import type { Clock } from '../../clock.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import type { ImageFacts } from '../../http/contract/resources.ts'
 import { writeCurrent } from '../../http/toolkit/action.ts'
@@ -31,7 +31,7 @@ export interface PostServiceOptions {
   /** REVISIONS_KEEP: how many of a post's newest revisions are kept. */
   readonly revisionsKeep: number
   /** What the schedule's rules read the time from (the system's clock unless given). */
-  readonly clock?: Clock
+  readonly clock: Clock
   /** Told of each change, in its unit of work (the events). */
   readonly changed?: PostChanged
   /** The service's own images a content shows, rendered with their variants (absent: rendered as any image). */
@@ -59,7 +59,7 @@ export class PostService {
   private readonly changed: PostChanged
 
   constructor (private readonly repos: PostRepositories, private readonly opts: PostServiceOptions) {
-    this.clock = opts.clock ?? systemClock
+    this.clock = opts.clock
     this.changed = opts.changed ?? (() => {})
   }
 

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
-import { type Clock, systemClock } from '../../clock.ts'
+import type { Clock } from '../../clock.ts'
 import { type PostChanged, PostService } from './post-service.ts'
 import { SCHEDULE_CHANNEL, sleepMs } from './schedule.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
@@ -17,7 +17,7 @@ export interface PublishSchedulerOptions {
   /** What each switch's unit of work tells of the change (its events: post.updated and post.published). */
   readonly changed?: (uow: UnitOfWork) => PostChanged
   /** What due times are compared with (the system's clock unless given). */
-  readonly clock?: Clock
+  readonly clock: Clock
 }
 
 /** Posts switched per pass; more due than this are taken in the next pass, at once. */
@@ -39,7 +39,7 @@ export class PublishScheduler implements PolledJob {
   private readonly clock: Clock
 
   constructor (private readonly opts: PublishSchedulerOptions) {
-    this.clock = opts.clock ?? systemClock
+    this.clock = opts.clock
   }
 
   /** Asked before each sleep: until the earliest due time, at most `rescanMs`. */
