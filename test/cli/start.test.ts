@@ -38,6 +38,12 @@ describe('npm start (the bundled build)', () => {
     assert.ok(fs.existsSync(path.join(ROOT, 'dist/blog.js')), 'dist/blog.js is missing: npm run build makes it')
   })
 
+  it('runs a bundle written in ASCII, which V8 holds at one byte a character (scripts/bundle.ts)', () => {
+    const source = fs.readFileSync(path.join(ROOT, 'dist/blog.js'), 'utf8')
+    const beyond = /[^\x00-\x7f]/.exec(source)
+    assert.equal(beyond, null, `a character beyond ASCII at ${beyond?.index ?? 0}`)
+  })
+
   it('writes with a token and reads back with validators, a 304 and a 404 problem', async () => {
     const auth = `Bearer ${await token('starter', ['posts:write'])}`
     const created = await fetch(`${server.base}/posts`, {
