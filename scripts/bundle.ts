@@ -53,5 +53,5 @@ await build({
 // (After a backslash the escape would be read as a backslash and four letters: none is, and a new one fails the build.)
 const bundle = path.join(ROOT, 'dist/blog.js')
 const source = fs.readFileSync(bundle, 'utf8')
-if (/\\[^\x00-\x7f]/.test(source)) throw new Error('dist/blog.js has a character beyond ASCII after a backslash: write it as an escape in its source')
-fs.writeFileSync(bundle, source.replace(/[^\x00-\x7f]/g, c => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))
+if (/\\[\u0080-\uffff]/.test(source)) throw new Error('dist/blog.js has a character beyond ASCII after a backslash: write it as an escape in its source')
+fs.writeFileSync(bundle, source.replace(/[\u0080-\uffff]/g, c => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))
