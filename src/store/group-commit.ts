@@ -1,6 +1,6 @@
 import { CompiledQuery, type Kysely } from 'kysely'
 import { addLoopStall } from '../loop-stalls.ts'
-import type { Database, DurableCommit } from './tables.ts'
+import type { Database } from './tables.ts'
 
 const SAVEPOINT = CompiledQuery.raw('SAVEPOINT unit')
 const RELEASE = CompiledQuery.raw('RELEASE unit')
@@ -31,6 +31,8 @@ interface Unit {
 /** The units of one turn of the event loop, run in one transaction. */
 class Group {
   readonly units: Unit[] = []
+  /** Units whose work is done, told of the outcome once the group's connection is given back. */
+  readonly done: { unit: Unit, value: unknown }[] = []
   /** Set in the turn's check phase: once the queue is empty the group commits. */
   turnEnded = false
   private waiting: (() => void) | null = null
@@ -58,18 +60,14 @@ class Group {
  * nobody is told "done" before the writes are on disk, and when the COMMIT fails (or SQLite
  * rolled the whole transaction back on its own, as it may on a full disk or an I/O error) every
  * unit of the group gets the error, none a success. Readers outside the group wait for the
- * connection until the group has committed, and (with `durable`) for the log's sync before their
- * read returns, so nobody reads what is not yet durable.
+ * connection until the group has committed (and, where the driver syncs the log after COMMIT, for
+ * that sync before their read returns), so nobody reads what is not yet durable.
  */
 export class GroupCommit {
   private open: Group | null = null
   private readonly begin: CompiledQuery
 
-  /**
-   * `durable`: the log's sync after COMMIT (src/store/sqlite/wal-sync.ts), when the connection's
-   * COMMIT does not wait for the disk itself; a group's units are told of their commit once it is synced.
-   */
-  constructor (private readonly db: Kysely<Database>, begin: string, private readonly durable: DurableCommit | null = null) {
+  constructor (private readonly db: Kysely<Database>, begin: string) {
     this.begin = CompiledQuery.raw(begin)
   }
 
@@ -91,11 +89,18 @@ export class GroupCommit {
       group.turnEnded = true
       group.wake()
     })
-    this.db.connection().execute(async conn => { await this.drive(group, conn) }).catch((err: unknown) => {
-      // No connection (the store is closing): nothing ran, so every unit fails alike.
-      this.close(group)
-      for (const unit of group.units.splice(0)) unit.reject(err)
-    })
+    // The connection is given back once the COMMIT is on disk: where COMMIT does not wait for the
+    // disk, the store's driver waits for the log's sync (src/store/sqlite/wal-sync.ts), and the loop
+    // serves other requests meanwhile.
+    this.db.connection().execute(async conn => { await this.drive(group, conn) }).then(
+      () => { for (const d of group.done.splice(0)) d.unit.resolve(d.value) },
+      (err: unknown) => {
+        // No connection (the store is closing: nothing ran), or the sync failed: every unit not
+        // yet told fails alike.
+        this.close(group)
+        for (const d of group.done.splice(0)) d.unit.reject(err)
+        for (const unit of group.units.splice(0)) unit.reject(err)
+      })
     return group
   }
 
@@ -105,7 +110,7 @@ export class GroupCommit {
   }
 
   private async drive (group: Group, conn: Kysely<Database>): Promise<void> {
-    const done: { unit: Unit, value: unknown }[] = []
+    const done = group.done
     const failAll = (err: unknown) => {
       this.close(group)
       for (const d of done.splice(0)) d.unit.reject(err)
@@ -151,23 +156,14 @@ export class GroupCommit {
       }
     }
     this.close(group)
-    const syncing = performance.now()
+    const committing = performance.now()
     try {
       await conn.executeQuery(COMMIT)
-      // better-sqlite3 runs the COMMIT (its writes, a checkpoint, the sync unless `durable` does it) synchronously: the loop was blocked.
-      addLoopStall(performance.now() - syncing)
+      // better-sqlite3 runs the COMMIT (its writes, now and then a checkpoint) synchronously: the loop was blocked.
+      addLoopStall(performance.now() - committing)
     } catch (err) {
       await rollBackAll(err)
-      return
     }
-    if (this.durable === null) {
-      for (const d of done) d.unit.resolve(d.value)
-      return
-    }
-    // The connection is free for the next group and for readers while the log syncs, off the loop.
-    this.durable.until(this.durable.commit()).then(
-      () => { for (const d of done) d.unit.resolve(d.value) },
-      (err: unknown) => { for (const d of done) d.unit.reject(err) })
   }
 
   /** Resolves once no group holds the connection (before the store closes it). */

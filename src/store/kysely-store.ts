@@ -60,7 +60,7 @@ export class KyselyStore implements Store {
     readonly circuit: StoreCircuit = new StoreCircuit({ failures: 0, probeEveryMs: 1000 }, async () => {})
   ) {
     this.kind = dialect.kind
-    this.groups = dialect.groupCommit ? new GroupCommit(db, dialect.begin, dialect.durableCommit) : null
+    this.groups = dialect.groupCommit ? new GroupCommit(db, dialect.begin) : null
     Object.assign(this, repositories(db, dialect, modules))
   }
 

@@ -89,11 +89,12 @@ export interface DialectParts {
    */
   readonly groupCommit: boolean
   /**
-   * Where COMMIT does not wait for the disk itself: the sync that follows it, off the event loop
-   * (SQLite at `synchronous = FULL`, src/store/sqlite/wal-sync.ts). A unit of work is acknowledged
-   * once its commit is synced; null where COMMIT is durable when it returns.
+   * Where COMMIT does not wait for the disk itself: the sync that the driver runs after it, off the
+   * event loop, before it gives the connection back (SQLite at `synchronous = FULL`,
+   * src/store/sqlite/wal-sync.ts), and how many syncs it has run; null where COMMIT is durable when
+   * it returns.
    */
-  readonly durableCommit: DurableCommit | null
+  readonly durableCommit: { readonly syncs: number } | null
   /**
    * Signals to other instances (PostgreSQL: NOTIFY, which is delivered when the transaction
    * commits, and LISTEN on a connection of its own); null where only this process shares the
@@ -138,14 +139,4 @@ export function iso (v: Timestamp): string {
   // SQLite hands back what the store wrote (already this form); parsing it again per row showed in profiles.
   if (typeof v === 'string') return ISO_UTC_MS.test(v) ? v : new Date(v).toISOString()
   return v.toISOString()
-}
-
-/** The sync of a log after COMMIT (DialectParts.durableCommit). */
-export interface DurableCommit {
-  /** A COMMIT just returned: its number, to wait for with `until`. */
-  commit (): number
-  /** Resolves once commit `n` is on disk; rejects when its sync failed. */
-  until (n: number): Promise<void>
-  /** Syncs so far. */
-  readonly syncs: number
 }

@@ -25,10 +25,11 @@ export class LogSyncFailed extends Error {
  * SSD, far more on a network disk) stalled every request in flight. Instead the connection runs at
  * `synchronous = NORMAL` (COMMIT writes the log, and syncs it only at a checkpoint) and this class
  * syncs the log after each COMMIT, on libuv's thread pool, while the loop serves other requests.
- * The promise stays FULL's: a write is acknowledged only once its commit is on disk (`until`),
- * and nobody reads what is not (`settled`, which every read outside a write's transaction awaits
- * before it returns: wrapping the driver, below). One sync runs at a time; commits made while it
- * runs share the next one.
+ * The promise stays FULL's, kept where every statement ends, the driver's release of a
+ * connection (`readsAfterSync`, below): a connection that changed rows (a group's transaction, an
+ * autocommit write) is given back to its caller once that commit is on disk, so no write is
+ * acknowledged before; a read waits for the syncs of the commits before it, so nobody reads what is
+ * not on disk. One sync runs at a time; commits made while it runs share the next one.
  */
 export class WalSync {
   /** Commits made so far, and how many of them are known to be on disk (or failed to get there). */
@@ -51,8 +52,8 @@ export class WalSync {
     this.changesAtCommit = changes()
   }
 
-  /** A COMMIT just returned: its number, to wait for with `until`. */
-  commit (): number {
+  /** A commit was made (rows changed since the last): its number, to wait for with `until`. */
+  private commit (): number {
     this.changesAtCommit = this.changes()
     this.committed++
     this.next()
@@ -61,8 +62,8 @@ export class WalSync {
 
   /**
    * The connection was given back: resolves once what it did is on disk, and every commit before
-   * it. A statement that changed rows outside a transaction (an autocommit write) is counted as a
-   * commit here; a transaction's COMMIT was counted by whoever ran it.
+   * it. Whatever changed rows since the last commit counted (a group's transaction, an autocommit
+   * write) is a commit to sync; a read waits for the syncs already due.
    */
   async released (): Promise<void> {
     const changes = this.changes()
@@ -92,17 +93,15 @@ export class WalSync {
   private next (): void {
     if (this.round !== null || this.synced >= this.committed) return
     const round = { target: this.committed, done: Promise.resolve() }
+    // Set before the sync starts: a round that ends at once clears it, and starts the next.
+    this.round = round
     round.done = this.syncRound(round)
     // Awaited by the writers and readers of these commits; a round nobody waits for must not be an unhandled rejection.
     round.done.catch(() => {})
-    this.round = round
   }
 
   private async syncRound (round: { target: number }): Promise<void> {
     try {
-      // Started in the turn of the COMMIT: commits made in the rest of this turn share the sync.
-      await Promise.resolve()
-      round.target = this.committed
       this.log ??= await fs.open(`${this.file}-wal`, 'r+')
       await this.sync(this.log)
       this.syncs++
