@@ -14,7 +14,7 @@ export interface FanOutOptions {
   readonly retentionH: number
   /** Called after a commit that queued deliveries. */
   readonly queued: () => void
-  /** What retention is measured by (the system's clock unless given). */
+  /** What retention is measured by (the composition root's, src/context.ts). */
   readonly clock: Clock
 }
 

@@ -42,7 +42,7 @@ export interface WebhookSenderOptions {
   readonly pollMs: number
   /** Counts attempts by outcome: delivered, retry, failed. */
   readonly attempts: Counter<'outcome'>
-  /** What leases and retries are timed by (the system's clock unless given). */
+  /** What leases and retries are timed by (the composition root's, src/context.ts). */
   readonly clock: Clock
 }
 
@@ -129,8 +129,6 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
   /** Attempts of the batch just sent, written with the next claim (one unit of work, one commit). */
   private settled: Outcome[] = []
 
-  private get clock (): Clock { return this.opts.clock }
-
   constructor (private readonly opts: WebhookSenderOptions) {
     this.signer = opts.secret === null ? null : new WebhookSigner(opts.secret)
     this.lease = { ms: opts.timeoutMs + 5_000 }
@@ -138,7 +136,7 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
 
   /** Asked before each sleep: until the earliest retry it wrote falls due, at most a poll. */
   readonly pollMs = (): number => {
-    const wait = this.nextRetry - this.clock.now().getTime()
+    const wait = this.nextRetry - this.opts.clock.now().getTime()
     if (wait > this.opts.pollMs) return this.opts.pollMs
     this.nextRetry = Infinity
     return Math.max(0, wait)
@@ -207,7 +205,7 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
   /** The outcomes' writes: deliveries done in one statement per status, the rest one by one; then the subscriptions' runs. */
   private async record (uow: UnitOfWork, outcomes: readonly Outcome[]): Promise<void> {
     if (outcomes.length === 0) return
-    const now = this.clock.now()
+    const now = this.opts.clock.now()
     const done = new Map<number, string[]>()
     for (const o of outcomes) {
       if (o.kind === 'delivered') {
@@ -292,7 +290,7 @@ export class WebhookSender implements LeasedJob<WebhookDelivery[]> {
       error = ['TimeoutError', 'AbortError'].includes((err as Error).name) ? `no answer within ${this.opts.timeoutMs} ms` : String((err as Error).message ?? err)
     }
     return d.attempts < this.opts.maxAttempts
-      ? { kind: 'retry', d, error, status, at: new Date(this.clock.now().getTime() + retryDelay(d.attempts, this.opts.retryBaseMs)) }
+      ? { kind: 'retry', d, error, status, at: new Date(this.opts.clock.now().getTime() + retryDelay(d.attempts, this.opts.retryBaseMs)) }
       : { kind: 'failed', d, error, status }
   }
 

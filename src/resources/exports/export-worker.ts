@@ -12,7 +12,7 @@ import { exportEventType, type ExportJob, type ExportLease } from './export.ts'
 import { wxrFormat } from './wxr.ts'
 
 export interface ExportWorkerOptions {
-  /** What leases are timed by (the system's clock unless given). */
+  /** What leases are timed by (the composition root's, src/context.ts). */
   readonly clock: Clock
   readonly store: Store
   readonly log: FastifyBaseLogger

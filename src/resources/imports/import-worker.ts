@@ -17,7 +17,7 @@ import { type ByteCounter, utf8Text } from './text.ts'
 import { readWxr } from './wxr-reader.ts'
 
 export interface ImportWorkerOptions {
-  /** What leases are timed by (the system's clock unless given). */
+  /** What leases are timed by (the composition root's, src/context.ts). */
   readonly clock: Clock
   readonly store: Store
   readonly log: FastifyBaseLogger

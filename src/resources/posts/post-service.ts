@@ -30,7 +30,7 @@ export interface PostRepositories {
 export interface PostServiceOptions {
   /** REVISIONS_KEEP: how many of a post's newest revisions are kept. */
   readonly revisionsKeep: number
-  /** What the schedule's rules read the time from (the system's clock unless given). */
+  /** What the schedule's rules read the time from (the composition root's, src/context.ts). */
   readonly clock: Clock
   /** Told of each change, in its unit of work (the events). */
   readonly changed?: PostChanged

@@ -16,7 +16,7 @@ export interface PublishSchedulerOptions {
   readonly published?: Counter
   /** What each switch's unit of work tells of the change (its events: post.updated and post.published). */
   readonly changed?: (uow: UnitOfWork) => PostChanged
-  /** What due times are compared with (the system's clock unless given). */
+  /** What due times are compared with (the composition root's, src/context.ts). */
   readonly clock: Clock
 }
 

@@ -50,6 +50,7 @@ const KEEPALIVE_DELAY_MS = 10_000
 const PROBE_EVERY_MS = 1000
 
 function poolConfig (url: string, opts: { max: number, connectTimeoutMs: number, statementTimeoutMs: number, requestTimeoutMs?: number, storeBudgetMs?: number }): pg.PoolConfig {
+  const { types } = pgLib()
   const budget = Math.min(opts.requestTimeoutMs ?? Infinity, opts.storeBudgetMs ?? Infinity)
   // The server cancels at statement_timeout; this client-side bound also covers a server (or a
   // network path) that has stopped answering, which no server-side timeout can. Each statement
@@ -71,9 +72,9 @@ function poolConfig (url: string, opts: { max: number, connectTimeoutMs: number,
     query_timeout: readTimeout,
     types: {
       getTypeParser: ((oid: number, format?: string) =>
-        oid === pgLib().types.builtins.INT8
+        oid === types.builtins.INT8
           ? (v: string) => Number(v)
-          : oid === pgLib().types.builtins.TIMESTAMPTZ && format !== 'binary' ? timestamptzText : pgLib().types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+          : oid === types.builtins.TIMESTAMPTZ && format !== 'binary' ? timestamptzText : types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
     },
   }
 }
@@ -93,7 +94,8 @@ let defaultTimestamptz: ((v: string) => unknown) | undefined
 export function timestamptzText (v: string): string | Date {
   const m = PG_UTC.exec(v)
   if (m === null) {
-    const parse = defaultTimestamptz ??= pgLib().types.getTypeParser(pgLib().types.builtins.TIMESTAMPTZ, 'text')
+    const { types } = pgLib()
+    const parse = defaultTimestamptz ??= types.getTypeParser(types.builtins.TIMESTAMPTZ, 'text')
     return parse(v) as Date
   }
   return `${m[1]}T${m[2]}.${m[3] === undefined ? '000' : (m[3] + '00').slice(0, 3)}Z`
