@@ -7,17 +7,22 @@ import { AdmissionQueue } from '../../src/http/pipeline/admission.ts'
  * serves, what it sheds and when, with no timing of real work. Target 200 ms, interval 100 ms,
  * slice 5 ms.
  */
-function harness (opts: { workMs?: number } = {}) {
+function harness (opts: { workMs?: number, afterAwait?: boolean } = {}) {
   let t = 0
   let stalled = 0
   const ends: (() => void)[] = []
   const log: string[] = []
   const gone = new Set<string>()
+  // With afterAwait, a request's work runs after the callback that started it returns (as the
+  // promise callbacks of its hooks and handler do): the queue cannot time it as it starts it.
+  const later: (() => void)[] = []
+  const settle = () => { for (const fn of later.splice(0)) fn() }
   const q = new AdmissionQueue<string>(
     { targetMs: 200, intervalMs: 100, sliceMs: 5, now: () => t, endOfTurn: fn => { ends.push(fn) }, stalledMs: () => stalled },
     id => {
       log.push(`serve ${id}`)
-      t += opts.workMs ?? 0
+      if (opts.afterAwait === true) later.push(() => { t += opts.workMs ?? 0 })
+      else t += opts.workMs ?? 0
     },
     id => { log.push(`shed ${id}`) },
     id => gone.has(id)
@@ -34,8 +39,18 @@ function harness (opts: { workMs?: number } = {}) {
       t += ms
       stalled += ms
     },
-    /** The end of the current turn of the loop: what it armed runs, as setImmediate's callbacks would. */
-    turn: () => { for (const fn of ends.splice(0)) fn() },
+    /** A request read from a socket: offered, then its started work runs, as after a read callback. */
+    read: (id: string) => {
+      q.offer(id)
+      settle()
+    },
+    /** The end of the current turn of the loop: what it armed runs, as setImmediate's callbacks would, each followed by the work it started. */
+    turn: () => {
+      for (const fn of ends.splice(0)) {
+        fn()
+        settle()
+      }
+    },
   }
 }
 
@@ -67,6 +82,35 @@ describe('the admission queue', () => {
     for (const id of ['a', 'b', 'c']) heavy.q.offer(id)
     heavy.turn()
     assert.deepEqual(heavy.log, ['serve a', 'serve b'], 'one request at once, one per turn after: the queue always moves')
+  })
+
+  it('starts one request per step, so a turn starts no more than its slice even when requests do their work after an await', () => {
+    // 20 ms a request, all of it after the request's first await: the queue sees ~0 ms as it
+    // starts one. A step that started requests while the clock said the slice had room would
+    // start the whole queue in one turn (and its work would then run as one block of the loop).
+    const h = harness({ workMs: 20, afterAwait: true })
+    h.advance(10)
+    for (let i = 0; i < 9; i++) h.read(`r${i}`)
+    assert.deepEqual(h.log, ['serve r0'], 'the first at once; its 20 ms of work spends the turn')
+    const perTurn: number[] = []
+    while (h.q.length > 0) {
+      const before = h.served()
+      h.turn()
+      perTurn.push(h.served() - before)
+    }
+    assert.deepEqual(perTurn, Array(8).fill(1), 'one request a turn: 20 ms of work against a 5 ms slice, none waiting past the target')
+    assert.equal(h.shed(), 0)
+    // Cheap requests (1 ms, after their await) fill the slice one step at a time: 5 a turn.
+    const cheap = harness({ workMs: 1, afterAwait: true })
+    cheap.advance(10)
+    for (let i = 0; i < 40; i++) cheap.read(`r${i}`)
+    const cheapTurns: number[] = []
+    while (cheap.q.length > 0) {
+      const before = cheap.served()
+      cheap.turn()
+      cheapTurns.push(cheap.served() - before)
+    }
+    assert.ok(cheapTurns.every(n => n >= 1 && n <= 5), `at most a slice's worth a turn: ${cheapTurns.join(',')}`)
   })
 
   it('after a disk sync blocked the loop, the next turn serves twice the sync, from the slice up to 16 ms', () => {

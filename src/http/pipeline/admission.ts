@@ -153,7 +153,8 @@ export class AdmissionQueue<T> {
     const stalled = this.stalledMs()
     this.turnSliceMs = Math.min(MAX_SLICE_MS, Math.max(this.sliceMs, STALL_SHARE * (stalled - this.stalledAtTurn)))
     this.stalledAtTurn = stalled
-    const steps = this.costMs > 0 ? Math.min(MAX_STEPS, Math.max(1, Math.ceil(this.turnSliceMs / this.costMs))) : MAX_STEPS
+    // At least two: a request's cost is measured by the step after the one that served it.
+    const steps = this.costMs > 0 ? Math.min(MAX_STEPS, Math.max(2, Math.ceil(this.turnSliceMs / this.costMs))) : MAX_STEPS
     this.stepsLeft = steps
     for (let i = 0; i < steps; i++) this.endOfTurn(this.drain)
   }
@@ -184,7 +185,14 @@ export class AdmissionQueue<T> {
    * ~60 of them, whose work then ran interleaved for 10 ms or more, every one answered at the
    * end, all of their garbage alive at once (docs/performance.md, A read's tail). Requests
    * waiting over the target while shedding are shed on the way, taking none of the slice. The
-   * last armed step serves what the slice still allows in one go and arms the next turn.
+   * last armed step, too, serves one request at most, and arms the next turn.
+   *
+   * A step never starts more than one request: its work after its first `await` is not seen
+   * until the step returns, so a step that started requests while its clock said the slice had
+   * room started all of them (~30 µs each before their first `await`), and their work then ran in
+   * one block after it. With requests of 2 ms and more, whose turn armed a single step, that
+   * block was the whole queue: turns of 150 ms under a closed loop of 64 connections, 500 ms and
+   * more under an open loop, while the kernel's accept queue overflowed.
    *
    * A turn that accepted a connection serves nothing, unless sliceMs has passed since the queue
    * was last served: turns that only accept and read are short, so the kernel's accept queue
@@ -221,17 +229,13 @@ export class AdmissionQueue<T> {
       this.take()
       if (this.judge(sojourn, now) === 'serve') {
         this.servedInSteps++
-        if (last) {
-          this.serveTimed(next.item)
-          continue
-        }
         this.servedAtStep = now
         this.serve(next.item)
         break
       }
       this.shed(next.item)
     }
-    if (this.servedAtStep !== null || (last && this.servedInSteps > 0)) this.lastServedAt = this.now()
+    if (this.servedAtStep !== null) this.lastServedAt = this.now()
     if (last && this.length > 0) this.markTurn(this.now())
   }
 
