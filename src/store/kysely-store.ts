@@ -60,7 +60,8 @@ export class KyselyStore implements Store {
     readonly circuit: StoreCircuit = new StoreCircuit({ failures: 0, probeEveryMs: 1000 }, async () => {})
   ) {
     this.kind = dialect.kind
-    this.groups = dialect.groupCommit ? new GroupCommit(db, dialect.begin) : null
+    const durable = dialect.durableCommit
+    this.groups = dialect.groupCommit ? new GroupCommit(db, dialect.begin, durable !== null ? async () => { await durable.settled() } : undefined) : null
     Object.assign(this, repositories(db, dialect, modules))
   }
 

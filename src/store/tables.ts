@@ -91,10 +91,11 @@ export interface DialectParts {
   /**
    * Where COMMIT does not wait for the disk itself: the sync that the driver runs after it, off the
    * event loop, before it gives the connection back (SQLite at `synchronous = FULL`,
-   * src/store/sqlite/wal-sync.ts), and how many syncs it has run; null where COMMIT is durable when
-   * it returns.
+   * src/store/sqlite/wal-sync.ts): how many syncs it has run, and `settled`, which resolves once
+   * every commit made so far is on disk (a group waits for it before it starts: see
+   * src/store/group-commit.ts); null where COMMIT is durable when it returns.
    */
-  readonly durableCommit: { readonly syncs: number } | null
+  readonly durableCommit: { readonly syncs: number, settled: () => Promise<void> } | null
   /**
    * Signals to other instances (PostgreSQL: NOTIFY, which is delivered when the transaction
    * commits, and LISTEN on a connection of its own); null where only this process shares the

@@ -71,26 +71,31 @@ describe('the durable commit, off the event loop [sqlite]', () => {
     assert.equal(store.dialect.durableCommit!.syncs, synced + 1, 'one sync for the group')
   })
 
-  it('lets the next group commit while the last one syncs, and makes a reader wait for the syncs before it', async () => {
+  it('holds the next group until the last one is on disk, gathering the writes that arrive meanwhile into one COMMIT; a reader runs meanwhile and waits for the sync', async () => {
     statements.length = 0
     const first = store.transaction(async uow => await createPost(uow, { title: 'first' }))
     await until(() => held.calls.length === 1, 'the first sync')
-    // The connection is free while the first sync runs: a reader's SELECT runs and the next group
-    // commits, but neither is answered before the syncs it depends on.
+    // The connection is free while the first sync runs: a reader's SELECT runs, but is not
+    // answered before the sync. Writes that arrive meanwhile, turn after turn, wait as one group:
+    // a COMMIT now would wait for this sync anyway.
     const read = titles()
     const second = store.transaction(async uow => await createPost(uow, { title: 'second' }))
-    await until(() => statements.filter(s => s === 'COMMIT').length === 2, 'the second COMMIT')
-    assert.ok(statements.some(s => /^select .* from "posts"/i.test(s)), 'the read ran')
+    await new Promise(resolve => { setImmediate(resolve) })
+    const third = store.transaction(async uow => await createPost(uow, { title: 'third' }))
+    await until(() => statements.some(s => /^select .* from "posts"/i.test(s)), 'the read')
     assert.equal(await settledSoon(read), false, 'the reader waits for the first sync')
+    assert.equal(statements.filter(s => s === 'COMMIT').length, 1, 'no second COMMIT while the first sync runs')
     assert.equal(await settledSoon(second), false)
     held.calls.shift()!.release()
     await first
-    // The second group's commit needs a sync of its own, started after its COMMIT.
+    // Then the second and the third commit together, and their sync is the next one.
     await until(() => held.calls.length === 1, 'the second sync')
+    assert.equal(statements.filter(s => s === 'COMMIT').length, 2, 'the writes that waited share one COMMIT')
     assert.equal(await settledSoon(second), false, 'the second writer waits for its own sync')
     held.calls.shift()!.release()
-    await second
+    await Promise.all([second, third])
     assert.ok((await read).includes('first'))
+    assert.deepEqual((await titles()).slice(-3), ['first', 'second', 'third'])
   })
 
   it('counts a write made outside any transaction as a commit to sync', async () => {

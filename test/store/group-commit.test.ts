@@ -84,15 +84,27 @@ describe('group commit [sqlite]', () => {
   it('answers a unit only after the COMMIT, and makes readers outside the group wait for it', async () => {
     statements.length = 0
     let answeredAt = -1
-    const write = store.transaction(async uow => await createPost(uow, { title: 'durable' }))
-      .then(() => { answeredAt = statements.length })
+    // The unit holds its group open (an await on something else, as a request's work may) until
+    // the reader has asked.
+    let go!: () => void
+    const gate = new Promise<void>(resolve => { go = resolve })
+    let begun!: () => void
+    const inside = new Promise<void>(resolve => { begun = resolve })
+    const write = store.transaction(async uow => {
+      const post = await createPost(uow, { title: 'durable' })
+      begun()
+      await gate
+      return post
+    }).then(() => { answeredAt = statements.length })
+    await inside
     const read = titles()
+    go()
     const [, seen] = await Promise.all([write, read])
     // Kysely logs a statement once it has run: the COMMIT was done when the write was answered.
     const commitAt = statements.indexOf('COMMIT')
     assert.ok(commitAt > 0, statements.join(' | '))
     assert.ok(answeredAt > commitAt, `answered after ${answeredAt} statements, the COMMIT was #${commitAt + 1}`)
-    // The reader asked while the group was open; its SELECT ran after the COMMIT, and saw the write.
+    // The reader asked while the group held the connection; its SELECT ran after the COMMIT, and saw the write.
     // (The unit's own look-up of its slug, in post_slugs, is inside the transaction.)
     const selects = statements.map((s, i) => /^select .* from "posts"/i.test(s) ? i : -1).filter(i => i >= 0)
     assert.ok(selects.length > 0 && selects.every(i => i > commitAt), statements.join(' | '))
