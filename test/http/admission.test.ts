@@ -84,7 +84,7 @@ describe('the admission queue', () => {
     assert.deepEqual(heavy.log, ['serve a', 'serve b'], 'one request at once, one per turn after: the queue always moves')
   })
 
-  it('starts one request per step, so a turn starts no more than its slice even when requests do their work after an await', () => {
+  it('starts no more than a slice of requests a turn, at their measured cost, even when they do their work after an await', () => {
     // 20 ms a request, all of it after the request's first await: the queue sees ~0 ms as it
     // starts one. A step that started requests while the clock said the slice had room would
     // start the whole queue in one turn (and its work would then run as one block of the loop).
@@ -100,7 +100,8 @@ describe('the admission queue', () => {
     }
     assert.deepEqual(perTurn, Array(8).fill(1), 'one request a turn: 20 ms of work against a 5 ms slice, none waiting past the target')
     assert.equal(h.shed(), 0)
-    // Cheap requests (1 ms, after their await) fill the slice one step at a time: 5 a turn.
+    // Cheap requests (1 ms, after their await) are started several at a step, as many as the
+    // slice's rest holds at their measured cost: 5 a turn, never more.
     const cheap = harness({ workMs: 1, afterAwait: true })
     cheap.advance(10)
     for (let i = 0; i < 40; i++) cheap.read(`r${i}`)
@@ -111,6 +112,7 @@ describe('the admission queue', () => {
       cheapTurns.push(cheap.served() - before)
     }
     assert.ok(cheapTurns.every(n => n >= 1 && n <= 5), `at most a slice's worth a turn: ${cheapTurns.join(',')}`)
+    assert.ok(cheapTurns.length <= 9, `and the slice is used: ${cheapTurns.join(',')}`)
   })
 
   it('after a disk sync blocked the loop, the next turn serves twice the sync, from the slice up to 16 ms', () => {

@@ -45,6 +45,8 @@ interface Queued<T> { item: T, since: number }
 
 /** The most steps a turn arms (each an armed callback; one that finds nothing to do costs well under a microsecond). */
 const MAX_STEPS = 32
+/** The most requests a step starts together. */
+const MAX_BATCH = 16
 
 /**
  * A turn serves at least this many times the disk sync that blocked the loop since the last turn,
@@ -77,16 +79,19 @@ export class AdmissionQueue<T> {
   /** When the last request was shed. */
   private lastShedAt = -Infinity
   /**
-   * The mean time the loop spends on a request (a moving average over ~16): from one step to the
-   * next, its awaits included; for one started as it is read, its synchronous start.
+   * The mean time the loop spends on a request: a step's time, from its start to the next step's,
+   * the awaits of what it started included, over the requests it started. It follows a dearer
+   * step at once by half the difference, and a cheaper one by a sixteenth, so that a step's batch
+   * overshoots its share at most briefly when dearer requests come.
    */
   private costMs = 0
   /** When this turn started serving, and whether its end is armed. */
   private turnStart = 0
   private turnArmed = false
-  /** The steps armed for the end of this turn that have not run yet, and whether the last one served a request (and when it started). */
+  /** The steps armed for the end of this turn that have not run yet, and when the last one started the requests it served (and how many). */
   private stepsLeft = 0
   private servedAtStep: number | null = null
+  private servedInStep = 0
   /** This turn's steps: when the first one started, what they have served, and whether they only accept. */
   private stepsStart = 0
   private servedInSteps = 0
@@ -123,7 +128,7 @@ export class AdmissionQueue<T> {
     this.markTurn(now)
     if (this.length === 0 && !this.accepting() && now - this.turnStart < this.turnSliceMs) {
       this.judge(0, now)
-      this.serveTimed(item)
+      this.serve(item)
       return
     }
     if (this.shedding && this.length * this.costMs > this.targetMs) {
@@ -134,17 +139,11 @@ export class AdmissionQueue<T> {
     this.items.push({ item, since: now })
   }
 
-  /** Serves `item`, and counts the time its synchronous start took into the mean cost. */
-  private serveTimed (item: T): void {
-    const start = this.now()
-    this.serve(item)
-    this.costMs += ((this.now() - start) - this.costMs) / 16
-  }
-
   /**
-   * The end of a turn: the next one serves from the queue, one request per step. Its slice is
+   * The end of a turn: the next one serves from the queue, in steps. Its slice is
    * sliceMs, or STALL_SHARE times the disk sync that blocked the loop since the last turn was
-   * marked; enough steps are armed for the slice at the mean cost of a request (at most MAX_STEPS).
+   * marked; enough steps are armed for the slice at the mean cost of a request (at least two, so
+   * that what the first starts is measured; at most MAX_STEPS).
    */
   private markTurn (now: number): void {
     if (this.turnArmed) return
@@ -176,23 +175,22 @@ export class AdmissionQueue<T> {
   }
 
   /**
-   * One step of a turn's share of the queue: serves the request at its head, unless the turn has
-   * served sliceMs already (it always serves one). A request's work goes on after it is started,
-   * in the promise callbacks of its hooks and handler, which run once the step that started it
-   * has returned and before the next step: so each step is one armed callback (setImmediate),
-   * and a request started in one finishes before the next one starts. Serving a turn's share in
-   * one callback measured only what the requests did before their first `await`: the slice held
-   * ~60 of them, whose work then ran interleaved for 10 ms or more, every one answered at the
-   * end, all of their garbage alive at once (docs/performance.md, A read's tail). Requests
-   * waiting over the target while shedding are shed on the way, taking none of the slice. The
-   * last armed step, too, serves one request at most, and arms the next turn.
+   * One step of a turn's share of the queue: starts the requests at its head, as many as the
+   * rest of the turn's slice holds at their mean cost (`costMs`; one while it is unknown, at most
+   * MAX_BATCH), unless the turn has served sliceMs already (a turn always serves one). A
+   * request's work goes on after it is started, in the promise callbacks of its hooks and
+   * handler, which run once the step that started it has returned and before the next step: so
+   * the next step measures what this one started, awaits included, and each step is one armed
+   * callback (setImmediate). Requests waiting over the target while shedding are shed on the way,
+   * taking none of the slice. The last armed step arms the next turn.
    *
-   * A step never starts more than one request: its work after its first `await` is not seen
-   * until the step returns, so a step that started requests while its clock said the slice had
-   * room started all of them (~30 µs each before their first `await`), and their work then ran in
-   * one block after it. With requests of 2 ms and more, whose turn armed a single step, that
-   * block was the whole queue: turns of 150 ms under a closed loop of 64 connections, 500 ms and
-   * more under an open loop, while the kernel's accept queue overflowed.
+   * What a step starts is bounded by the measured cost, never by the clock as the requests start:
+   * a request's work after its first `await` is not seen until the step returns (~30 µs of a
+   * 2 ms request is before it). Started while the clock said the slice had room, a step's
+   * requests were the whole queue: turns of 150 ms under a closed loop of 64 connections, 500 ms
+   * and more under an open loop, while the kernel's accept queue overflowed. Started one per step,
+   * cheap requests cost ~10% more CPU each (a callback and a check of the microtask queue per
+   * request); started a few together, their work interleaves for at most about the slice.
    *
    * A turn that accepted a connection serves nothing, unless sliceMs has passed since the queue
    * was last served: turns that only accept and read are short, so the kernel's accept queue
@@ -211,11 +209,15 @@ export class AdmissionQueue<T> {
       this.acceptedLastTurn = this.acceptedInTurn
       this.acceptedInTurn = false
     } else if (this.servedAtStep !== null) {
-      // The request the previous step started, its promise callbacks included.
-      this.costMs += ((start - this.servedAtStep) - this.costMs) / 16
+      // The requests the previous step started, their promise callbacks included.
+      const cost = (start - this.servedAtStep) / this.servedInStep
+      this.costMs = this.costMs === 0 ? cost : this.costMs + (cost - this.costMs) / (cost > this.costMs ? 2 : 16)
       this.servedAtStep = null
     }
     const last = --this.stepsLeft <= 0
+    // As many as the slice's rest holds at the mean cost; one while no cost is known yet.
+    const batch = this.costMs > 0 ? Math.min(MAX_BATCH, Math.max(1, Math.floor((this.turnSliceMs - (start - this.stepsStart)) / this.costMs))) : 1
+    this.servedInStep = 0
     while (this.length > 0) {
       const now = this.now()
       const next = this.items[this.head]!
@@ -229,9 +231,10 @@ export class AdmissionQueue<T> {
       this.take()
       if (this.judge(sojourn, now) === 'serve') {
         this.servedInSteps++
-        this.servedAtStep = now
+        this.servedAtStep ??= now
         this.serve(next.item)
-        break
+        if (++this.servedInStep >= batch) break
+        continue
       }
       this.shed(next.item)
     }
