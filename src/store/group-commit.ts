@@ -66,6 +66,8 @@ class Group {
  */
 export class GroupCommit {
   private open: Group | null = null
+  /** Settles once the last group started has told its units (a group may still wait for a sync, without the connection). */
+  private last: Promise<void> = Promise.resolve()
   private readonly begin: CompiledQuery
 
   /**
@@ -105,7 +107,7 @@ export class GroupCommit {
       // the loop serves other requests meanwhile.
       return this.db.connection().execute(async conn => { await this.drive(group, conn) })
     })
-    begin.then(
+    this.last = begin.then(
       () => { for (const d of group.done.splice(0)) d.unit.resolve(d.value) },
       (err: unknown) => {
         // No connection (the store is closing: nothing ran), or the sync failed: every unit not
@@ -179,8 +181,9 @@ export class GroupCommit {
     }
   }
 
-  /** Resolves once no group holds the connection (before the store closes it). */
+  /** Resolves once the groups started so far have told their units and nothing holds the connection (before the store closes it). */
   async drain (): Promise<void> {
+    await this.last
     await this.db.connection().execute(async () => {})
   }
 }
