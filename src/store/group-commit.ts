@@ -54,7 +54,7 @@ class Group {
  * the event loop run one after another in one transaction, each inside its own savepoint, and the
  * transaction commits once, in the turn's check phase: one sync for every write of the turn
  * instead of one per request. Where the log is synced after COMMIT, off the loop, a group also
- * takes the units of every turn while the last group's sync runs (`synced`, below).
+ * takes the units of every turn while the last group's sync runs (`durable`, below).
  *
  * Each unit keeps its own all-or-nothing: one that throws is rolled back to its savepoint, alone,
  * and its caller gets the error at once. The others learn their outcome only with the COMMIT:
@@ -71,14 +71,14 @@ export class GroupCommit {
   private readonly begin: CompiledQuery
 
   /**
-   * `synced`: where the log is synced after COMMIT, off the event loop (src/store/sqlite/wal-sync.ts),
-   * resolves once every commit made so far is on disk. A group starts only then, and takes every
+   * `durable`: where the log is synced after COMMIT, off the event loop (src/store/sqlite/wal-sync.ts);
+   * its `settled` resolves once every commit made so far is on disk. A group starts only then, and takes every
    * unit that arrives meanwhile: while one sync runs, the next cannot start, so a group that
    * committed during it would wait for it anyway, and would have cost a COMMIT of its own (~0.6 ms
    * of CPU, whatever it carries) for the writes that the group after it could have carried. The
    * connection stays free for readers while the group waits.
    */
-  constructor (private readonly db: Kysely<Database>, begin: string, private readonly synced: () => Promise<void> = async () => {}) {
+  constructor (private readonly db: Kysely<Database>, begin: string, private readonly durable: { settled: () => Promise<void> } | null = null) {
     this.begin = CompiledQuery.raw(begin)
   }
 
@@ -95,7 +95,8 @@ export class GroupCommit {
     const group = new Group()
     this.open = group
     // A failed sync fails the units that waited for it; this group's commit gets a sync of its own.
-    const begin = this.synced().catch(() => {}).then(() => {
+    const synced = this.durable === null ? Promise.resolve() : this.durable.settled().catch(() => {})
+    const ran = synced.then(async () => {
       setImmediate(() => {
         // Units of later turns go to the next group, even if one of this turn's is still running.
         this.close(group)
@@ -105,9 +106,9 @@ export class GroupCommit {
       // The connection is given back once the COMMIT is on disk: where COMMIT does not wait for
       // the disk, the store's driver waits for the log's sync (src/store/sqlite/wal-sync.ts), and
       // the loop serves other requests meanwhile.
-      return this.db.connection().execute(async conn => { await this.drive(group, conn) })
+      await this.db.connection().execute(async conn => { await this.drive(group, conn) })
     })
-    this.last = begin.then(
+    this.last = ran.then(
       () => { for (const d of group.done.splice(0)) d.unit.resolve(d.value) },
       (err: unknown) => {
         // No connection (the store is closing: nothing ran), or the sync failed: every unit not

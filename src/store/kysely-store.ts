@@ -60,8 +60,7 @@ export class KyselyStore implements Store {
     readonly circuit: StoreCircuit = new StoreCircuit({ failures: 0, probeEveryMs: 1000 }, async () => {})
   ) {
     this.kind = dialect.kind
-    const durable = dialect.durableCommit
-    this.groups = dialect.groupCommit ? new GroupCommit(db, dialect.begin, durable !== null ? async () => { await durable.settled() } : undefined) : null
+    this.groups = dialect.groupCommit ? new GroupCommit(db, dialect.begin, dialect.durableCommit) : null
     Object.assign(this, repositories(db, dialect, modules))
   }
 
