@@ -34,7 +34,7 @@ import { postData, renderPost } from './representation.ts'
 import { revisionRoutes } from './revisions.ts'
 import { PREVIEW_LINK_SCHEMAS, previewLinkRoutes } from './preview-links.ts'
 import { editorialSettings } from './settings.ts'
-import { searchIndexer } from './search-indexer.ts'
+import { searchCatchUp, searchIndexer } from './search-indexer.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, PostSlugParamsSchema, type PostSlugParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
 
 /** The list's filter as the query gave it: `tag` a comma list, read into keys for the store. */
@@ -61,7 +61,7 @@ async function postRoutes (app: FastifyInstance, ctx: RouteContext): Promise<voi
   const { version, cursors } = ctx
   const v = POST_VERSIONS[version]
   const serviceOptions = { revisionsKeep: ctx.config.editorial.revisionsKeep, clock: ctx.clock }
-  const reader = new PostService(ctx.store, serviceOptions)
+  const reader = new PostService(ctx.store, { ...serviceOptions, searchCurrent: searchCatchUp(ctx.store) })
   // Images of the service in a content are rendered with their variants: the resource that keeps them says what they are.
   const catalogue = ctx.resources.find(r => r.images !== undefined)?.images
   const images = catalogue === undefined ? undefined : contentImages(catalogue, ctx.config)

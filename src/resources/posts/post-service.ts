@@ -38,6 +38,8 @@ export interface PostServiceOptions {
   readonly images?: (content: string) => Promise<ContentImages>
   /** The facts of image `id`, or null when there is none (then the write is 422 UNKNOWN_MEDIA). */
   readonly featureImage?: (id: string) => Promise<ImageFacts | null>
+  /** Brings the full-text index up to every answered write, before a list that searches (`q`). */
+  readonly searchCurrent?: () => Promise<void>
 }
 
 function notFound (id: number): AppError {
@@ -87,12 +89,19 @@ export class PostService {
   }
 
   async list (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<Post>> {
+    await this.searchable(query.filter)
     return await this.store.list(query, viewer)
   }
 
   /** `list` without the posts' content. */
   async listSummaries (query: ListQuery<PostSortKey, PostFilter>, viewer: Viewer): Promise<ListPage<PostSummary>> {
+    await this.searchable(query.filter)
     return await this.store.listSummaries(query, viewer)
+  }
+
+  /** A search reads its own writes: the index first takes every write answered before it. */
+  private async searchable (filter: PostFilter): Promise<void> {
+    if (filter.q !== undefined) await this.opts.searchCurrent?.()
   }
 
   async tags (query: ListQuery<string, TagsQuery>, viewer: Viewer): Promise<ListPage<TagCount>> {

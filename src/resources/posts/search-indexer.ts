@@ -17,9 +17,24 @@ export const SEARCH_INDEX_BATCH = 64
  * (so a crash loses no queued post), and this job indexes the queued posts as they are by then.
  * Each batch is one unit of work (the index's entries and the queue's rows change together), so
  * instances sharing the file never index a post twice or lose one, and a batch cut short by a
- * crash is done again whole. While it keeps up, a change is searchable within
- * SEARCH_INDEX_POLL_MS and the batch's time (docs/querying.md promises 2 s).
+ * crash is done again whole. A search does not wait for it: it first indexes what is still
+ * queued (searchCatchUp), so this job only keeps the queue short while nobody searches.
  */
+/**
+ * Makes search read-your-writes: indexes whatever the queue still holds, in units of work of one
+ * batch each, so a search that starts after a write was answered finds it. The queue is in the
+ * store, so this holds on every instance sharing it. An empty queue costs one small read; on
+ * PostgreSQL (no queue) nothing at all.
+ */
+export function searchCatchUp (store: Store): () => Promise<void> {
+  return async () => {
+    while (await store.posts.searchBacklog() > 0) {
+      const taken = await store.transaction(async uow => await uow.posts.indexSearch(SEARCH_INDEX_BATCH))
+      if (taken < SEARCH_INDEX_BATCH) return
+    }
+  }
+}
+
 export function searchIndexer (store: Store): Job {
   return {
     name: SEARCH_INDEX_JOB,

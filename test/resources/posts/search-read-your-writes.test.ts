@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../../src/app.ts'
+import { createContext, openStore } from '../../../src/context.ts'
+import type { Store } from '../../../src/store/store.ts'
+import { buildTestApp, freshDatabase, json, storeKinds, testConfig, type TestApp } from '../../helper.ts'
+
+/** Writes that search must see at once: more than one batch of the indexer would be only with 30. */
+const WRITES = 30
+
+/** An instance on database `url` with no background work: only a search itself can feed the index. */
+async function instanceOn (url: string, dataDir: string): Promise<{ app: FastifyInstance, store: Store }> {
+  const config = testConfig(url, dataDir, { BACKGROUND_WORK: 'false', RATE_LIMIT_MAX: '0' })
+  const store = await openStore(config)
+  await store.migrate()
+  const app = await buildApp(await createContext(config, { store }))
+  await app.ready()
+  return { app, store }
+}
+
+for (const kind of await storeKinds()) {
+  describe(`GET /posts?q= reads its own writes [${kind}]`, () => {
+    let t: TestApp
+    let alice: Record<string, string>
+    before(async () => {
+      t = await buildTestApp(kind, { BACKGROUND_WORK: 'false', RATE_LIMIT_MAX: '0' })
+      alice = await t.auth('alice')
+    })
+    after(async () => { await t.close() })
+
+    it(`finds all of ${WRITES} posts created just before, with status, count and tag`, async () => {
+      for (let i = 0; i < WRITES; i++) {
+        const res = await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { title: `Quokka ${i}`, content: 'smiles a lot', tags: ['Marsupial'], status: i % 2 === 0 ? 'published' : 'draft' } })
+        assert.equal(res.statusCode, 201, res.body)
+      }
+      const all = await t.request({ method: 'GET', url: '/posts?q=quokka&limit=100&fields=id', headers: { ...alice, prefer: 'count=exact' } })
+      assert.equal(json<unknown[]>(all).length, WRITES)
+      assert.equal(all.headers['x-total-count'], String(WRITES))
+      const published = await t.request({ method: 'GET', url: '/posts?q=smiles&status=published&tag=marsupial&limit=100&fields=id', headers: alice })
+      assert.equal(json<unknown[]>(published).length, WRITES / 2)
+    })
+
+    it('forgets an edit\'s old words at once', async () => {
+      const made = await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { title: 'Numbat', content: 'eats termites' } })
+      const { id } = json<{ id: number }>(made)
+      const put = await t.request({ method: 'PUT', url: `/posts/${id}`, headers: { ...alice, 'if-match': String(made.headers.etag) }, payload: { title: 'Bilby', content: 'digs burrows' } })
+      assert.equal(put.statusCode, 200, put.body)
+      assert.deepEqual(json<{ id: number }[]>(await t.request({ method: 'GET', url: '/posts?q=numbat&fields=id', headers: alice })), [])
+      assert.deepEqual(json<{ id: number }[]>(await t.request({ method: 'GET', url: '/posts?q=bilby&fields=id', headers: alice })).map(p => p.id), [id])
+    })
+  })
+
+  describe(`GET /posts?q= on a second instance reads the first's writes [${kind}]`, () => {
+    it(`finds all of ${WRITES} posts another instance created just before`, async () => {
+      const db = await freshDatabase(kind)
+      const a = await instanceOn(db.url, db.dataDir)
+      const b = await instanceOn(db.url, db.dataDir)
+      try {
+        const t = await buildTestApp('sqlite')
+        const authorization = (await t.auth('alice')).authorization
+        await t.close()
+        for (let i = 0; i < WRITES; i++) {
+          const res = await a.app.inject({ method: 'POST', url: '/posts', headers: { authorization }, payload: { title: `Wallaby ${i}`, content: 'hops' } })
+          assert.equal(res.statusCode, 201, res.body)
+        }
+        const res = await b.app.inject({ method: 'GET', url: '/posts?q=wallaby&limit=100&fields=id', headers: { authorization, prefer: 'count=exact' } })
+        assert.equal(res.statusCode, 200, res.body)
+        assert.equal(res.headers['x-total-count'], String(WRITES))
+      } finally {
+        await a.app.close()
+        await b.app.close()
+        await a.store.close()
+        await b.store.close()
+        await db.drop()
+      }
+    })
+  })
+}
