@@ -2,6 +2,7 @@ import { none } from 'stream-chain/defs.js'
 import Assembler from 'stream-json/core/assembler.js'
 import parser, { type Token } from 'stream-json/core/parser.js'
 import { type Entry, ImportFailure, type SourcePost } from './entries.ts'
+import { type GhostDocument, lexicalHtml, mobiledocHtml } from './ghost-documents.ts'
 import { clean } from './text.ts'
 
 /** Ghost's majors this reader was written against; a later one is read by its shape, with a warning. */
@@ -141,16 +142,35 @@ function ghostDate (v: unknown): Date | null {
   return Number.isNaN(ms) ? null : new Date(ms)
 }
 
-function postOf (row: Row, rel: Relations): SourcePost {
+/**
+ * The post's content as HTML when the export holds none (Ghost 5 and later often keep only the
+ * editor's Lexical document; Ghost 1 to 4 a mobiledoc one): read from that document.
+ */
+function documentOf (row: Row): GhostDocument | null {
+  const lexical = str(row.lexical)
+  const mobiledoc = str(row.mobiledoc)
+  const [format, source, read] = lexical !== null ? ['Lexical', lexical, lexicalHtml] as const : mobiledoc !== null ? ['mobiledoc', mobiledoc, mobiledocHtml] as const : [null, null, null] as const
+  if (source === null) return null
+  try {
+    return read(source)
+  } catch (err) {
+    return { html: '', warnings: [`Its ${format} document could not be read (${(err as Error).message}).`] }
+  }
+}
+
+function postOf (row: Row, rel: Relations): { post: SourcePost, warnings: readonly string[] } {
   const id = str(row.id) ?? ''
-  const html = str(row.html)
-  const markdown = html === null || html.trim() === '' ? str(row.markdown) : null
+  const given = str(row.html)
+  const givenMarkdown = given === null || given.trim() === '' ? str(row.markdown) : null
+  const doc = (given === null || given.trim() === '') && givenMarkdown === null ? documentOf(row) : null
+  const html = doc !== null && doc.html !== '' ? doc.html : given
+  const markdown = html === null || html.trim() === '' ? givenMarkdown : null
   const authors = (rel.postAuthors.get(id) ?? []).sort(byOrder).map(a => rel.users.get(str(a.author_id) ?? ''))
   const author = authors.find(a => a !== undefined) ?? rel.users.get(str(row.author_id) ?? '') ?? null
   const tags = (rel.postTags.get(id) ?? []).sort(byOrder).map(t => rel.tags.get(str(t.tag_id) ?? ''))
     // Internal tags (`#…`) organise Ghost's own site; they are not a reader's tags.
     .filter((t): t is string => t !== undefined && !t.startsWith('#'))
-  return {
+  const post: SourcePost = {
     title: str(row.title) ?? '',
     html: markdown === null ? (html ?? null) : null,
     markdown,
@@ -167,6 +187,7 @@ function postOf (row: Row, rel: Relations): SourcePost {
     featureImage: str(row.feature_image) ?? str(row.image),
     oversize: false,
   }
+  return { post, warnings: doc?.warnings ?? [] }
 }
 
 function versionWarning (version: string | null): string | null {
@@ -203,6 +224,9 @@ export async function * readGhost (open: () => AsyncIterable<string>): AsyncGene
     }
     const id = str(row.id) ?? ''
     const title = str(row.title) ?? ''
-    yield { kind: 'post', key: id, label: `post ${id === '' ? '?' : id}${title === '' ? '' : ` "${title.slice(0, 80)}"`}`, post: postOf(row, rel) }
+    const label = `post ${id === '' ? '?' : id}${title === '' ? '' : ` "${title.slice(0, 80)}"`}`
+    const { post, warnings } = postOf(row, rel)
+    for (const message of warnings) yield { kind: 'warning', item: label, message }
+    yield { kind: 'post', key: id, label, post }
   }
 }

@@ -97,8 +97,7 @@ for (const kind of await storeKinds()) {
       const job = await importFile(t, file, JSON_TYPE, admin)
       assert.equal(job.status, 'succeeded', job.failure)
       assert.equal(job.source, 'ghost')
-      assert.deepEqual(job.report.posts, { created: 2, updated: 0, unchanged: 0, skipped: 1 })
-      assert.ok(job.report.warnings.some((w: any) => /Post 3 - Lexical/.test(w.item) && /neither HTML nor Markdown/.test(w.message)))
+      assert.deepEqual(job.report.posts, { created: 3, updated: 0, unchanged: 0, skipped: 0 })
       assert.equal(job.report.not_imported.users, 2)
       assert.equal(job.report.not_imported.settings, 5)
       const posts = await allPosts(t, admin)
@@ -110,6 +109,8 @@ for (const kind of await storeKinds()) {
       assert.match(one.content, /Hello world/)
       assert.match(one.content, /!\[\]\(https:\/\/example\.com\/images\/photo-1\.jpg\)/)
       assert.equal(posts.find(p => p.title === 'Post 2').author, 'bob-smith')
+      // Its third post is in Lexical alone (no html): read from the editor's document.
+      assert.equal(posts.find(p => p.title === 'Post 3 - Lexical').content, '![](https://example.com/images/lexical-image.jpg)')
     })
 
     it('imports Ghost\'s flat export shape (ghost-flat.json, TryGhost/migrate)', async c => {
@@ -325,6 +326,15 @@ for (const kind of await storeKinds()) {
       assert.ok((await allPosts(t, admin)).some(p => p.title === 'Before the cut'))
     })
 
+    it('fails an RSS 2.0 feed (no WordPress export namespace) with a reason, and writes nothing', async () => {
+      const before = (await allPosts(t, admin)).length
+      const feed = '<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0" xmlns:content="http://purl.org/rss/1.0/modules/content/"><channel><title>A feed</title><link>https://feed.example/</link><item><title>Feed item</title><link>https://feed.example/1</link><guid>https://feed.example/1</guid><content:encoded><![CDATA[<p>Not an export.</p>]]></content:encoded></item></channel></rss>'
+      const job = await importFile(t, feed, 'application/rss+xml', admin)
+      assert.equal(job.status, 'failed')
+      assert.match(job.failure, /RSS feed, not a WordPress export/)
+      assert.equal((await allPosts(t, admin)).length, before)
+    })
+
     it('reads bytes that are not UTF-8 as U+FFFD with a warning, and imports every post', async () => {
       const [head, tail] = wxr([wxrPost(301, 'Bad bytes', '<p>caf\u0000</p>'), wxrPost(302, 'After them')]).split('\u0000')
       const payload = Buffer.concat([Buffer.from(head!), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from(tail!)])
@@ -369,6 +379,91 @@ for (const kind of await storeKinds()) {
       assert.equal(posts.get('Ghost scheduled').publish_at, '2099-05-06T07:08:09.000Z')
       assert.equal(posts.get('Ghost excerpt').excerpt, 'Told apart.')
       assert.ok(job.report.warnings.some((w: any) => /lexical only/.test(w.item) && /neither HTML nor Markdown/.test(w.message)))
+    })
+  })
+
+  describe(`POST /imports: Ghost's editor documents [${kind}]`, () => {
+    let t: TestApp
+    let admin: Headers
+    before(async () => {
+      t = await buildTestApp(kind, FAST)
+      admin = await t.auth('root', ['admin'])
+    })
+    after(async () => { await t.close() })
+
+    const text = (s: string, format = 0) => ({ type: 'extended-text', text: s, format, detail: 0, mode: 'normal', style: '', version: 1 })
+    const block = (type: string, children: object[], extra: object = {}) => ({ type, children, direction: 'ltr', format: '', indent: 0, version: 1, ...extra })
+
+    it('reads a post kept only as Lexical (Ghost 5 and 6) into Markdown; a card it cannot show is a warning on that post', async () => {
+      const lexical = JSON.stringify({
+        root: block('root', [
+          block('extended-heading', [text('Getting there')], { tag: 'h2' }),
+          block('paragraph', [text('Take the '), text('night', 1), text(' train, '), block('link', [text('timetable')], { url: 'https://example.com/times', rel: null, target: null, title: null }), text(' here.')]),
+          block('list', [block('listitem', [text('Passport')], { value: 1 }), block('listitem', [text('Snacks', 2)], { value: 2 })], { listType: 'bullet', start: 1, tag: 'ul' }),
+          block('list', [block('listitem', [text('Board')], { value: 1 }), block('listitem', [text('Sleep')], { value: 2 })], { listType: 'number', start: 1, tag: 'ol' }),
+          block('extended-quote', [text('Travel is the only thing you buy that makes you richer.')]),
+          { type: 'image', version: 1, src: 'https://example.com/images/train.jpg', width: 800, height: 600, title: '', alt: 'A night train', caption: 'The <b>sleeper</b>', cardWidth: 'regular', href: '' },
+          { type: 'codeblock', version: 1, code: 'const seat = 42 < 43', language: 'js', caption: '' },
+          { type: 'horizontalrule', version: 1 },
+          { type: 'signup', version: 1, header: 'Subscribe' },
+          block('paragraph', [text('The end, with '), text('code', 16), text('.')]),
+        ]),
+      })
+      const job = await importFile(t, ghost([ghostPost('lx1', 'Lexical trip', { html: null, lexical })]), JSON_TYPE, admin)
+      assert.equal(job.status, 'succeeded', job.failure)
+      assert.deepEqual(job.report.posts, { created: 1, updated: 0, unchanged: 0, skipped: 0 })
+      const post = (await allPosts(t, admin)).find(p => p.title === 'Lexical trip')
+      assert.equal(post.content, [
+        '## Getting there',
+        'Take the **night** train, [timetable](https://example.com/times) here.',
+        '-   Passport\n-   _Snacks_',
+        '1.  Board\n2.  Sleep',
+        '> Travel is the only thing you buy that makes you richer.',
+        '![A night train](https://example.com/images/train.jpg)',
+        'The **sleeper**',
+        '```js\nconst seat = 42 < 43\n```',
+        '* * *',
+        'The end, with `code`.',
+      ].join('\n\n'))
+      const warned = job.report.warnings.filter((w: any) => /Lexical trip/.test(w.item))
+      assert.equal(warned.length, 1, JSON.stringify(job.report.warnings))
+      assert.match(warned[0].message, /"signup"/)
+    })
+
+    it('reads a post kept only as mobiledoc (Ghost 1 to 4): sections, markups, a Markdown card and an image card', async () => {
+      const mobiledoc = JSON.stringify({
+        version: '0.3.1',
+        atoms: [['soft-return', '', {}]],
+        markups: [['a', ['href', 'https://example.com/map']], ['strong']],
+        cards: [['markdown', { markdown: '### From Markdown\n\n- one\n- two' }], ['image', { src: 'https://example.com/images/map.png', alt: 'Map', caption: '' }], ['paywall', {}]],
+        sections: [
+          [1, 'h2', [[0, [], 0, 'Route']]],
+          [1, 'p', [[0, [], 0, 'See the '], [0, [0], 1, 'map'], [0, [], 0, ', '], [0, [1], 1, 'twice'], [1, [], 0, 0], [0, [], 0, 'then go.']]],
+          [3, 'ul', [[[0, [], 0, 'North']], [[0, [], 0, 'South']]]],
+          [10, 0],
+          [10, 1],
+          [10, 2],
+        ],
+      })
+      const job = await importFile(t, ghost([ghostPost('md1', 'Mobiledoc route', { html: null, mobiledoc })], '4.48.0'), JSON_TYPE, admin)
+      assert.equal(job.status, 'succeeded', job.failure)
+      const post = (await allPosts(t, admin)).find(p => p.title === 'Mobiledoc route')
+      assert.equal(post.content, [
+        '## Route',
+        'See the [map](https://example.com/map), **twice**  \nthen go.',
+        '-   North\n-   South',
+        '### From Markdown',
+        '-   one\n-   two',
+        '![Map](https://example.com/images/map.png)',
+      ].join('\n\n'))
+      assert.ok(job.report.warnings.some((w: any) => /Mobiledoc route/.test(w.item) && /"paywall"/.test(w.message)))
+    })
+
+    it('an editor document that is not JSON is a warning on its post, and the post is skipped for having no content', async () => {
+      const job = await importFile(t, ghost([ghostPost('bad1', 'Broken lexical', { html: null, lexical: '{"root":' })]), JSON_TYPE, admin)
+      assert.equal(job.status, 'succeeded', job.failure)
+      assert.deepEqual(job.report.posts, { created: 0, updated: 0, unchanged: 0, skipped: 1 })
+      assert.ok(job.report.warnings.some((w: any) => /Broken lexical/.test(w.item) && /could not be read/.test(w.message)))
     })
   })
 
