@@ -94,6 +94,9 @@ export function problemHeaders (req: FastifyRequest, err: AppError): Record<stri
     'content-type': PROBLEM_MEDIA_TYPE,
     'cache-control': 'no-store',
     'content-language': languageOf(req),
+    // Answered before its body arrived whole (a body past a limit, one whose end never comes):
+    // the rest cannot be waited for, so the connection ends with this answer.
+    ...(req.raw.complete === false ? { connection: 'close' } : {}),
     ...err.headers,
   }
 }

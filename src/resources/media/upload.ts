@@ -58,10 +58,12 @@ async function readLimited (stream: Readable, max: number, declaredLength: strin
   if (declaredLength !== undefined && Number(declaredLength) > max) throw tooLarge(max)
   const chunks: Buffer[] = []
   let total = 0
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
+  // Not destroyed when the loop stops early: destroying the request resets its connection.
+  for await (const chunk of stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
     total += chunk.length
     if (total > max) {
-      stream.destroy()
+      // The rest is read and dropped, not reset (a reset loses the answer); the answer closes the connection.
+      stream.resume()
       throw tooLarge(max)
     }
     chunks.push(chunk)

@@ -374,3 +374,41 @@ describe('media uploads that stall or lie (sqlite, over a socket)', () => {
     assert.deepEqual(json(await t.request({ method: 'GET', url: '/media', headers: { authorization } })), [])
   })
 })
+
+describe('a chunked upload past MEDIA_MAX_BYTES (sqlite, over a socket)', () => {
+  const MAX = 65_536
+  let t: TestApp
+  let port: number
+  let authorization: string
+  before(async () => {
+    t = await buildTestApp('sqlite', { MEDIA_MAX_BYTES: String(MAX) })
+    await t.app.listen({ port: 0, host: '127.0.0.1' })
+    port = (t.app.server.address() as AddressInfo).port
+    authorization = (await t.auth('alice', ['media:write'])).authorization
+  })
+  after(async () => { await t.close() })
+
+  const head = () => `POST /media HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: image/png\r\nTransfer-Encoding: chunked\r\n\r\n`
+  const chunk = (bytes: Buffer) => Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, Buffer.from('\r\n')])
+
+  it('is told 413 as soon as the bytes pass the limit, though its last chunk never comes, and the connection then closes', async () => {
+    const image = await png()
+    const filler = Buffer.alloc(16_384)
+    // Past the limit by a chunk, and then silence: no terminating zero-length chunk.
+    const parts = [head(), chunk(image), ...Array.from({ length: MAX / filler.length + 1 }, () => chunk(filler))]
+    const res = await rawRequest(port, parts, { timeoutMs: 8000 })
+    assert.equal(res.status, 413, res.body)
+    assert.equal(res.headers['content-type'], 'application/problem+json')
+    assert.equal(res.headers.connection, 'close')
+    assert.equal(JSON.parse(res.body).code, 'PAYLOAD_TOO_LARGE')
+    assert.ok(res.closedAfterMs < 5000, `closed after ${Math.round(res.closedAfterMs)} ms`)
+    assert.deepEqual(json(await t.request({ method: 'GET', url: '/media', headers: { authorization } })), [])
+  })
+
+  it('takes a chunked upload of exactly MEDIA_MAX_BYTES', async () => {
+    const image = await png()
+    const body = Buffer.concat([image, Buffer.alloc(MAX - image.length)])
+    const res = await rawRequest(port, [head(), chunk(body.subarray(0, 40_000)), chunk(body.subarray(40_000)), '0\r\n\r\n'], { timeoutMs: 8000, untilAnswer: true })
+    assert.equal(res.status, 201, res.body)
+  })
+})
