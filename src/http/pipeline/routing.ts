@@ -6,7 +6,7 @@ import type { Config } from '../../config.ts'
 import { sendProblem } from '../protocol/problems.ts'
 import { negotiationOf, notAcceptable, pathVersionPrefix, versionHeadersOf } from '../protocol/versioning.ts'
 
-interface PathEntry { pattern: RegExp, methods: Set<string>, acceptPatch: string | null, versioned: boolean }
+interface PathEntry { pattern: RegExp, methods: Set<string>, acceptPatch: string | null, versioned: boolean, options: Record<string, string> }
 
 function patternOf (url: string): RegExp {
   const body = url.split('/').map(seg => seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('/')
@@ -17,12 +17,14 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** PATCH formats a route accepts, announced by `Accept-Patch` on OPTIONS and 415. */
     acceptPatch?: readonly string[]
+    /** Headers OPTIONS answers with on this route's path besides `Allow` (a protocol's own, such as tus's). */
+    optionsHeaders?: Readonly<Record<string, string>>
   }
 }
 
 /**
  * What the router alone cannot say, from one table of every registered path:
- * OPTIONS → 204 with Allow; a known path with another method → 405 with Allow;
+ * OPTIONS → 204 with Allow (and the headers its routes add); a known path with another method → 405 with Allow;
  * a known path whose version cannot be served → 406; `/things/` → 308 to `/things`; else 404.
  */
 export const routingPlugin = fp(async function routing (app: FastifyInstance, { catalogue, config }: { catalogue: Catalogue, config: Pick<Config, 'versions'> }) {
@@ -32,11 +34,12 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance, { 
   app.addHook('onRoute', route => {
     const url = route.url ?? route.path
     if (url === undefined || url.includes('*')) return
-    const entry = table.get(url) ?? { pattern: patternOf(url), methods: new Set<string>(), acceptPatch: null, versioned: false }
+    const entry = table.get(url) ?? { pattern: patternOf(url), methods: new Set<string>(), acceptPatch: null, versioned: false, options: {} }
     if (route.config?.apiVersion !== undefined) entry.versioned = true
     for (const m of [route.method].flat()) entry.methods.add(m)
     // Per path: resources may accept different patch types.
     if (route.config?.acceptPatch) entry.acceptPatch = route.config.acceptPatch.join(', ')
+    if (route.config?.optionsHeaders) Object.assign(entry.options, route.config.optionsHeaders)
     table.set(url, entry)
   })
 
@@ -83,7 +86,7 @@ export const routingPlugin = fp(async function routing (app: FastifyInstance, { 
       if (req.method === 'OPTIONS') {
         reply.header('allow', allow)
         if (entry.acceptPatch !== null) reply.header('accept-patch', entry.acceptPatch)
-        return reply.code(204).send()
+        return reply.code(204).headers(entry.options).send()
       }
       if (!entry.methods.has(req.method)) {
         return sendProblem(catalogue, req, reply, new AppError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}. Allowed: ${allow}.`, { headers: { allow } }))

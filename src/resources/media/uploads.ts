@@ -51,6 +51,8 @@ function webRequest (req: FastifyRequest): Request {
   const headers = new Headers()
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined) continue
+    // An empty Upload-Metadata is no metadata (as tusd and tus-js-client read it), not a malformed one.
+    if (name === 'upload-metadata' && String(value).trim() === '') continue
     for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v)
   }
   // Only tus's own type is handed on unread; any other body was parsed (or refused) by the core.
@@ -144,7 +146,9 @@ export async function uploadRoutes (app: FastifyInstance, ctx: { config: Config 
     scope.addContentTypeParser(TUS_BODY, (_req, payload, done) => { done(null, payload) })
     const tags = ['media']
     const headers = { type: 'object', properties: { 'tus-resumable': { type: 'string', const: '1.0.0' } } }
-    const common = { ...auth, bodyTypes: [TUS_BODY] }
+    // tus's discovery: OPTIONS on either path says the protocol, its version, extensions and size limit.
+    const optionsHeaders = { 'tus-resumable': '1.0.0', 'tus-version': '1.0.0', 'tus-extension': 'creation,termination,expiration', 'tus-max-size': String(config.media.maxBytes) }
+    const common = { ...auth, bodyTypes: [TUS_BODY], optionsHeaders }
     const errors = problemResponses(...COMMON_ERRORS, 403, 404, 409, 410, 412, 413, 415, 422)
     scope.post('/uploads', {
       config: common,

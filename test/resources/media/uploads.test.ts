@@ -121,5 +121,40 @@ for (const kind of await storeKinds()) {
       const list = await t.request({ method: 'GET', url: '/media', headers: await t.auth('nobody-else', ['media:write']) })
       assert.deepEqual(json(list), [])
     })
+
+    it('takes an empty Upload-Metadata as no metadata, from fetch and from tus-js-client', async () => {
+      const made = await fetch(`${base}/uploads`, { method: 'POST', headers: { ...headers, 'tus-resumable': '1.0.0', 'upload-length': '10', 'upload-metadata': '' } })
+      assert.equal(made.status, 201, await made.text())
+      assert.match(made.headers.get('location') ?? '', /^\/uploads\/[0-9a-f]{32}$/)
+      const file = await noisyJpeg(60, 40)
+      let created: number | undefined
+      const upload = new tus.Upload(file, {
+        endpoint: `${base}/uploads`,
+        headers,
+        retryDelays: [],
+        onBeforeRequest: req => { if (req.getMethod() === 'POST') req.setHeader('Upload-Metadata', '') },
+        onAfterResponse: (req, res) => { if (req.getMethod() === 'POST') created = res.getStatus() },
+      })
+      await run(upload)
+      assert.equal(created, 201)
+      // A metadata that is there but broken is still refused.
+      const broken = await fetch(`${base}/uploads`, { method: 'POST', headers: { ...headers, 'tus-resumable': '1.0.0', 'upload-length': '10', 'upload-metadata': 'filename not-base64!' } })
+      assert.equal(broken.status, 400)
+      assert.equal(broken.headers.get('content-type'), 'application/problem+json')
+    })
+
+    it('answers OPTIONS on both paths with Tus-Resumable, Tus-Version, Tus-Extension and Tus-Max-Size', async () => {
+      const made = await fetch(`${base}/uploads`, { method: 'POST', headers: { ...headers, 'tus-resumable': '1.0.0', 'upload-length': '10' } })
+      for (const url of [`${base}/uploads`, new URL(made.headers.get('location')!, base).toString()]) {
+        for (const extra of [{}, headers]) {
+          const res = await fetch(url, { method: 'OPTIONS', headers: extra })
+          assert.equal(res.status, 204)
+          assert.equal(res.headers.get('tus-resumable'), '1.0.0')
+          assert.equal(res.headers.get('tus-version'), '1.0.0')
+          assert.equal(res.headers.get('tus-extension'), 'creation,termination,expiration')
+          assert.equal(res.headers.get('tus-max-size'), String(t.config.media.maxBytes))
+        }
+      }
+    })
   })
 }
