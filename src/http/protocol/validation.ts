@@ -191,10 +191,23 @@ export const MAX_FIELD_ERRORS = 100
 export function toFieldErrors (errors: readonly ErrorObject[], context: string): FieldError[] {
   const out: FieldError[] = []
   const seen = new Set<string>()
+  // Where a value failed a rule other than its type, or something within it failed, a branch of a
+  // union took its type: the other branches' "wrong type" is noise. One field, one problem.
+  const typed = new Set<string>()
+  for (const e of errors) {
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue
+    let path = e.instancePath
+    if (e.keyword !== 'type') typed.add(path)
+    while (path !== '') {
+      path = path.slice(0, path.lastIndexOf('/'))
+      typed.add(path)
+    }
+  }
   for (const e of errors) {
     if (out.length >= MAX_FIELD_ERRORS) break
     // anyOf/oneOf repeat what their branches said; the branches carry the detail.
     if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue
+    if (e.keyword === 'type' && typed.has(e.instancePath)) continue
     // int32/int64 document a range that minimum/maximum and the integer type already enforce.
     if (e.keyword === 'format' && (e.params.format === 'int32' || e.params.format === 'int64')) continue
     const field = fieldOf(e, context)

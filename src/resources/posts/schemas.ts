@@ -40,6 +40,8 @@ const seoFields = {
 export const TITLE_RAW_MAX = 1000
 
 const MediaIdSchema = Type.String({ pattern: '^[A-Za-z0-9_-]{22}$', minLength: 22, maxLength: 22 })
+/** A media named by a write: any text is looked up, and one that names no media is UNKNOWN_MEDIA. */
+const MediaReferenceSchema = Type.String({ maxLength: 200 })
 const FeatureImageSchema = Type.Object({
   id: MediaIdSchema,
   url: Type.String({ maxLength: 200 }),
@@ -111,7 +113,7 @@ function bodySchema (idName: 'id' | 'postId', $id: string) {
     meta_title: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: META_TITLE_MAX, description: `${META_TITLE_DESCRIPTION} Absent: null.` })),
     meta_description: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: META_DESCRIPTION_MAX, description: `${META_DESCRIPTION_DESCRIPTION} Absent: null.` })),
     canonical_url: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: CANONICAL_URL_MAX, format: 'uri', pattern: HTTP_URL_PATTERN, description: `${CANONICAL_URL_DESCRIPTION} Absent: null.` })),
-    feature_image: Type.Optional(Type.Union([MediaIdSchema, Type.Object({ id: MediaIdSchema }, { additionalProperties: true }), Type.Null()], { description: 'The id of an image (`/media`), the object a read gives (its `id` is used), or null. An unknown id: 422 UNKNOWN_MEDIA. Absent on PUT: none.' })),
+    feature_image: Type.Optional(Type.Union([MediaReferenceSchema, Type.Object({ id: MediaReferenceSchema }, { additionalProperties: true }), Type.Null()], { description: 'The id of an image (`/media`), the object a read gives (its `id` is used), or null. An unknown id: 422 UNKNOWN_MEDIA. Absent on PUT: none.' })),
     published_at: Type.Optional(Type.Unknown({ ...readOnly })),
     content_html: Type.Optional(Type.Unknown({ ...readOnly })),
     // Whatever their value: they are ignored, so a client never fails on them.

@@ -55,6 +55,23 @@ for (const kind of await storeKinds()) {
       assert.deepEqual(json(res).errors.map((e: { field: string, code: string }) => [e.field, e.code]), [['feature_image', 'UNKNOWN_MEDIA']])
     })
 
+    it('answers one problem per field: any text naming no media is UNKNOWN_MEDIA, a value of another type INVALID_TYPE alone', async () => {
+      const codes = async (featureImage: unknown) => {
+        const res = await t.request({ method: 'POST', url: '/posts', headers, payload: { title: 'One problem', content: 'x', feature_image: featureImage } })
+        assert.equal(res.statusCode, 422, res.body)
+        return json(res).errors.map((e: { field: string, code: string }) => [e.field, e.code])
+      }
+      for (const named of ['nope', '', 'x'.repeat(200), { id: 'not-a-media' }, { id: 'AAAAAAAAAAAAAAAAAAAAAA', url: 'ignored' }]) {
+        assert.deepEqual(await codes(named), [['feature_image', 'UNKNOWN_MEDIA']], JSON.stringify(named))
+      }
+      for (const wrong of [42, true, [], ['AAAAAAAAAAAAAAAAAAAAAA']]) {
+        assert.deepEqual(await codes(wrong), [['feature_image', 'INVALID_TYPE']], JSON.stringify(wrong))
+      }
+      assert.deepEqual(await codes('x'.repeat(201)), [['feature_image', 'TOO_LONG']])
+      assert.deepEqual(await codes({ id: 5 }), [['feature_image/id', 'INVALID_TYPE']])
+      assert.deepEqual(await codes({}), [['feature_image/id', 'REQUIRED']])
+    })
+
     it('keeps its image from deletion: 409 MEDIA_IN_USE until the post lets it go', async () => {
       const bytes = await sharp({ create: { width: 50, height: 50, channels: 3, background: 'green' } }).png().toBuffer()
       const own = json(await t.request({ method: 'POST', url: '/media', headers: { ...headers, 'content-type': 'image/png' }, payload: bytes }))
