@@ -56,6 +56,8 @@ export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<
       page.on('request', req => { requests.push(req.url()) })
       page.on('pageerror', err => { errors.push(err.message) })
       page.on('console', msg => { if (msg.type() === 'error') errors.push(msg.text()) })
+      // Every refusal of the page's Content-Security-Policy, in the document or a shadow root, as the page saw it.
+      await page.addInitScript(CSP_WATCH)
       return { context, page, requests, errors }
     },
     async close () {
@@ -63,6 +65,14 @@ export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<
       await t.close()
     },
   }
+}
+
+/** Records each `securitypolicyviolation` (they are composed: a shadow root's reach the document) in `window.__csp`. */
+const CSP_WATCH = 'window.__csp = []; document.addEventListener("securitypolicyviolation", e => { window.__csp.push([e.violatedDirective, e.blockedURI || e.sample, "at", e.sourceFile + ":" + e.lineNumber + ":" + e.columnNumber].join(" ")) }, true)'
+
+/** The page's Content-Security-Policy violations since it loaded (axe's own, made while it audits, left out). */
+export async function cspViolations (page: Page): Promise<string[]> {
+  return await page.evaluate('window.__csp.slice()') as string[]
 }
 
 /** Waits until `check` holds (the page works on its own time), failing after `ms`. */
@@ -91,9 +101,11 @@ export async function seriousViolations (page: Page, errors: string[] = []): Pro
   // Expressions, not functions: the tests are compiled without the DOM's types.
   if (await page.evaluate('typeof window.axe === "undefined"')) await page.evaluate(AXE_SOURCE)
   const before = errors.length
+  const cspBefore = await page.evaluate('window.__csp?.length ?? 0') as number
   const result = await page.evaluate('axe.run(document)') as { violations: { id: string, impact: string | null, help: string, nodes: { target: unknown }[] }[] }
   const during = errors.splice(before)
   errors.push(...during.filter(e => !e.startsWith('Applying inline style violates')))
+  await page.evaluate(`window.__csp?.splice(${cspBefore})`)
   return result.violations
     .filter(v => v.impact === 'serious' || v.impact === 'critical')
     .map(v => `${v.impact ?? ''} ${v.id}: ${v.help} (${v.nodes.map(n => JSON.stringify(n.target)).join(', ')})`)

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { Page } from 'playwright-core'
 import { json } from '../helper.ts'
-import { editorMissing, eventually, type EditorWorld, foreign, gzippedAssets, seriousViolations, signIn, startEditorWorld, type Watched } from './browser.ts'
+import { cspViolations, editorMissing, eventually, type EditorWorld, foreign, gzippedAssets, seriousViolations, signIn, startEditorWorld, type Watched } from './browser.ts'
 
 const skip = editorMissing()
 
@@ -346,6 +346,44 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     assert.ok(sizes.size >= 2, 'the script and the style sheet were loaded')
     assert.ok(total <= 300 * 1024, `${total} bytes`)
     assert.deepEqual(foreign(requests, w.origin), [])
+    await context.close()
+  })
+
+  it('renders every screen under its own CSP with no violation, and a post opened from the list takes keys at once', async () => {
+    const { page, context } = await w.open()
+    // An image a post links to, from another origin, answered here: the test machine has no network.
+    await page.route('https://images.example/**', async route => { await route.fulfill({ contentType: 'image/gif', body: Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64') }) })
+    const post = json(await api('POST', '/posts', { title: 'Aligned', content: '| left | right | middle |\n|:--|--:|:-:|\n| a | 1 | x |\n\n![A dot](https://images.example/dot.gif)\n\n```js\nconst a = 1\n```' }))
+    await page.goto('/admin')
+    await page.getByLabel('API key').waitFor()
+    assert.deepEqual(await cspViolations(page), [], 'the sign-in screen')
+    await signIn(page, key)
+    assert.deepEqual(await cspViolations(page), [], 'the list')
+
+    // The post's values come late (held back here): what is typed meanwhile must not be lost.
+    await page.route(`**/posts/${post.id as number}`, async route => {
+      await new Promise(resolve => setTimeout(resolve, 400))
+      await route.fallback()
+    }, { times: 1 })
+    await posts(page).filter({ hasText: 'Aligned' }).click()
+    await page.getByRole('status').filter({ hasText: 'Loading the post' }).waitFor()
+    // As a person does: into the field as soon as it shows.
+    await field(page, 'Title').click()
+    await page.keyboard.press('End')
+    await page.keyboard.type(', typed at once')
+    assert.equal(await field(page, 'Title').inputValue(), 'Aligned, typed at once')
+
+    const preview = page.getByRole('region', { name: 'Preview' })
+    await preview.locator('th.align-right').filter({ hasText: 'right' }).waitFor()
+    await eventually(async () => await preview.getByRole('img', { name: 'A dot' }).evaluate((img: { complete: boolean, naturalWidth: number }) => img.complete && img.naturalWidth === 1), 'the linked image shown')
+    assert.equal(await preview.locator('[style]').count(), 0)
+    await page.getByRole('button', { name: 'Revisions' }).click()
+    await page.getByRole('button', { name: 'Preview link' }).click()
+    // A save over someone else's: the dialog.
+    await w.t.request({ method: 'PATCH', url: `/posts/${post.id as number}`, headers: { ...writer, 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify({ excerpt: 'Theirs.' }) })
+    await page.keyboard.press('Control+s')
+    await page.getByRole('dialog').waitFor()
+    assert.deepEqual(await cspViolations(page), [], 'the editor, its revisions, preview link and conflict dialog')
     await context.close()
   })
 })

@@ -54,3 +54,21 @@ export function when (iso: string): string {
 export function start (work: Promise<unknown>): void {
   work.catch((err: unknown) => { console.error(err) })
 }
+
+/**
+ * The service's rendered HTML as a document of its own, for reading or showing. Its only inline
+ * styles (a table column's `text-align`) become classes of style.css first, in the text: even a
+ * parsed document of its own counts a `style` attribute against the page's Content-Security-Policy.
+ */
+export function parseRendered (html: string): Document {
+  const classed = html
+    .replace(/ style="text-align:(left|right|center)"/g, ' class="align-$1"')
+    .replace(/ style="[^"]*"/g, '')
+  return new DOMParser().parseFromString(`<body>${classed}</body>`, 'text/html')
+}
+
+/** Shows the service's rendered HTML in `target` (see parseRendered). */
+export function showHtml (target: HTMLElement, html: string): void {
+  const doc = parseRendered(html)
+  target.replaceChildren(...Array.from(doc.body.childNodes).map(n => document.adoptNode(n)))
+}

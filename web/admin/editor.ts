@@ -1,6 +1,6 @@
 import { diffLines } from 'diff'
 import { Problem } from './api.ts'
-import { field, h, toLocalInput, start } from './dom.ts'
+import { field, h, showHtml, toLocalInput, start } from './dom.ts'
 import { markdownEditor } from './markdown-editor.ts'
 import { derivedExcerpt, type FeatureImage, mediaImage, type Post, sameValues, SEO_FIELDS, type Values } from './post.ts'
 import { previewLinksPanel } from './preview-links.ts'
@@ -166,7 +166,7 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
       const content = md.text()
       shell.api.call<{ html: string }>('POST', '/render', { json: { content } }).then(({ body }) => {
         if (mine !== rendered) return
-        preview.innerHTML = body.html
+        showHtml(preview, body.html)
         const derived = derivedExcerpt(body.html)
         // A stored excerpt equal to the one derived from the content is the derived one: left empty,
         // it goes on following the content.
@@ -400,6 +400,9 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
       h('div', { class: 'row' }, h('h2', { class: 'label' }, 'Preview'), preview)),
     h('div', { class: 'fields' }, rows.excerpt.row, h('div', { class: 'row' }, rows.feature_image.row, featureShown)),
     h('fieldset', { class: 'fields seo' }, h('legend', {}, 'Search engines and sharing'), rows.meta_title.row, rows.meta_description.row, rows.canonical_url.row))
+  // An existing post's form shows only once its values are in: keys typed into an empty form would be overwritten.
+  const loading = h('p', { class: 'loading', role: 'status', hidden: id === null }, 'Loading the post…')
+  form.hidden = id !== null
   form.addEventListener('submit', event => { event.preventDefault(); save() })
   form.addEventListener('input', event => { if (event.target !== featureInput) changed() })
   form.addEventListener('change', event => { if (event.target !== featureInput) changed() })
@@ -426,13 +429,16 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
       loaded(p, headers.get('etag'))
       apply(valuesOf(p))
       restoreDraft(valuesOf(p))
+      loading.hidden = true
+      form.hidden = false
       md.host.dataset.ready = 'true'
     }, (err: unknown) => {
+      loading.hidden = true
       heading.textContent = 'Post not found'
       shell.alert(err instanceof Problem ? err.detail : String(err))
     })
   }
 
-  const element = h('section', { class: 'screen editor-screen' }, heading, form, revisions.element, links.element, dialog, confirmDelete)
+  const element = h('section', { class: 'screen editor-screen' }, heading, loading, form, revisions.element, links.element, dialog, confirmDelete)
   return { element, save }
 }

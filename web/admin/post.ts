@@ -1,3 +1,4 @@
+import { parseRendered } from './dom.ts'
 /** A post as the service shows it to its author (the members the editor reads). */
 export interface Post {
   id: number
@@ -50,7 +51,7 @@ export function mediaImage (id: string, width: number): string {
  * content when saved.
  */
 export function derivedExcerpt (html: string): string {
-  const doc = new DOMParser().parseFromString(`<body>${html}</body>`, 'text/html')
+  const doc = parseRendered(html)
   const parts: string[] = []
   const block = /^(P|H[1-6]|LI|UL|OL|BLOCKQUOTE|PRE|TABLE|THEAD|TBODY|TR|TH|TD|HR)$/
   const walk = (node: Node) => {

@@ -79,6 +79,8 @@ function validDate (ms: number): Date | null {
 
 /** The namespace every WXR version declares for its `wp:` elements (1.0, 1.1, 1.2). */
 const WXR_NAMESPACE = /^https?:\/\/wordpress\.org\/export\/\d+\.\d+\/?$/
+/** An RSS feed is no export: without WordPress's namespace its items hold no posts to import. */
+const NOT_WXR_FEED = 'Its <rss> element does not declare WordPress\'s export namespace (xmlns:wp="http://wordpress.org/export/1.2/"): the file is an RSS feed, not a WordPress export (WXR).'
 
 /**
  * Reads a WordPress export (WXR) as a stream with saxes: memory holds one item, whatever the file's
@@ -115,10 +117,7 @@ export async function * readWxr (text: AsyncIterable<string>, attachments = new 
     stack.push(name)
     const depth = stack.length
     if (depth === 1 && name !== 'rss') failure = `Its root element is <${name}>, not <rss>: the file is not a WordPress export (WXR).`
-    else if (depth === 1 && !WXR_NAMESPACE.test(String(tag.attributes['xmlns:wp'] ?? ''))) {
-      // An RSS feed is no export: without WordPress's namespace its items hold no posts to import.
-      failure ??= 'Its <rss> element does not declare WordPress\'s export namespace (xmlns:wp="http://wordpress.org/export/1.2/"): the file is an RSS feed, not a WordPress export (WXR).'
-    }
+    else if (depth === 1 && !WXR_NAMESPACE.test(String(tag.attributes['xmlns:wp'] ?? ''))) failure ??= NOT_WXR_FEED
     else if (depth === 2 && name === 'channel') channel = true
     else if (depth === 3 && name === 'wp:wxr_version') capture = []
     else if (depth === 3 && name === 'wp:author') out.push({ kind: 'other', what: 'users', count: 1 })
