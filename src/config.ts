@@ -44,7 +44,7 @@ export interface Config extends ResourceSettings {
   readonly pgConnectTimeoutMs: number
   /** PostgreSQL cancels statements running longer (0: no limit). */
   readonly pgStatementTimeoutMs: number
-  /** No single wait for the store (a connection, a statement's answer) outlasts this. */
+  /** A wait for the store (a connection and its first statement together; each later statement) outlasts this at most. */
   readonly storeBudgetMs: number
   /** Consecutive store failures that open its circuit (503 at once until a probe succeeds); 0: never. */
   readonly storeCircuitFailures: number

@@ -97,6 +97,42 @@ if ((await storeKinds()).includes('postgres')) {
     })
   })
 
+  describe('a partition at the default settings [postgres]', () => {
+    it('answers every request within STORE_BUDGET_MS and a little after it began waiting on the store, however many waits it queued behind', async () => {
+      const proxy = await TcpProxy.start({ host: '127.0.0.1', port: 5432 })
+      const t = await buildTestApp('postgres', {}, { url: u => proxy.via(u) })
+      try {
+        const budget = t.config.storeBudgetMs
+        const auth = await t.auth('alice')
+        // A warm pool: some requests find an idle connection (then a statement waits), the rest
+        // queue for a place and then for a new connection.
+        await Promise.all(Array.from({ length: 4 }, async () => await t.app.inject({ method: 'GET', url: '/posts' })))
+        proxy.hold()
+        const started = performance.now()
+        const answers = await Promise.all([
+          ...Array.from({ length: 30 }, () => ({ method: 'GET' as const, url: '/posts' })),
+          ...Array.from({ length: 6 }, (_, i) => ({ method: 'POST' as const, url: '/posts', headers: auth, payload: { title: `during ${i}`, content: '' } })),
+        ].map(async r => {
+          const res = await t.app.inject(r)
+          return { res, ms: performance.now() - started }
+        }))
+        const slowest = Math.max(...answers.map(a => a.ms))
+        for (const a of answers) assertUnavailable(a.res, 'a request during the partition')
+        assert.ok(slowest <= budget + 500, `the slowest answer came after ${Math.round(slowest)} ms (STORE_BUDGET_MS ${budget})`)
+        recordResult('partition-default-budget', {
+          test: `PostgreSQL partition at the default settings (STORE_BUDGET_MS=${budget}, PG_POOL_MAX=${t.config.pgPoolMax})`,
+          injected: 'a TCP proxy that stops forwarding; 30 reads and 6 writes at once on a warm pool',
+          count: answers.length,
+          result: `all 503 with Retry-After, slowest after ${Math.round(slowest)} ms (before: a connection wait and a statement wait, each within the budget, up to twice it)`,
+        })
+      } finally {
+        proxy.heal()
+        await t.close()
+        await proxy.close()
+      }
+    })
+  })
+
   describe('connections lost in a partition [postgres]', () => {
     it('are given up by the deadline of the request that used them, so the pool recovers when the network does', async () => {
       const proxy = await TcpProxy.start({ host: '127.0.0.1', port: 5432 })

@@ -67,8 +67,16 @@ export function parseRendered (html: string): Document {
   return new DOMParser().parseFromString(`<body>${classed}</body>`, 'text/html')
 }
 
-/** Shows the service's rendered HTML in `target` (see parseRendered). */
+/**
+ * Shows the service's rendered HTML in `target` (see parseRendered). The editor loads nothing from
+ * another origin: an image a post links to elsewhere is shown as its description and address.
+ */
 export function showHtml (target: HTMLElement, html: string): void {
   const doc = parseRendered(html)
+  for (const img of Array.from(doc.body.querySelectorAll('img'))) {
+    const src = img.getAttribute('src') ?? ''
+    if (new URL(src, location.href).origin === location.origin || /^(data|blob):/.test(src)) continue
+    img.replaceWith(h('span', { class: 'elsewhere' }, `[${img.alt === '' ? 'Image' : img.alt}: ${src}, not loaded in the editor]`))
+  }
   target.replaceChildren(...Array.from(doc.body.childNodes).map(n => document.adoptNode(n)))
 }

@@ -16,11 +16,10 @@ export const DOCS_CSP = "default-src 'self'; script-src 'self'; style-src 'self'
 
 /**
  * The editor (/admin): its own scripts and style sheets only, nothing inline, nothing from another
- * origin; images also as `data:` (an uploaded image's blurred placeholder), `blob:` (a picked file shown
- * before upload) and `https:` (an image a post's content links to, shown in its preview); requests to
- * this service only.
+ * origin; images also as `data:` (an uploaded image's blurred placeholder) and `blob:` (a picked file shown
+ * before upload); requests to this service only.
  */
-export const ADMIN_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: https:; connect-src 'self'; " +
+export const ADMIN_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; " +
   "font-src 'self'; manifest-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 /** Response headers a cross-origin script may read (CORS hides all but a few by default). */

@@ -143,16 +143,21 @@ function staleStatement (err: unknown): boolean {
  * going back to the pool, where the next request would fail on it too. Kysely's own release
  * cannot say that a connection is broken.
  */
-function dialectPool (pool: pg.Pool, statements: StatementNames, circuit: StoreCircuit): PostgresPool {
+function dialectPool (pool: pg.Pool, statements: StatementNames, circuit: StoreCircuit, budgetMs: number): PostgresPool {
   return {
     async connect () {
       let client: pg.PoolClient
+      // One budget for the wait for a connection (a place in the pool, then perhaps a new
+      // connection, each of which pg times on its own) and the first statement on it: a
+      // partition costs a caller the budget once, not once per wait.
+      const began = performance.now()
       try {
-        client = await pool.connect()
+        client = await withinBudget(pool.connect(), budgetMs)
       } catch (err) {
         if (isStoreUnavailable(err)) circuit.failed()
         throw err
       }
+      let firstTimeout: number | undefined = budgetMs === 0 ? undefined : Math.max(1, Math.round(budgetMs - (performance.now() - began)))
       let broken: Error | undefined
       // pg-pool listens for errors only on idle clients: a socket dying while a client is checked
       // out (between statements, or just as it is handed out) would otherwise be an 'error' event
@@ -161,10 +166,11 @@ function dialectPool (pool: pg.Pool, statements: StatementNames, circuit: StoreC
       client.on('error', onError)
       const query = async (text: string, values: readonly unknown[]) => {
         const name = statements.of(text)
+        // The first statement gets what the wait for its connection left of the budget; the rest the pool's own bound.
+        const timeout = firstTimeout === undefined ? {} : { query_timeout: firstTimeout }
+        firstTimeout = undefined
         try {
-          const result = name === undefined
-            ? await client.query(text, values as unknown[])
-            : await client.query({ name, text, values: values as unknown[] })
+          const result = await client.query({ ...(name === undefined ? {} : { name }), text, values: values as unknown[], ...timeout })
           circuit.succeeded()
           return result
         } catch (err) {
@@ -186,6 +192,28 @@ function dialectPool (pool: pg.Pool, statements: StatementNames, circuit: StoreC
       }
     },
     end: async () => { await pool.end() },
+  }
+}
+
+/**
+ * `connecting`, or a connection timeout once `budgetMs` have passed (0: no bound). A connection
+ * that arrives after that goes back to the pool unused.
+ */
+async function withinBudget (connecting: Promise<pg.PoolClient>, budgetMs: number): Promise<pg.PoolClient> {
+  if (budgetMs === 0) return await connecting
+  let timer: NodeJS.Timeout | undefined
+  let late = false
+  const expired = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      late = true
+      reject(new Error('timeout exceeded when trying to connect (STORE_BUDGET_MS)'))
+    }, budgetMs)
+  })
+  connecting.then(client => { if (late) client.release() }, () => {})
+  try {
+    return await Promise.race([connecting, expired])
+  } finally {
+    clearTimeout(timer)
   }
 }
 
@@ -268,17 +296,18 @@ class PostgresMigrator extends Migrator {
  */
 export function openPostgresStore (url: string, opts: PostgresOptions): KyselyStore {
   const connectTimeoutMs = opts.connectTimeoutMs ?? 5_000
-  const pool = newPool(poolConfig(url, {
+  const config = poolConfig(url, {
     max: opts.poolMax,
     connectTimeoutMs,
     statementTimeoutMs: opts.statementTimeoutMs ?? 15_000,
     ...(opts.requestTimeoutMs !== undefined ? { requestTimeoutMs: opts.requestTimeoutMs } : {}),
     ...(opts.storeBudgetMs !== undefined ? { storeBudgetMs: opts.storeBudgetMs } : {}),
-  }))
+  })
+  const pool = newPool(config)
   const statements = new StatementNames()
   // The probe runs long after `db` below is made.
   const circuit = new StoreCircuit({ failures: opts.circuitFailures ?? 5, probeEveryMs: PROBE_EVERY_MS }, async () => { await sql`select 1`.execute(db) })
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool, statements, circuit) }), ...(opts.log !== undefined ? { log: opts.log } : {}) })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool, statements, circuit, config.query_timeout ?? 0) }), ...(opts.log !== undefined ? { log: opts.log } : {}) })
   const parts: DialectParts = {
     nameStatement: sql => { statements.add(sql) },
     kind: 'postgres',
