@@ -119,12 +119,6 @@ if ((await storeKinds()).includes('postgres')) {
         const slowest = Math.max(...answers.map(a => a.ms))
         for (const a of answers) assertUnavailable(a.res, 'a request during the partition')
         assert.ok(slowest <= budget + 500, `the slowest answer came after ${Math.round(slowest)} ms (STORE_BUDGET_MS ${budget})`)
-        recordResult('partition-default-budget', {
-          test: `PostgreSQL partition at the default settings (STORE_BUDGET_MS=${budget}, PG_POOL_MAX=${t.config.pgPoolMax})`,
-          injected: 'a TCP proxy that stops forwarding; 30 reads and 6 writes at once on a warm pool',
-          count: answers.length,
-          result: `all 503 with Retry-After, slowest after ${Math.round(slowest)} ms (before: a connection wait and a statement wait, each within the budget, up to twice it)`,
-        })
       } finally {
         proxy.heal()
         await t.close()
