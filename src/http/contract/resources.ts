@@ -177,16 +177,16 @@ export interface ImageCatalogue {
  *
  * @example
  * const intake = resources.find(r => r.imageIntake !== undefined)?.imageIntake
- * const facts = await intake.add(store, services, bytes, { owner: 'ann', filename: 'cat.jpg', alt: '' }, config)
+ * const facts = await intake.add(store, services, bytes, { owner: 'ann', filename: 'cat.jpg', alt: '' }, config, clock)
  * // facts.url goes into the content; facts.id is a feature image
  */
 export interface ImageIntake {
   /**
    * Records `bytes` as an image of `owner`; when the owner already has one of the same stored bytes
    * (SHA-256), that one is given back instead. Bytes that are no image it takes are refused by the
-   * error an upload of them would get (an AppError whose message says why).
+   * error an upload of them would get (an AppError whose message says why). `clock` stamps it.
    */
-  add (store: Store, services: Services, bytes: Buffer, fields: { readonly owner: string, readonly filename: string | null, readonly alt: string }, config: Config): Promise<ImageFacts>
+  add (store: Store, services: Services, bytes: Buffer, fields: { readonly owner: string, readonly filename: string | null, readonly alt: string }, config: Config, clock: Clock): Promise<ImageFacts>
 }
 
 /** A resource whose rows may hold images of another (a post's feature image). */

@@ -1,3 +1,4 @@
+import type { Clock } from '../../clock.ts'
 import type { FastifyRequest } from 'fastify'
 import type { Move } from '../../domain/state-machine.ts'
 import { AppError } from '../../errors.ts'
@@ -36,9 +37,9 @@ export async function writeCurrent<T extends { revision: number }, R> (
 /**
  * Applies a state machine's `move` to row `id` of `rows` (run it in the request's unit of work)
  * with writeCurrent: the request's precondition first, then the state (the move's `refused`
- * problem). A row the caller may not see is `notFound`.
+ * problem). A row the caller may not see is `notFound`; the move is stamped by `clock` (the composition root's).
  */
-export async function act<T extends OwnedRecord> (req: FastifyRequest, kind: string, rows: OwnedRows<T, never>, id: number, move: Move<string>, notFound: () => AppError): Promise<T> {
+export async function act<T extends OwnedRecord> (req: FastifyRequest, kind: string, rows: OwnedRows<T, never>, id: number, move: Move<string>, notFound: () => AppError, clock: Clock): Promise<T> {
   return await writeCurrent(preconditionOf(req, kind), async () => {
     const current = await rows.find(id, req.principal)
     if (current === null) throw notFound()
@@ -47,7 +48,7 @@ export async function act<T extends OwnedRecord> (req: FastifyRequest, kind: str
     if (!move.from.includes(current.status)) {
       throw new AppError(move.refused, `It is ${current.status}; only ${move.from.join(' or ')} can become ${move.to}.`)
     }
-    const r = await rows.move(id, req.principal, move.from, move.to, new Date(), current.revision)
+    const r = await rows.move(id, req.principal, move.from, move.to, clock.now(), current.revision)
     return r.outcome === 'stale' ? { outcome: 'stale' } : r
   }, notFound)
 }

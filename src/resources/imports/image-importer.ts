@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
+import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import { AppError } from '../../errors.ts'
 import type { ImageIntake, Services } from '../../http/contract/resources.ts'
@@ -22,6 +23,8 @@ export interface ImageImporterOptions {
   readonly fetch: ImageFetchOptions
   /** Whose media the images become: the admin importing. */
   readonly owner: string
+  /** What the media it makes are stamped by (the composition root's). */
+  readonly clock: Clock
   /** Called before each fetch: keeps the run's lease while a post's images take long (throws when it was lost). */
   readonly keepAlive: () => Promise<void>
   readonly log: FastifyBaseLogger
@@ -90,7 +93,7 @@ export class ImageImporter {
     const { store, services, config, intake, owner } = this.opts
     try {
       const bytes = await fetchImage(url, this.opts.fetch)
-      const facts = await intake.add(store, services, bytes, { owner, filename: filenameOf(url), alt: '' }, config)
+      const facts = await intake.add(store, services, bytes, { owner, filename: filenameOf(url), alt: '' }, config, this.opts.clock)
       return { id: facts.id, url: facts.url }
     } catch (err) {
       if (err instanceof ImageFetchError) return { reason: err.message }

@@ -187,7 +187,7 @@ export class ImportWorker implements LeasedJob<ImportLease> {
     // The runner renews the lease while a post's images are fetched: a fetch stops once it was lost.
     const keepAlive = async () => { held.throwIfLost() }
     const importer = config.imports.fetchImages && !job.dryRun && intake !== undefined
-      ? new ImageImporter({ store, services: this.opts.services, config, intake, owner: job.owner, log: this.opts.log.child({ import_id: job.id }), fetch: this.fetchOptions(), keepAlive })
+      ? new ImageImporter({ store, services: this.opts.services, config, intake, owner: job.owner, clock: this.opts.clock, log: this.opts.log.child({ import_id: job.id }), fetch: this.fetchOptions(), keepAlive })
       : null
     // A post names its feature image by the id of an attachment, which may come after it: a first reading gathers them.
     const attachments = new Map<string, string>()

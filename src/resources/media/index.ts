@@ -1,3 +1,4 @@
+import type { Clock } from '../../clock.ts'
 import { createHash, randomBytes } from 'node:crypto'
 import multipart from '@fastify/multipart'
 import { Type } from '@sinclair/typebox'
@@ -100,7 +101,7 @@ async function prepareUpload (library: Library, store: Store, config: Config, by
  * Records a prepared upload: the row, the blob's claim let go, `media.created`, and the blob written
  * again after commit should a sweep have removed it meanwhile. The one way in for POST /media and tus.
  */
-async function recordUpload (uow: UnitOfWork, library: Library, { id, image, claim }: Prepared, fields: { owner: string, filename: string | null, alt: string, caption: string }): Promise<Media> {
+async function recordUpload (uow: UnitOfWork, library: Library, { id, image, claim }: Prepared, fields: { owner: string, filename: string | null, alt: string, caption: string }, now: Date): Promise<Media> {
   const m = await uow.media.insert({
     id,
     owner: fields.owner,
@@ -113,7 +114,7 @@ async function recordUpload (uow: UnitOfWork, library: Library, { id, image, cla
     alt: fields.alt,
     caption: fields.caption,
     placeholder: image.placeholder,
-  }, new Date())
+  }, now)
   await uow.media.releaseBlob(claim)
   uow.events.record(mediaEvent('media.created', m))
   uow.onCommit(async () => { await ensureBlob(library, image.sha256, image.data, image.contentType) })
@@ -122,12 +123,12 @@ async function recordUpload (uow: UnitOfWork, library: Library, { id, image, cla
 
 /** Images another resource fetched (an import's), taken in by the upload's own path: prepareUpload, recordUpload. */
 const mediaIntake: ImageIntake = {
-  async add (store, services, bytes, fields, config) {
+  async add (store, services, bytes, fields, config, clock) {
     const library = services.mediaLibrary
     const prepared = await prepareUpload(library, store, config, bytes, undefined)
     const m = await store.transaction(async uow => {
       const same = await uow.media.findByDigest(fields.owner, prepared.image.sha256)
-      if (same === null) return await recordUpload(uow, library, prepared, { ...fields, filename: sanitiseFilename(fields.filename), caption: '' })
+      if (same === null) return await recordUpload(uow, library, prepared, { ...fields, filename: sanitiseFilename(fields.filename), caption: '' }, clock.now())
       await uow.media.releaseBlob(prepared.claim)
       return same
     })
@@ -184,7 +185,7 @@ async function mediaRoutes (app: FastifyInstance, ctx: RouteContext): Promise<vo
       const base = linkBase(req)
       return await answerWrite(ctx.store, req, reply, async uow => {
         const owner = (req.principal as Principal).subject
-        const m = await recordUpload(uow, library, prepared, { owner, filename: received.filename, alt: received.alt, caption: received.caption })
+        const m = await recordUpload(uow, library, prepared, { owner, filename: received.filename, alt: received.alt, caption: received.caption }, ctx.clock.now())
         return written(m, version, base, 201)
       })
     })
@@ -236,7 +237,7 @@ async function mediaRoutes (app: FastifyInstance, ctx: RouteContext): Promise<vo
       if (!preconditionHolds(req, { etag: mediaEtag(current, version, base), lastModified: new Date(current.updatedAt) })) {
         throw new AppError('PRECONDITION_FAILED')
       }
-      const updated = await uow.media.update(current.id, req.principal, changes, new Date(), current.revision)
+      const updated = await uow.media.update(current.id, req.principal, changes, ctx.clock.now(), current.revision)
       if (updated === null) throw notFound(req.params.media_id)
       if (updated === 'stale') throw new AppError('PRECONDITION_FAILED', 'The media changed while this change was made; read it again.')
       return written(updated, version, base, 200)
@@ -282,12 +283,12 @@ function negotiatedFormat (accept: string | undefined): Format | null {
 interface ImageQuery { w?: number, format?: typeof S.IMAGE_FORMATS[number], q?: number }
 
 /** `/file` and `/image`: public, the same in every version, cached by anyone for a year. */
-async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store, readonly services: Services }): Promise<void> {
+async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store, readonly services: Services, readonly clock: Clock }): Promise<void> {
   const { store, config } = ctx
   const library = ctx.services.mediaLibrary
   await uploadRoutes(app, { config }, WRITE, async (owner, bytes, filename, alt) => {
     const prepared = await prepareUpload(library, store, config, bytes, undefined)
-    const m = await store.transaction(async uow => await recordUpload(uow, library, prepared, { owner, filename, alt, caption: '' }))
+    const m = await store.transaction(async uow => await recordUpload(uow, library, prepared, { owner, filename, alt, caption: '' }, ctx.clock.now()))
     return m.id
   })
   const config_ = { ignoresCredentials: true }

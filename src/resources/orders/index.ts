@@ -70,7 +70,7 @@ async function orderRoutes (app: FastifyInstance, ctx: RouteContext): Promise<vo
     config,
     schema: { tags, summary: 'Place an order', description: 'Status PROCESSING. Needs `orders:write`.', body: Type.Ref(S.CreateOrderBodySchema), response: { 201: Type.Ref(OrderRef), ...problemResponses(...COMMON_ERRORS, 403, 409, 413, 415, 422) } },
   }), async (req, reply) => await answerWrite(ctx.store, req, reply, async uow => {
-    const order = await uow.orders.insert((req.principal as Principal).subject, 'PROCESSING', { customer_email: req.body.customer_email }, req.body.items, new Date())
+    const order = await uow.orders.insert((req.principal as Principal).subject, 'PROCESSING', { customer_email: req.body.customer_email }, req.body.items, ctx.clock.now())
     uow.events.record(orderEvent('order.created', order))
     return writtenResource(req, 'orders', order, render(req, order), 201)
   }))
@@ -95,7 +95,7 @@ async function orderRoutes (app: FastifyInstance, ctx: RouteContext): Promise<vo
     config: { ...config, optionalBody: true },
     schema: { tags, summary: 'Cancel an order', description: 'Only while PROCESSING; otherwise 409 ORDER_NOT_CANCELLABLE. No body, or `{}`.', params: S.OrderIdParamsSchema, body: EmptyBodySchema, response: { 200: Type.Ref(OrderRef), 204: Type.Null(), ...problemResponses(...COMMON_ERRORS, 403, 404, 409, 412, 413, 415, 422) } },
   }), async (req, reply) => await answerWrite(ctx.store, req, reply, async uow => {
-    const order = await act(req, 'orders', uow.orders, req.params.order_id, ORDER_MOVES.cancel, () => notFound(req.params.order_id))
+    const order = await act(req, 'orders', uow.orders, req.params.order_id, ORDER_MOVES.cancel, () => notFound(req.params.order_id), ctx.clock)
     uow.events.record(orderEvent('order.cancelled', order))
     return writtenResource(req, 'orders', order, render(req, order), 200)
   }))
