@@ -39,6 +39,33 @@ function coreMigrations (dialect: DialectParts): Record<string, Migration> {
 // The repositories are declared by Repositories, which resources extend from their folders.
 export interface KyselyStore extends Repositories {}
 
+/** A statement through a unit of work that has ended: refused, never run in another unit. */
+export class UnitOfWorkEnded extends Error {
+  constructor () {
+    super('This unit of work has ended (committed or rolled back): its repositories take no more statements. Start another unit of work.')
+    this.name = 'UnitOfWorkEnded'
+  }
+}
+
+/**
+ * `conn` for one unit of work's repositories: every use of it (a query built, a compiled one run,
+ * `sql` executed on it) throws UnitOfWorkEnded once `unit.ended` is set.
+ */
+function guarded (conn: Kysely<Database>, unit: { ended: boolean }): Kysely<Database> {
+  const bound = new Map<PropertyKey, unknown>()
+  return new Proxy(conn, {
+    get (target, prop) {
+      if (unit.ended) throw new UnitOfWorkEnded()
+      const value: unknown = Reflect.get(target, prop, target)
+      if (typeof value !== 'function') return value
+      // Kysely's methods read its private fields: they run on the instance itself, not the proxy.
+      let fn = bound.get(prop)
+      if (fn === undefined) bound.set(prop, fn = (value as (...a: unknown[]) => unknown).bind(target))
+      return fn
+    },
+  })
+}
+
 /**
  * The Store both adapters share; each adapter supplies only its DialectParts. `modules` are the
  * resources' tables and repositories (the registry's, see src/context.ts).
@@ -69,15 +96,23 @@ export class KyselyStore implements Store {
     const callbacks: (() => unknown)[] = []
     const work = async (conn: Kysely<Database>): Promise<T> => {
       const beforeCommit: ((now: Date) => Promise<void>)[] = []
-      const repos = repositories(conn, this.dialect, this.modules, { beforeCommit: f => { beforeCommit.push(f) } })
+      const unit = { ended: false }
+      const repos = repositories(guarded(conn, unit), this.dialect, this.modules, { beforeCommit: f => { beforeCommit.push(f) } })
       const signal = async (channel: string) => {
         callbacks.push(() => this.signals.emit(channel))
         await this.dialect.signals?.notify(conn, channel)
       }
-      const result = await fn({ ...repos, onCommit: f => { callbacks.push(f) }, signal })
-      // Last, so a lock taken there (the event log's, for id order) is held only for the commit.
-      const now = new Date()
-      for (const f of beforeCommit) await f(now)
+      let result: T
+      try {
+        result = await fn({ ...repos, onCommit: f => { callbacks.push(f) }, signal })
+        // Last, so a lock taken there (the event log's, for id order) is held only for the commit.
+        const now = new Date()
+        for (const f of beforeCommit) await f(now)
+      } finally {
+        // From here its repositories refuse every statement: one started late (work not awaited,
+        // a unit kept past its end) would otherwise run in whatever holds the connection next.
+        unit.ended = true
+      }
       // An abandoned request (timed out, client gone) commits nothing, so its 503 never hides a change.
       opts.signal?.throwIfAborted()
       // From here the work is committed (or the whole commit fails): it can no longer be abandoned.

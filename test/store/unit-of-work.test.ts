@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { UnitOfWorkEnded } from '../../src/store/kysely-store.ts'
+import type { UnitOfWork } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
 import { createPost, writeOver } from '../support/posts.ts'
 import { type FreshStore, freshStore } from './store-helper.ts'
@@ -82,6 +84,35 @@ for (const kind of await storeKinds()) {
       assert.ok(outcomes.includes('done'))
       const final = await f.store.posts.findById(p.id, null)
       assert.equal(final!.revision, 1 + outcomes.filter(o => o === 'done').length)
+    })
+
+    it('refuses every statement through a unit that has committed: a query built, a prepared one, a write; nothing is written', async () => {
+      let kept: UnitOfWork | undefined
+      await f.store.transaction(async uow => { kept = uow })
+      const before = await titles()
+      await assert.rejects(kept!.posts.findById(1, admin), UnitOfWorkEnded)
+      await assert.rejects(createPost(kept!, { title: 'too late' }), UnitOfWorkEnded)
+      await assert.rejects(kept!.apiKeys.create({ id: '00000000000000e1', name: 'late', scopes: ['admin'], hash: 'ef'.repeat(32) }, new Date()), UnitOfWorkEnded)
+      assert.deepEqual(await titles(), before)
+      assert.equal(await f.store.apiKeys.findById('00000000000000e1'), null)
+    })
+
+    it('refuses a statement that work the unit did not await starts after it rolled back, while the next unit holds the connection', async () => {
+      let late: Promise<unknown> | undefined
+      await assert.rejects(f.store.transaction(async uow => {
+        late = (async () => {
+          await new Promise(resolve => setTimeout(resolve, 20))
+          return await createPost(uow, { title: 'from a rolled-back unit' })
+        })()
+        late.catch(() => {})
+        throw new Error('rolled back')
+      }), /rolled back/)
+      await f.store.transaction(async uow => {
+        await new Promise(resolve => setTimeout(resolve, 60))
+        await createPost(uow, { title: 'the next unit' })
+      })
+      await assert.rejects(late!, UnitOfWorkEnded)
+      assert.ok(!(await titles()).includes('from a rolled-back unit'))
     })
   })
 }
