@@ -155,7 +155,7 @@ export interface SettingsReader {
   choice<T extends string> (name: string, choices: readonly T[], def: T): T
 }
 
-/** One row of the README's configuration table: `| \`name\` | \`default\` | description |`. */
+/** One row of the configuration table (docs/configuration.md): `| \`name\` | \`default\` | description |`. */
 export interface SettingRow {
   readonly name: string
   readonly default: string
@@ -165,7 +165,7 @@ export interface SettingRow {
 /**
  * A resource's settings: read from the environment with the core's (one validation path, one
  * ConfigError at start-up for a bad value), frozen into `config[name]`, and documented by `rows`
- * (test/docs/readme.test.ts holds the README to them).
+ * (test/docs/readme.test.ts holds docs/configuration.md to them).
  */
 export interface SettingsSection<K extends keyof ResourceSettings = keyof ResourceSettings> {
   readonly name: K

@@ -16,7 +16,7 @@ Commands:
   keys list                               list API keys (never their secrets)
   keys revoke <name-or-id>                revoke an API key
 
-Settings come from the environment; see the README's configuration table.`
+Settings come from the environment; see the configuration table (docs/configuration.md).`
 
 /**
  * Runs one command; resolves with the exit code (-1: serving, do not exit). `resources` are the

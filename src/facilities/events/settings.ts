@@ -45,7 +45,7 @@ export const eventLogSettings: SettingsSection<'eventLog'> = {
     { name: 'WEBHOOK_TIMEOUT_MS', default: '10000', description: 'A webhook attempt not answered in this time counts as failed and is retried.' },
     { name: 'WEBHOOK_MAX_ATTEMPTS', default: '8', description: 'Attempts per webhook (1–50) before it is given up (logged, counted in the metrics).' },
     { name: 'WEBHOOK_RETRY_BASE_MS', default: '2000', description: 'Wait before the first retry; each further one doubles (at most an hour), with full jitter.' },
-    { name: 'EVENTS_RETENTION_H', default: '72', description: 'Events (and finished webhook deliveries) are kept this many hours (1–8760); a stream resuming before what was deleted begins with a `reset` event ([docs/events.md](docs/events.md)).' },
+    { name: 'EVENTS_RETENTION_H', default: '72', description: 'Events (and finished webhook deliveries) are kept this many hours (1–8760); a stream resuming before what was deleted begins with a `reset` event ([events.md](events.md)).' },
     { name: 'EVENTS_POLL_MS', default: '500', description: 'How often each instance reads new events for its open change streams and fans them out to webhook subscriptions (10–2000): the most a stream or a webhook lags behind a commit on another instance.' },
   ],
 }

@@ -9,7 +9,7 @@ import { routeOf } from './route.ts'
 
 /**
  * Every version of the API, oldest first, with the date it was introduced and what it changes:
- * adding a version is one entry here (and its README rows: API_VN_DEPRECATED_AT, API_VN_SUNSET_AT).
+ * adding a version is one entry here (and its rows in docs/configuration.md: API_VN_DEPRECATED_AT, API_VN_SUNSET_AT).
  * Deprecation and sunset dates come from the settings (src/config.ts reads them for each version).
  */
 const VERSIONS = [

@@ -24,8 +24,8 @@ export const editorialSettings: SettingsSection<'editorial'> = {
     sitemapUrlsPerFile: env.int('SITEMAP_URLS_PER_FILE', 50_000, 1, 50_000),
   }),
   rows: [
-    { name: 'REVISIONS_KEEP', default: '50', description: 'How many of each post\'s newest revisions are kept (1–10 000); older ones are deleted with the change that makes one too many ([docs/editorial.md](docs/editorial.md)).' },
+    { name: 'REVISIONS_KEEP', default: '50', description: 'How many of each post\'s newest revisions are kept (1–10 000); older ones are deleted with the change that makes one too many ([editorial.md](editorial.md)).' },
     { name: 'SCHEDULE_RESCAN_MS', default: '60000', description: 'The longest each instance\'s scheduler sleeps without looking at the schedule; it otherwise sleeps until the next `publish_at` and is woken when any instance changes the schedule.' },
-    { name: 'SITEMAP_URLS_PER_FILE', default: '50000', description: 'How many posts one sitemap file lists (1–50 000, the sitemaps.org limit); past it `/sitemap.xml` is an index of `/sitemap-posts-{n}.xml` parts ([docs/review.md](docs/review.md)).' },
+    { name: 'SITEMAP_URLS_PER_FILE', default: '50000', description: 'How many posts one sitemap file lists (1–50 000, the sitemaps.org limit); past it `/sitemap.xml` is an index of `/sitemap-posts-{n}.xml` parts ([review.md](review.md)).' },
   ],
 }
