@@ -68,6 +68,7 @@ export async function buildApp (context: AppContext): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
+  app.decorate('representations', context.representations)
   const validator = createValidatorCompiler(SHARED_SCHEMAS)
   app.setValidatorCompiler(validator)
 
@@ -80,7 +81,7 @@ export async function buildApp (context: AppContext): Promise<FastifyInstance> {
   await app.register(storeCircuitPlugin, { store, metrics: context.metrics })
   await app.register(nodeRequestsPlugin)
   await app.register(lingeringClosePlugin)
-  await app.register(deadlinesPlugin, { config, catalogue, inFlight: context.inFlight })
+  await app.register(deadlinesPlugin, { inFlight: context.inFlight })
   await app.register(routingPlugin, { catalogue, config })
   await app.register(versioningPlugin, { config, clock: context.clock })
   await app.register(contentTypePlugin)

@@ -6,8 +6,10 @@ import { type Clock, systemClock } from './clock.ts'
 import { type Config, type Env, readConfig } from './config.ts'
 import { Authenticator } from './http/pipeline/auth.ts'
 import { InFlight } from './http/pipeline/deadlines.ts'
+import { idempotencyJobs } from './http/pipeline/idempotency.ts'
+import { Representations } from './http/toolkit/conditional.ts'
 import { CursorCodec } from './http/toolkit/paging.ts'
-import type { Facility, Part, PartContext, Resource, Services } from './http/contract/resources.ts'
+import { type Facility, type Part, type PartContext, type Resource, schemasOf, type Services } from './http/contract/resources.ts'
 import { API_VERSIONS } from './http/protocol/versioning.ts'
 import { JobRunner } from './jobs/job.ts'
 import { Lifecycle } from './jobs/lifecycle.ts'
@@ -35,6 +37,8 @@ export interface AppContext extends PartContext {
   readonly catalogue: Catalogue
   /** This instance's jobs, every part's: those the deployment shares run unless BACKGROUND_WORK is off. */
   readonly jobs: JobRunner
+  /** The digests of every resource's representations, which go into its ETags. */
+  readonly representations: Representations
   /** The requests in flight, which a shutdown that ran out of grace answers 503 (src/server.ts). */
   readonly inFlight: InFlight
 }
@@ -118,14 +122,17 @@ export async function createContext (config: Config, overrides: ContextOverrides
     }
     for (const part of parts) Object.assign(made, await part.services?.(ctx))
     Object.freeze(made)
+    for (const job of idempotencyJobs(store, config, clock)) jobs.add(job)
     for (const part of parts) for (const job of part.jobs?.(ctx) ?? []) jobs.add(job)
+    const catalogue = catalogueOf(parts)
     return Object.freeze({
       ...ctx,
       parts,
       authenticator: new Authenticator(config.auth, store.apiKeys, clock),
-      catalogue: catalogueOf(parts),
+      catalogue,
+      representations: new Representations(resources.map(r => [r.name, schemasOf(r, ctx.eventTypes)] as const)),
       jobs,
-      inFlight: new InFlight(),
+      inFlight: new InFlight(config.requestTimeoutMs, catalogue),
     })
   } catch (err) {
     if (overrides.store === undefined) await store.close().catch(() => {})

@@ -159,6 +159,35 @@ export interface TestAppOptions {
   clock?: Clock
 }
 
+/**
+ * One more instance of the service on database `url` (another's fresh database: two instances
+ * behind a load balancer), built as production builds it; close its app, then its store.
+ */
+export async function instanceOn (url: string, dataDir: string, env: Record<string, string> = {}): Promise<{ app: FastifyInstance, store: Store }> {
+  const config = testConfig(url, dataDir, { RATE_LIMIT_MAX: '0', ...env })
+  const store = await openStore(config)
+  await store.migrate()
+  const app = await buildApp(await createContext(config, { store }))
+  await app.ready()
+  return { app, store }
+}
+
+/**
+ * Two instances of the service on one fresh database of `kind` (two instances behind a load
+ * balancer), closed, with their database, when the test `c` ends.
+ */
+export async function twoInstances (c: { after: (fn: () => Promise<void>) => void }, kind: StoreKind, env: Record<string, string> = {}): Promise<{ a: FastifyInstance, b: FastifyInstance }> {
+  const db = await freshDatabase(kind)
+  const a = await instanceOn(db.url, db.dataDir, env)
+  const b = await instanceOn(db.url, db.dataDir, env)
+  c.after(async () => {
+    for (const i of [a, b]) await i.app.close()
+    for (const i of [a, b]) await i.store.close()
+    await db.drop()
+  })
+  return { a: a.app, b: b.app }
+}
+
 /** The settings of a test's app on database `url`: silent unless TEST_LOG is set, no bootstrap key, no shedding; `env` overrides. */
 export function testConfig (url: string, dataDir: string, env: Record<string, string> = {}, parts?: readonly Part[]): Config {
   return loadConfig({

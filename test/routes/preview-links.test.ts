@@ -1,12 +1,8 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
-import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/app.ts'
-import { createContext, openStore } from '../../src/context.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
-import type { Store } from '../../src/store/store.ts'
-import { buildTestApp, freshDatabase, json, postgresAvailable, storeKinds, testConfig, type TestApp } from '../helper.ts'
+import { buildTestApp, json, postgresAvailable, storeKinds, type TestApp, twoInstances } from '../helper.ts'
 import { until } from '../support/poll.ts'
 
 type Headers = Record<string, string>
@@ -252,38 +248,18 @@ for (const kind of await storeKinds()) {
   })
 }
 
-/** Two apps on one database, as two instances behind a load balancer. */
-async function appOn (url: string, dataDir: string): Promise<{ app: FastifyInstance, store: Store }> {
-  const config = testConfig(url, dataDir, { RATE_LIMIT_MAX: '0' })
-  const store = await openStore(config)
-  await store.migrate()
-  const app = await buildApp(await createContext(config, { store }))
-  await app.ready()
-  return { app, store }
-}
-
 describe('preview links on two instances of one PostgreSQL', { skip: !(await postgresAvailable()) && 'PostgreSQL is unreachable' }, () => {
-  it('a link revoked on one answers 404 on the other within a second', async () => {
-    const db = await freshDatabase('postgres')
-    const a = await appOn(db.url, db.dataDir)
-    const b = await appOn(db.url, db.dataDir)
-    try {
-      const t = await buildTestApp('sqlite')
-      const authorization = `Bearer ${await t.token('alice', ['posts:write'])}`
-      await t.close()
-      const post = JSON.parse((await a.app.inject({ method: 'POST', url: '/posts', headers: { authorization }, payload: { title: 'x', content: '', status: 'draft' } })).body) as { id: number }
-      const made = JSON.parse((await a.app.inject({ method: 'POST', url: `/posts/${post.id}/preview-links`, headers: { authorization } })).body) as { id: number, url: string }
-      // B has read it (and would have cached it, if it cached).
-      for (let i = 0; i < 3; i++) assert.equal((await b.app.inject({ method: 'GET', url: made.url })).statusCode, 200)
-      assert.equal((await a.app.inject({ method: 'DELETE', url: `/posts/${post.id}/preview-links/${made.id}`, headers: { authorization } })).statusCode, 204)
-      await until(async () => (await b.app.inject({ method: 'GET', url: made.url })).statusCode === 404, 'B to answer 404 after the revocation on A', 1000)
-      assert.equal((await a.app.inject({ method: 'GET', url: made.url })).statusCode, 404)
-    } finally {
-      await a.app.close()
-      await b.app.close()
-      await a.store.close()
-      await b.store.close()
-      await db.drop()
-    }
+  it('a link revoked on one answers 404 on the other within a second', async c => {
+    const { a, b } = await twoInstances(c, 'postgres')
+    const t = await buildTestApp('sqlite')
+    const authorization = `Bearer ${await t.token('alice', ['posts:write'])}`
+    await t.close()
+    const post = JSON.parse((await a.inject({ method: 'POST', url: '/posts', headers: { authorization }, payload: { title: 'x', content: '', status: 'draft' } })).body) as { id: number }
+    const made = JSON.parse((await a.inject({ method: 'POST', url: `/posts/${post.id}/preview-links`, headers: { authorization } })).body) as { id: number, url: string }
+    // B has read it (and would have cached it, if it cached).
+    for (let i = 0; i < 3; i++) assert.equal((await b.inject({ method: 'GET', url: made.url })).statusCode, 200)
+    assert.equal((await a.inject({ method: 'DELETE', url: `/posts/${post.id}/preview-links/${made.id}`, headers: { authorization } })).statusCode, 204)
+    await until(async () => (await b.inject({ method: 'GET', url: made.url })).statusCode === 404, 'B to answer 404 after the revocation on A', 1000)
+    assert.equal((await a.inject({ method: 'GET', url: made.url })).statusCode, 404)
   })
 })

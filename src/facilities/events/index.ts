@@ -23,7 +23,7 @@ function eventServices ({ config, store, metrics, lifecycle }: PartContext): Par
   const hub = new StreamHub(store, config.eventLog.eventsPollMs, open => { gauge.set(open) })
   // Before the server stops accepting: open streams would otherwise hold the close until its grace runs out.
   lifecycle.onClosing(async () => { hub.end() })
-  return { eventStreams: hub }
+  return { eventStreams: hub, webhookSealing: sealingOf(config) }
 }
 
 /**
@@ -34,7 +34,7 @@ function eventServices ({ config, store, metrics, lifecycle }: PartContext): Par
 function eventJobs (ctx: PartContext): Job[] {
   const { config, store, log: root, services, clock } = ctx
   const log = root.child({ component: 'webhooks' })
-  const { box, source } = sealingOf(config)
+  const { box, source } = services.webhookSealing
   // Once per start; the key itself is never logged.
   if (source.kind === 'made' && source.now) {
     log.info({ file: source.file }, 'made the key that seals webhook subscriptions\' secrets; back it up, apart from the database')

@@ -124,11 +124,9 @@ function madeKey (dir: string): { key: string, file: string, now: boolean } {
   return { key: readKey(file), file, now }
 }
 
-const resolved = new WeakMap<Config, Sealing>()
-
 /**
- * The box that seals subscriptions' secrets, resolved once per configuration (the routes of each
- * version and the sender share it):
+ * The box that seals subscriptions' secrets, resolved once, by the facility's services (the routes
+ * of each version and the sender share it, as `services.webhookSealing`):
  * - WEBHOOK_SECRET, when the operator set it, always wins; a key made earlier under DATA_DIR is
  *   still used to open what it sealed, so setting WEBHOOK_SECRET later loses no subscription.
  * - Else, on SQLite (one machine, one DATA_DIR), the key made at first start under DATA_DIR
@@ -136,8 +134,7 @@ const resolved = new WeakMap<Config, Sealing>()
  * - Else (PostgreSQL: several instances, which must share one key) none: `box` is null.
  */
 export function sealingOf (config: Config): Sealing {
-  let sealing = resolved.get(config)
-  if (sealing !== undefined) return sealing
+  let sealing: Sealing
   const file = path.join(config.dataDir, SEALING_KEY_FILE)
   if (config.eventLog.webhookSecret !== null) {
     const earlier = config.storeKind === 'sqlite' && fs.existsSync(file) ? [readKey(file)] : []
@@ -148,6 +145,5 @@ export function sealingOf (config: Config): Sealing {
   } else {
     sealing = { box: null, source: { kind: 'missing' } }
   }
-  resolved.set(config, sealing)
   return sealing
 }

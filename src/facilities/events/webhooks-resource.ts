@@ -19,9 +19,16 @@ import { WEBHOOK_FAN_OUT_JOB } from './fan-out.ts'
 import { WEBHOOK_DELIVERIES_JOB } from './webhook-sender.ts'
 import { webhooksProblems } from './problems.ts'
 import * as S from './schemas.ts'
-import { newSecret, type SecretBox, sealingOf } from './secrets.ts'
+import { newSecret, type Sealing, type SecretBox } from './secrets.ts'
 import type { WebhookDelivery } from './store.ts'
 import { type Subscription, webhooksStore } from './subscriptions-store.ts'
+
+declare module '../../http/contract/resources.ts' {
+  interface Services {
+    /** The box that seals subscriptions' secrets, resolved once at start-up (secrets.ts). */
+    readonly webhookSealing: Sealing
+  }
+}
 
 const config = { requiredScope: 'admin' } as const
 const tags = ['webhooks']
@@ -45,7 +52,7 @@ async function checkedUrl (url: string, ctx: RouteContext): Promise<string> {
 
 /** Secrets are sealed under a key the service holds: without one (PostgreSQL, no WEBHOOK_SECRET) it can keep none. */
 function secretBox (ctx: RouteContext): SecretBox {
-  const { box } = sealingOf(ctx.config)
+  const { box } = ctx.services.webhookSealing
   if (box === null) throw new AppError('WEBHOOK_SECRET_NOT_SET')
   return box
 }

@@ -10,7 +10,6 @@ import type { Job, JobWaker } from '../../jobs/job.ts'
 import type { Lifecycle } from '../../jobs/lifecycle.ts'
 import type { StoreModule } from '../../store/module.ts'
 import type { ListPage, ListQuery, Repositories, Store, UnitOfWork } from '../../store/store.ts'
-import { declareRepresentation } from '../toolkit/conditional.ts'
 import type { CursorCodec } from '../toolkit/paging.ts'
 import { API_VERSIONS, type ApiVersion, DEFAULT_VERSION, vendorMediaType } from '../protocol/versioning.ts'
 
@@ -295,7 +294,6 @@ export async function registerResources (app: FastifyInstance, parts: PartContex
   const { config, store, log, metrics, clock, cursors, jobs, lifecycle, resources, eventTypes, services } = parts
   // Only what a part's context holds, whatever else `parts` carries (the app's whole context).
   const shared: PartContext = { config, store, log, metrics, clock, cursors, jobs, lifecycle, resources, eventTypes, services }
-  for (const resource of parts.resources) declareRepresentation(resource.name, schemasOf(resource, eventTypes))
   for (const resource of parts.resources) await resource.unversionedRoutes?.(app, shared)
   for (const version of API_VERSIONS) {
     for (const prefix of ['', `/v${version}`]) {

@@ -6,6 +6,7 @@ import stringify from 'safe-stable-stringify'
 import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import { AppError } from '../../errors.ts'
+import type { Job } from '../../jobs/job.ts'
 import type { IdempotencyScope, Store, StoredResponse, UnitOfWork } from '../../store/store.ts'
 
 /** A key this request holds: its record is completed with the response, or released. */
@@ -95,24 +96,17 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
   // Claims live by their owner's heartbeat lease: a crashed instance's claims are dead once it
   // lapses (INSTANCE_LEASE_MS), and an instance that starts frees its own name's at once, since
   // nothing of its own can be running yet. Renewed three times per lease, so one late beat is no loss.
-  const beat = async () => {
-    await store.idempotency.heartbeat(owner, new Date(clock.now().getTime() + leaseMs))
-  }
-  let heart: NodeJS.Timeout | undefined
+  // The beats after the first are a job of this instance (idempotencyJobs), as is the sweep.
   app.addHook('onReady', async () => {
     try {
       const freed = await store.idempotency.releaseOwner(owner)
       if (freed > 0) app.log.info({ freed, instance: owner }, 'freed the Idempotency-Key claims a previous process of this instance left')
-      await beat()
+      await store.idempotency.heartbeat(owner, new Date(clock.now().getTime() + leaseMs))
     } catch (err) {
       app.log.warn({ err }, 'could not free this instance\'s old Idempotency-Key claims; they free themselves when their lease ends')
     }
-    heart = setInterval(() => {
-      beat().catch((err: unknown) => { app.log.warn({ err }, 'could not renew this instance\'s heartbeat lease') })
-    }, Math.max(100, Math.floor(leaseMs / 3))).unref()
   })
   app.addHook('onClose', async () => {
-    clearInterval(heart)
     // Every request has been answered or abandoned: none of this instance's claims is still needed.
     await store.idempotency.releaseOwner(owner).catch(() => {})
   })
@@ -183,10 +177,29 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
   }
   app.addHook('onResponse', (req, _reply, done) => { release(req, done) })
   app.addHook('onRequestAbort', release)
-
-  const sweep = () => {
-    store.idempotency.sweep(clock.now()).catch((err: unknown) => { app.log.warn({ err }, 'sweeping expired Idempotency-Key records failed') })
-  }
-  const timer = setInterval(sweep, SWEEP_INTERVAL_MS).unref()
-  app.addHook('onClose', async () => { clearInterval(timer) })
 }, { name: 'idempotency', dependencies: ['problems'] })
+
+/**
+ * The Idempotency-Key records' background work: this instance's heartbeat lease, renewed three
+ * times per INSTANCE_LEASE_MS on every instance (its claims live by it, whether it runs background
+ * work or not), and the sweep of expired records, on the instances that run background work.
+ */
+export function idempotencyJobs (store: Store, config: Config, clock: Clock): Job[] {
+  const leaseMs = config.instanceLeaseMs
+  return [{
+    name: 'idempotency-heartbeat',
+    runsOn: 'instance',
+    pollMs: Math.max(100, Math.floor(leaseMs / 3)),
+    async tick () {
+      await store.idempotency.heartbeat(config.instanceId, new Date(clock.now().getTime() + leaseMs))
+      return false
+    },
+  }, {
+    name: 'idempotency-sweep',
+    pollMs: SWEEP_INTERVAL_MS,
+    async tick () {
+      await store.idempotency.sweep(clock.now())
+      return false
+    },
+  }]
+}

@@ -19,22 +19,36 @@ export function digestEtag (digest: string | null): string {
 
 /** What every stored resource has that decides its representation's bytes. */
 export interface Revisioned {
-  readonly id: number
+  readonly id: number | string
   readonly revision: number
   readonly updatedAt: string
 }
 
-/** Per kind of resource, a digest of its schemas: what the code makes of a stored revision. */
-const representations = new Map<string, string>()
-
 /**
- * Declares the schemas of `kind`'s representations (every version's). Their digest goes into
- * each ETag of that kind, so a deployment that changes what a representation holds (a field
- * added) changes every tag, though no stored revision changed; instances running the same code
- * agree on it.
+ * Per kind of resource, a digest of its representations' schemas (every version's): what the code
+ * makes of a stored revision. The digest goes into each ETag of that kind, so a deployment that
+ * changes what a representation holds (a field added) changes every tag, though no stored
+ * revision changed; instances running the same code agree on it. Built once, by the composition
+ * root (src/context.ts), from the parts; the app carries it (`app.representations`).
  */
-export function declareRepresentation (kind: string, schemas: readonly unknown[]): void {
-  representations.set(kind, hash('sha256', JSON.stringify(schemas), 'base64url').slice(0, 8))
+export class Representations {
+  private readonly digests: ReadonlyMap<string, string>
+
+  constructor (kinds: Iterable<readonly [kind: string, schemas: readonly unknown[]]>) {
+    this.digests = new Map([...kinds].map(([kind, schemas]) => [kind, hash('sha256', JSON.stringify(schemas), 'base64url').slice(0, 8)]))
+  }
+
+  /** The digest of `kind`'s schemas; a kind not declared is its own name. */
+  digest (kind: string): string {
+    return this.digests.get(kind) ?? kind
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The digests of every resource's representations (Representations). */
+    readonly representations: Representations
+  }
 }
 
 /**
@@ -45,8 +59,8 @@ export function declareRepresentation (kind: string, schemas: readonly unknown[]
  * with every change. Only characters RFC 9110's etagc allows: `updated_at` in base 36, the
  * link base's `/` kept.
  */
-export function resourceEtag (kind: string, r: Revisioned, updatedAtMs: number, version: number, base: string): string {
-  return `"${r.id}.${r.revision}.${updatedAtMs.toString(36)}.v${version}${base}.${representations.get(kind) ?? kind}"`
+export function resourceEtag (digest: string, r: Revisioned, updatedAtMs: number, version: number, base: string): string {
+  return `"${r.id}.${r.revision}.${updatedAtMs.toString(36)}.v${version}${base}.${digest}"`
 }
 
 /**
@@ -55,7 +69,7 @@ export function resourceEtag (kind: string, r: Revisioned, updatedAtMs: number, 
  */
 export function validatorsOf (req: FastifyRequest, kind: string, r: Revisioned): Validators & { lastModified: Date } {
   const updatedAtMs = Date.parse(r.updatedAt)
-  return { etag: resourceEtag(kind, r, updatedAtMs, req.apiVersion, linkBase(req)), lastModified: new Date(updatedAtMs) }
+  return { etag: resourceEtag(req.server.representations.digest(kind), r, updatedAtMs, req.apiVersion, linkBase(req)), lastModified: new Date(updatedAtMs) }
 }
 
 /** Sends resource `r` of `kind` as a GET shows it: its validators, Cache-Control for `audience`, 304 when unchanged. */

@@ -70,7 +70,7 @@ async function exportRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
     return await answerWrite(ctx.store, req, reply, async uow => {
       const job = await uow.exports.create(principal.subject, input, { apiVersion: version, linkBase: base }, ctx.clock.now())
       uow.onCommit(() => { ctx.jobs.wake(EXPORTS_JOB) })
-      return { status: 202, body: renderExport(job, version, base), location: `${base}/exports/${job.id}`, etag: exportEtag(job, version, base) }
+      return { status: 202, body: renderExport(job, version, base), location: `${base}/exports/${job.id}`, etag: exportEtag(job, version, base, req.server.representations.digest('exports')) }
     })
   })
 
@@ -87,7 +87,7 @@ async function exportRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
     const job = await findOwn(store, req.params.export_id, req.principal as Principal)
     if (!isFinished(job.status)) reply.header('retry-after', POLL_AFTER_S)
     const base = linkBase(req)
-    return sendRepresentation(req, reply, renderExport(job, version, base), { etag: exportEtag(job, version, base), audience: 'private' })
+    return sendRepresentation(req, reply, renderExport(job, version, base), { etag: exportEtag(job, version, base, req.server.representations.digest('exports')), audience: 'private' })
   })
 
   const fileHeaders = {

@@ -26,9 +26,9 @@ export function renderExport (job: ExportJob, version: ApiVersion, base: string)
   }
 }
 
-/** Strong ETag of the job's representation: it changes with every step the worker records. */
-export function exportEtag (job: ExportJob, version: ApiVersion, base: string): string {
-  return strongEtag('export', job.id, job.updatedAt, job.status, job.exported, version, base)
+/** Strong ETag of the job's representation: it changes with every step the worker records, and with its schemas (`digest`). */
+export function exportEtag (job: ExportJob, version: ApiVersion, base: string, digest: string): string {
+  return strongEtag('export', job.id, job.updatedAt, job.status, job.exported, version, base, digest)
 }
 
 /** Strong ETag of the file: its SHA-256, so equal bytes give equal tags on every instance. */

@@ -132,7 +132,7 @@ async function importRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
       return await answerWrite(ctx.store, req, reply, async uow => {
         const job = await uow.imports.create(principal.subject, upload, req.query.dry_run === true, emptyReport(), ctx.clock.now())
         uow.onCommit(() => { ctx.jobs.wake(IMPORTS_JOB) })
-        return { status: 202, body: renderImport(job, version, base), location: `${base}/imports/${job.id}`, etag: importEtag(job, version, base) }
+        return { status: 202, body: renderImport(job, version, base), location: `${base}/imports/${job.id}`, etag: importEtag(job, version, base, req.server.representations.digest('imports')) }
       })
     })
 
@@ -149,7 +149,7 @@ async function importRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
       const job = await findOwn(store, req.params.import_id, req.principal as Principal)
       if (!isFinished(job.status)) reply.header('retry-after', POLL_AFTER_S)
       const base = linkBase(req)
-      return sendRepresentation(req, reply, renderImport(job, version, base), { etag: importEtag(job, version, base), audience: 'private' })
+      return sendRepresentation(req, reply, renderImport(job, version, base), { etag: importEtag(job, version, base, req.server.representations.digest('imports')), audience: 'private' })
     })
   })
 }

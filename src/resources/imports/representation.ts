@@ -19,7 +19,7 @@ export function renderImport (job: ImportJob, version: ApiVersion, base: string)
   }
 }
 
-/** Strong ETag of the job's representation: it changes with every step the worker records. */
-export function importEtag (job: ImportJob, version: ApiVersion, base: string): string {
-  return strongEtag('import', job.id, job.updatedAt, job.status, job.position, version, base)
+/** Strong ETag of the job's representation: it changes with every step the worker records, and with its schemas (`digest`). */
+export function importEtag (job: ImportJob, version: ApiVersion, base: string, digest: string): string {
+  return strongEtag('import', job.id, job.updatedAt, job.status, job.position, version, base, digest)
 }

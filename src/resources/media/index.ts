@@ -8,13 +8,14 @@ import type { Principal } from '../../domain/principal.ts'
 import { AppError } from '../../errors.ts'
 import { appendVary } from '../../http/pipeline/caching.ts'
 import { listHandler } from '../../http/toolkit/collection.ts'
-import { preconditionHolds, sendRepresentation, strongEtag } from '../../http/toolkit/conditional.ts'
+import { preconditionOf, sendResource } from '../../http/toolkit/conditional.ts'
 import { MERGE_PATCH } from '../../http/pipeline/content-type.ts'
 import { sendRanged } from '../../http/toolkit/ranges.ts'
 import type { ImageIntake, PartContext, Resource, RouteContext, Services } from '../../http/contract/resources.ts'
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses, SYSTEM_ERRORS } from '../../http/contract/schemas.ts'
 import { type ApiVersion, idNameOf, linkBase } from '../../http/protocol/versioning.ts'
-import { answerDelete, answerWrite, type Written } from '../../http/toolkit/write.ts'
+import { answerDelete, answerWrite, type Written, writtenResource } from '../../http/toolkit/write.ts'
+import { writeCurrent } from '../../http/toolkit/action.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
 import { factsOf, mediaCatalogue } from './catalogue.ts'
 import { FORMATS, type Format, processUpload } from './image.ts'
@@ -68,18 +69,9 @@ export function renderMedia (m: Media, version: ApiVersion, base: string): Recor
   return { ...mediaData(m, idNameOf(version, 'media')), _links: { self: { href: self }, file: { href: `${self}/file` }, image: { href: `${self}/image` } } }
 }
 
-function mediaEtag (m: Media, version: ApiVersion, base: string): string {
-  return strongEtag('media', m.id, m.revision, m.updatedAt, version, base)
-}
-
-function written (m: Media, version: ApiVersion, base: string, status: 200 | 201): Written {
-  return {
-    status,
-    body: renderMedia(m, version, base),
-    etag: mediaEtag(m, version, base),
-    lastModified: new Date(m.updatedAt),
-    ...(status === 201 ? { location: `${base}/media/${m.id}` } : {}),
-  }
+/** A media as a write answers it: its representation, its validators (the toolkit's), and for a 201 its Location. */
+function written (req: FastifyRequest, m: Media, version: ApiVersion, status: 200 | 201): Written {
+  return writtenResource(req, 'media', m, renderMedia(m, version, linkBase(req)), status)
 }
 
 /** The media's event: its version-1 representation, seen by its owner (and admins). */
@@ -182,11 +174,10 @@ async function mediaRoutes (app: FastifyInstance, ctx: RouteContext): Promise<vo
     }, async (req, reply) => {
       const received = uploaded.get(req)!
       const prepared = await prepareUpload(library, store, config, received.bytes, received.declared)
-      const base = linkBase(req)
       return await answerWrite(ctx.store, req, reply, async uow => {
         const owner = (req.principal as Principal).subject
         const m = await recordUpload(uow, library, prepared, { owner, filename: received.filename, alt: received.alt, caption: received.caption }, ctx.clock.now())
-        return written(m, version, base, 201)
+        return written(req, m, version, 201)
       })
     })
   })
@@ -210,8 +201,7 @@ async function mediaRoutes (app: FastifyInstance, ctx: RouteContext): Promise<vo
     schema: { tags, summary: 'Read a media', description: 'Its owner or an admin; to anyone else it does not exist (404).', params: S.MediaIdParamsSchema, response: { 200: Type.Ref(MediaRef), 304: NotModifiedSchema, ...READ_ERRORS } },
   }), async (req, reply) => {
     const m = await find(req)
-    const base = linkBase(req)
-    return sendRepresentation(req, reply, renderMedia(m, version, base), { etag: mediaEtag(m, version, base), lastModified: new Date(m.updatedAt), audience: 'private' })
+    return sendResource(req, reply, 'media', m, renderMedia(m, version, linkBase(req)), 'private')
   })
 
   app.patch<{ Params: S.MediaIdParams, Body: S.MediaPatch }>('/media/:media_id', ctx.route({
@@ -225,22 +215,21 @@ async function mediaRoutes (app: FastifyInstance, ctx: RouteContext): Promise<vo
       response: { 200: Type.Ref(MediaRef), 204: NoContentSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 409, 412, 413, 415, 422) },
     },
   }), async (req, reply) => {
-    const base = linkBase(req)
     const changes = {
       ...(req.body.filename !== undefined ? { filename: req.body.filename } : {}),
       ...(req.body.alt !== undefined ? { alt: req.body.alt ?? '' } : {}),
       ...(req.body.caption !== undefined ? { caption: req.body.caption ?? '' } : {}),
     }
     return await answerWrite(ctx.store, req, reply, async uow => {
-      const current = await uow.media.find(req.params.media_id, req.principal)
-      if (current === null) throw notFound(req.params.media_id)
-      if (!preconditionHolds(req, { etag: mediaEtag(current, version, base), lastModified: new Date(current.updatedAt) })) {
-        throw new AppError('PRECONDITION_FAILED')
-      }
-      const updated = await uow.media.update(current.id, req.principal, changes, ctx.clock.now(), current.revision)
-      if (updated === null) throw notFound(req.params.media_id)
-      if (updated === 'stale') throw new AppError('PRECONDITION_FAILED', 'The media changed while this change was made; read it again.')
-      return written(updated, version, base, 200)
+      const updated = await writeCurrent<Media, Media>(preconditionOf(req, 'media'), async () => {
+        const current = await uow.media.find(req.params.media_id, req.principal)
+        if (current === null) throw notFound(req.params.media_id)
+        return current
+      }, async current => {
+        const m = await uow.media.update(current.id, req.principal, changes, ctx.clock.now(), current.revision)
+        return m === null ? { outcome: 'missing' } : m === 'stale' ? { outcome: 'stale' } : { outcome: 'done', value: m } as const
+      }, () => notFound(req.params.media_id))
+      return written(req, updated, version, 200)
     })
   })
 
@@ -256,8 +245,7 @@ async function mediaRoutes (app: FastifyInstance, ctx: RouteContext): Promise<vo
   }), async (req, reply) => await answerDelete(ctx.store, req, reply, async uow => {
     const m = await uow.media.find(req.params.media_id, req.principal)
     if (m === null) throw notFound(req.params.media_id)
-    const base = linkBase(req)
-    if (!preconditionHolds(req, { etag: mediaEtag(m, version, base), lastModified: new Date(m.updatedAt) })) throw new AppError('PRECONDITION_FAILED')
+    if (preconditionOf(req, 'media')?.(m) === false) throw new AppError('PRECONDITION_FAILED')
     for (const holder of ctx.resources.flatMap(r => r.imageHolder ?? [])) {
       if (await holder.holds(uow, m.id)) throw new AppError('MEDIA_IN_USE', `Media ${m.id} is a post's feature image; give that post another one (or none) first.`)
     }

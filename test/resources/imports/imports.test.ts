@@ -380,17 +380,8 @@ for (const kind of await storeKinds()) {
       assert.equal(posts.get('Ghost excerpt').excerpt, 'Told apart.')
       assert.ok(job.report.warnings.some((w: any) => /lexical only/.test(w.item) && /neither HTML nor Markdown/.test(w.message)))
     })
-  })
 
-  describe(`POST /imports: Ghost's editor documents [${kind}]`, () => {
-    let t: TestApp
-    let admin: Headers
-    before(async () => {
-      t = await buildTestApp(kind, FAST)
-      admin = await t.auth('root', ['admin'])
-    })
-    after(async () => { await t.close() })
-
+    // Ghost's editor documents, for posts whose export holds no HTML.
     const text = (s: string, format = 0) => ({ type: 'extended-text', text: s, format, detail: 0, mode: 'normal', style: '', version: 1 })
     const block = (type: string, children: object[], extra: object = {}) => ({ type, children, direction: 'ltr', format: '', indent: 0, version: 1, ...extra })
 

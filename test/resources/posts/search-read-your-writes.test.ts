@@ -1,23 +1,12 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../../src/app.ts'
-import { createContext, openStore } from '../../../src/context.ts'
-import type { Store } from '../../../src/store/store.ts'
-import { buildTestApp, freshDatabase, json, storeKinds, testConfig, type TestApp } from '../../helper.ts'
+import { buildTestApp, json, storeKinds, type TestApp, twoInstances } from '../../helper.ts'
 
 /** Writes that search must see at once: more than one batch of the indexer would be only with 30. */
 const WRITES = 30
 
-/** An instance on database `url` with no background work: only a search itself can feed the index. */
-async function instanceOn (url: string, dataDir: string): Promise<{ app: FastifyInstance, store: Store }> {
-  const config = testConfig(url, dataDir, { BACKGROUND_WORK: 'false', RATE_LIMIT_MAX: '0' })
-  const store = await openStore(config)
-  await store.migrate()
-  const app = await buildApp(await createContext(config, { store }))
-  await app.ready()
-  return { app, store }
-}
+/** An instance with no background work: only a search itself can feed the index. */
+const NO_BACKGROUND = { BACKGROUND_WORK: 'false' }
 
 for (const kind of await storeKinds()) {
   describe(`GET /posts?q= reads its own writes [${kind}]`, () => {
@@ -52,28 +41,18 @@ for (const kind of await storeKinds()) {
   })
 
   describe(`GET /posts?q= on a second instance reads the first's writes [${kind}]`, () => {
-    it(`finds all of ${WRITES} posts another instance created just before`, async () => {
-      const db = await freshDatabase(kind)
-      const a = await instanceOn(db.url, db.dataDir)
-      const b = await instanceOn(db.url, db.dataDir)
-      try {
-        const t = await buildTestApp('sqlite')
-        const authorization = (await t.auth('alice')).authorization
-        await t.close()
-        for (let i = 0; i < WRITES; i++) {
-          const res = await a.app.inject({ method: 'POST', url: '/posts', headers: { authorization }, payload: { title: `Wallaby ${i}`, content: 'hops' } })
-          assert.equal(res.statusCode, 201, res.body)
-        }
-        const res = await b.app.inject({ method: 'GET', url: '/posts?q=wallaby&limit=100&fields=id', headers: { authorization, prefer: 'count=exact' } })
-        assert.equal(res.statusCode, 200, res.body)
-        assert.equal(res.headers['x-total-count'], String(WRITES))
-      } finally {
-        await a.app.close()
-        await b.app.close()
-        await a.store.close()
-        await b.store.close()
-        await db.drop()
+    it(`finds all of ${WRITES} posts another instance created just before`, async c => {
+      const { a, b } = await twoInstances(c, kind, NO_BACKGROUND)
+      const t = await buildTestApp('sqlite')
+      const authorization = (await t.auth('alice')).authorization
+      await t.close()
+      for (let i = 0; i < WRITES; i++) {
+        const res = await a.inject({ method: 'POST', url: '/posts', headers: { authorization }, payload: { title: `Wallaby ${i}`, content: 'hops' } })
+        assert.equal(res.statusCode, 201, res.body)
       }
+      const res = await b.inject({ method: 'GET', url: '/posts?q=wallaby&limit=100&fields=id', headers: { authorization, prefer: 'count=exact' } })
+      assert.equal(res.statusCode, 200, res.body)
+      assert.equal(res.headers['x-total-count'], String(WRITES))
     })
   })
 }
