@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto'
 import type { Kysely, Selectable } from 'kysely'
+import { LeasedRows } from '../../store/leased-rows.ts'
 import { type Database, type DialectParts, iso } from '../../store/tables.ts'
 import type { ImportJob, ImportLease, ImportReport, ImportSource, Upload } from './import.ts'
 import type { ImportsTable, ImportStep, ImportStore } from './store.ts'
@@ -27,7 +27,11 @@ function toJob (row: Selectable<ImportsTable>): ImportJob {
 
 /** The imports, import_uploads and import_sources tables. */
 export class ImportsRepository implements ImportStore {
-  constructor (private readonly db: Kysely<Database>, private readonly dialect: DialectParts) {}
+  private readonly leased: LeasedRows<Selectable<ImportsTable>>
+
+  constructor (private readonly db: Kysely<Database>, private readonly dialect: DialectParts) {
+    this.leased = new LeasedRows(db, dialect, 'imports')
+  }
 
   async appendUpload (uploadId: string, seq: number, data: Uint8Array, now: Date): Promise<void> {
     await this.db.insertInto('import_uploads').values({ upload_id: uploadId, seq, data, created_at: this.dialect.timestamp(now) }).execute()
@@ -54,83 +58,34 @@ export class ImportsRepository implements ImportStore {
   }
 
   async create (owner: string, upload: Upload, dryRun: boolean, report: ImportReport, now: Date): Promise<ImportJob> {
-    const ts = this.dialect.timestamp(now)
-    const row = await this.db.insertInto('imports')
-      .values({
-        owner,
-        source: upload.source,
-        dry_run: dryRun ? 1 : 0,
-        status: 'pending',
-        upload_id: upload.id,
-        size: upload.size,
-        sha256: upload.sha256,
-        report: JSON.stringify(report),
-        seen_tags: '[]',
-        failure: null,
-        lease_token: null,
-        lease_until: null,
-        created_at: ts,
-        updated_at: ts,
-        finished_at: null,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow()
-    return toJob(row)
+    return toJob(await this.leased.create(owner, {
+      source: upload.source,
+      dry_run: dryRun ? 1 : 0,
+      upload_id: upload.id,
+      size: upload.size,
+      sha256: upload.sha256,
+      report: JSON.stringify(report),
+      seen_tags: '[]',
+      failure: null,
+    }, now))
   }
 
   async findById (id: number, owner: string): Promise<ImportJob | null> {
-    const row = await this.db.selectFrom('imports').selectAll().where('id', '=', id).where('owner', '=', owner).executeTakeFirst()
+    const row = await this.leased.find(id, owner)
     return row ? toJob(row) : null
   }
 
   async claim (now: Date, leaseMs: number, maxAttempts: number): Promise<ImportLease | null> {
-    const ts = this.dialect.timestamp(now)
-    const token = randomUUID()
-    const row = await this.db.updateTable('imports')
-      .set(eb => ({
-        status: 'running',
-        lease_token: token,
-        lease_until: this.dialect.timestamp(new Date(now.getTime() + leaseMs)),
-        attempts: eb('attempts', '+', 1),
-        updated_at: ts,
-      }))
-      .where('id', '=', eb => {
-        let next = eb.selectFrom('imports').select('id')
-          .where(w => w.or([
-            w('status', '=', 'pending'),
-            w.and([w('status', '=', 'running'), w('lease_until', '<', ts)]),
-          ]))
-          .where('attempts', '<', maxAttempts)
-          .orderBy('id')
-          .limit(1)
-        if (this.dialect.skipLocked) next = next.forUpdate().skipLocked()
-        return next
-      })
-      .returningAll()
-      .executeTakeFirst()
-    return row ? { job: toJob(row), token } : null
+    const held = await this.leased.claim(now, leaseMs, maxAttempts)
+    return held === null ? null : { job: toJob(held.row), token: held.token }
   }
 
   async expire (now: Date, maxAttempts: number): Promise<ImportJob[]> {
-    const ts = this.dialect.timestamp(now)
-    const rows = await this.db.updateTable('imports')
-      .set({
-        status: 'failed',
-        failure: `The import was interrupted ${maxAttempts} times (its worker stopped or lost its lease); it was given up. What it wrote before stays, and importing the file again goes on from there.`,
-        lease_token: null,
-        lease_until: null,
-        updated_at: ts,
-        finished_at: ts,
-      })
-      .where('status', '=', 'running').where('lease_until', '<', ts).where('attempts', '>=', maxAttempts)
-      .returningAll()
-      .execute()
+    const rows = await this.leased.expire(now, maxAttempts, {
+      failure: `The import was interrupted ${maxAttempts} times (its worker stopped or lost its lease); it was given up. What it wrote before stays, and importing the file again goes on from there.`,
+    })
     for (const row of rows) await this.deleteUpload(row.upload_id)
     return rows.map(toJob)
-  }
-
-  private held (lease: ImportLease) {
-    return this.db.updateTable('imports').where('id', '=', lease.job.id).where('lease_token', '=', lease.token).where('status', '=', 'running')
   }
 
   private stepValues (step: ImportStep) {
@@ -138,46 +93,21 @@ export class ImportsRepository implements ImportStore {
   }
 
   async step (lease: ImportLease, step: ImportStep, leaseUntil: Date, now: Date): Promise<boolean> {
-    const r = await this.held(lease)
-      .set({ ...this.stepValues(step), lease_until: this.dialect.timestamp(leaseUntil), updated_at: this.dialect.timestamp(now) })
-      .executeTakeFirst()
-    return Number(r.numUpdatedRows) === 1
+    return await this.leased.step(lease.job.id, lease.token, this.stepValues(step), leaseUntil, now)
   }
 
   async renew (lease: ImportLease, leaseUntil: Date, now: Date): Promise<boolean> {
-    const r = await this.held(lease).set({ lease_until: this.dialect.timestamp(leaseUntil), updated_at: this.dialect.timestamp(now) }).executeTakeFirst()
-    return Number(r.numUpdatedRows) === 1
+    return await this.leased.renew(lease.job.id, lease.token, leaseUntil, now)
   }
 
   async finish (lease: ImportLease, outcome: { status: 'succeeded' } | { status: 'failed', failure: string }, step: ImportStep, now: Date): Promise<ImportJob | null> {
-    const ts = this.dialect.timestamp(now)
-    const row = await this.held(lease)
-      .set({
-        ...this.stepValues(step),
-        status: outcome.status,
-        failure: outcome.status === 'failed' ? outcome.failure : null,
-        lease_token: null,
-        lease_until: null,
-        updated_at: ts,
-        finished_at: ts,
-      })
-      .returningAll()
-      .executeTakeFirst()
+    const row = await this.leased.finish(lease.job.id, lease.token, outcome.status, { ...this.stepValues(step), failure: outcome.status === 'failed' ? outcome.failure : null }, now)
     if (row) await this.deleteUpload(row.upload_id)
     return row ? toJob(row) : null
   }
 
   async release (lease: ImportLease, countAttempt: boolean, now: Date): Promise<boolean> {
-    const r = await this.held(lease)
-      .set(eb => ({
-        status: 'pending',
-        lease_token: null,
-        lease_until: null,
-        attempts: countAttempt ? eb.ref('attempts') : eb('attempts', '-', 1),
-        updated_at: this.dialect.timestamp(now),
-      }))
-      .executeTakeFirst()
-    return Number(r.numUpdatedRows) === 1
+    return await this.leased.release(lease.job.id, lease.token, countAttempt, now)
   }
 
   async identities (source: ImportSource, sourceIds: readonly string[]): Promise<Map<string, number>> {
