@@ -5,6 +5,13 @@ import { AppError } from '../../errors.ts'
 import { buildProblem, problemHeaders, statusOf, SUCCESS_ONLY_HEADERS, unavailable } from '../protocol/problems.ts'
 import { isLongLived, routeOf } from '../protocol/route.ts'
 
+/**
+ * Why a request was abandoned, once it was, and the controller of its `abandoned` signal, made on
+ * its first read (most requests never read it): this module's alone.
+ */
+interface Abandonment { reason: Error | null, controller: AbortController | null }
+const ABANDONMENT = Symbol('abandonment')
+
 declare module 'fastify' {
   interface FastifyRequest {
     /**
@@ -12,10 +19,7 @@ declare module 'fastify' {
      * and a 503 has been sent) or the client went away. Long work should observe it and stop.
      */
     abandoned: AbortSignal
-    /** Internal to this plugin: made on the first read of `abandoned` (most requests never read it). */
-    abandonController: AbortController | null
-    /** Internal to this plugin: why the request was abandoned, once it was. */
-    abandonReason: Error | null
+    [ABANDONMENT]: Abandonment | null
     /**
      * The request's writes are being committed: its deadline no longer applies, nor does a
      * shutdown's 503, since either would say "nothing was changed" of a write about to be
@@ -42,8 +46,9 @@ function timedOut (req: FastifyRequest): AppError {
 
 /** Marks a request abandoned: its `abandoned` signal aborts now, or aborted when first read. */
 function abandon (req: FastifyRequest, reason: Error): void {
-  req.abandonReason = reason
-  req.abandonController?.abort(reason)
+  const a = (req[ABANDONMENT] ??= { reason: null, controller: null })
+  a.reason = reason
+  a.controller?.abort(reason)
 }
 
 /**
@@ -137,17 +142,17 @@ export class InFlight {
 export const deadlinesPlugin = fp(async function deadlines (app: FastifyInstance, opts: { inFlight: InFlight }) {
   const { inFlight } = opts
   app.decorateRequest('commitStarted', function (this: FastifyRequest) { inFlight.forget(this) })
-  app.decorateRequest('abandonController', null)
-  app.decorateRequest('abandonReason', null)
+  app.decorateRequest(ABANDONMENT, null)
   // An AbortController per request was a measurable share of a read's cost, for a signal that
   // only writes look at: it is made when first read, already aborted if the request was.
   app.decorateRequest('abandoned', {
     getter (this: FastifyRequest): AbortSignal {
-      if (this.abandonController === null) {
-        this.abandonController = new AbortController()
-        if (this.abandonReason !== null) this.abandonController.abort(this.abandonReason)
+      const a = (this[ABANDONMENT] ??= { reason: null, controller: null })
+      if (a.controller === null) {
+        a.controller = new AbortController()
+        if (a.reason !== null) a.controller.abort(a.reason)
       }
-      return this.abandonController.signal
+      return a.controller.signal
     },
   })
 

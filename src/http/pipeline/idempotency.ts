@@ -16,10 +16,13 @@ interface Claim {
   done: boolean
 }
 
+/** The request's slot for the record its Idempotency-Key holds: this module's alone. */
+const CLAIM = Symbol('idempotencyClaim')
+
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set when a POST carried an Idempotency-Key and now holds its record. */
-    idempotency: Claim | null
+    [CLAIM]: Claim | null
   }
 }
 
@@ -68,7 +71,7 @@ export function documentIdempotencyKey (method: string | string[], schema: Recor
  * lock) rolls the effect back.
  */
 export async function completeIdempotentWrite (req: FastifyRequest, uow: UnitOfWork, response: StoredResponse): Promise<void> {
-  const claim = req.idempotency
+  const claim = req[CLAIM]
   if (claim === null) return
   const stored: Record<string, string> = {}
   for (const name of REPLAYED_HEADERS) if (response.headers[name] !== undefined) stored[name] = response.headers[name]
@@ -91,7 +94,7 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
   const ttlMs = opts.config.idempotencyTtlS * 1000
   const owner = opts.config.instanceId
   const leaseMs = opts.config.instanceLeaseMs
-  app.decorateRequest('idempotency', null)
+  app.decorateRequest(CLAIM, null)
 
   // Claims live by their owner's heartbeat lease: a crashed instance's claims are dead once it
   // lapses (INSTANCE_LEASE_MS), and an instance that starts frees its own name's at once, since
@@ -135,7 +138,7 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
     const claim = await store.idempotency.claim(scope, fingerprint(req), now, { lockMs, ttlMs, owner })
     switch (claim.outcome) {
       case 'claimed':
-        req.idempotency = { scope, token: claim.token, done: false }
+        req[CLAIM] = { scope, token: claim.token, done: false }
         return false
       case 'reused':
         throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request body (or for another API version or media type). Use a new key for a new request.')
@@ -165,7 +168,7 @@ export const idempotencyPlugin = fp(async function idempotency (app: FastifyInst
 
   // A claim whose request ended without a stored answer is let go, so the key can be retried.
   const release = (req: FastifyRequest, done: () => void) => {
-    const claim = req.idempotency
+    const claim = req[CLAIM]
     if (claim === null || claim.done) {
       done()
       return

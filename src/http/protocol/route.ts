@@ -3,10 +3,12 @@ import fp from 'fastify-plugin'
 
 type RequestRouteView = FastifyRequest['routeOptions']
 
+/** The request's slot for its `routeOptions`, read once (routeOf): this module's alone. */
+const ROUTE = Symbol('routeOptions')
+
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Internal: `routeOptions`, read once per request (see routeOf). */
-    routeOptionsOnce: RequestRouteView | null
+    [ROUTE]: RequestRouteView | null
   }
   interface FastifyContextConfig {
     /**
@@ -22,7 +24,7 @@ declare module 'fastify' {
  * read; the hooks read it about ten times per request, so it is built once and kept.
  */
 export function routeOf (req: FastifyRequest): RequestRouteView {
-  return (req.routeOptionsOnce ??= req.routeOptions)
+  return (req[ROUTE] ??= req.routeOptions)
 }
 
 /** Whether the request's route answers with a long-lived stream (route config `longLived`). */
@@ -32,5 +34,5 @@ export function isLongLived (req: FastifyRequest): boolean {
 
 /** Gives every request the slot routeOf fills, so requests keep one shape. */
 export const routePlugin = fp(async function route (app: FastifyInstance) {
-  app.decorateRequest('routeOptionsOnce', null)
+  app.decorateRequest(ROUTE, null)
 }, { name: 'route' })
