@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks'
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { type Kysely, type Migration, sql } from 'kysely'
@@ -39,26 +38,6 @@ function coreMigrations (dialect: DialectParts): Record<string, Migration> {
 
 // The repositories are declared by Repositories, which resources extend from their folders.
 export interface KyselyStore extends Repositories {}
-
-/** The unit of work whose `fn` is running, in its async context (none outside one). */
-const running = new AsyncLocalStorage<{ readonly ended: boolean }>()
-
-/** Work that must not run inside a unit of work, started inside one. */
-export class InsideUnitOfWork extends Error {
-  constructor (what: string) {
-    super(`${what} must not run inside a unit of work: it would hold the unit's connection (on SQLite, the one writer) while it waits. Run it before the unit or after its commit (uow.onCommit).`)
-    this.name = 'InsideUnitOfWork'
-  }
-}
-
-/**
- * Says that `what` must not run inside a unit of work (a transaction of its own, a network or disk
- * wait): throws InsideUnitOfWork when called from a unit's `fn` that has not ended.
- */
-export function assertOutsideUnitOfWork (what: string): void {
-  const unit = running.getStore()
-  if (unit !== undefined && !unit.ended) throw new InsideUnitOfWork(what)
-}
 
 /** A statement through a unit of work that has ended: refused, never run in another unit. */
 export class UnitOfWorkEnded extends Error {
@@ -113,8 +92,6 @@ export class KyselyStore implements Store {
   }
 
   async transaction<T> (fn: (uow: UnitOfWork) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
-    // A unit inside a unit would wait for a connection its own unit holds (on SQLite, the next group).
-    assertOutsideUnitOfWork('A unit of work')
     opts.signal?.throwIfAborted()
     const callbacks: (() => unknown)[] = []
     const work = async (conn: Kysely<Database>): Promise<T> => {
@@ -127,7 +104,7 @@ export class KyselyStore implements Store {
       }
       let result: T
       try {
-        result = await running.run(unit, async () => await fn({ ...repos, onCommit: f => { callbacks.push(f) }, signal }))
+        result = await fn({ ...repos, onCommit: f => { callbacks.push(f) }, signal })
         // Last, so a lock taken there (the event log's, for id order) is held only for the commit.
         const now = new Date()
         for (const f of beforeCommit) await f(now)

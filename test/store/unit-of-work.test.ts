@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { assertOutsideUnitOfWork, InsideUnitOfWork, UnitOfWorkEnded } from '../../src/store/kysely-store.ts'
+import { UnitOfWorkEnded } from '../../src/store/kysely-store.ts'
 import type { UnitOfWork } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
 import { createPost, writeOver } from '../support/posts.ts'
@@ -84,22 +84,6 @@ for (const kind of await storeKinds()) {
       assert.ok(outcomes.includes('done'))
       const final = await f.store.posts.findById(p.id, null)
       assert.equal(final!.revision, 1 + outcomes.filter(o => o === 'done').length)
-    })
-
-    it('refuses a unit of work started inside another, and what says it must run outside one; both run once the unit ended', async () => {
-      let late: Promise<void> | undefined
-      await f.store.transaction(async () => {
-        await assert.rejects(f.store.transaction(async () => {}), InsideUnitOfWork)
-        assert.throws(() => { assertOutsideUnitOfWork('Sending a webhook') }, /Sending a webhook must not run inside a unit of work/)
-        late = (async () => {
-          await new Promise(resolve => setTimeout(resolve, 20))
-          assertOutsideUnitOfWork('Work after the commit')
-          await f.store.transaction(async uow => { await createPost(uow, { title: 'after its unit' }) })
-        })()
-      })
-      assertOutsideUnitOfWork('Work outside any unit')
-      await late
-      assert.ok((await titles()).includes('after its unit'))
     })
 
     it('refuses every statement through a unit that has committed: a query built, a prepared one, a write; nothing is written', async () => {

@@ -10,7 +10,6 @@ import { openBlobStorage } from '../../storage/open-blob-storage.ts'
 import type { Repositories, Store } from '../../store/store.ts'
 import { type Format, makeVariant } from './image.ts'
 import { blobKey, type VariantKey } from './store.ts'
-import { assertOutsideUnitOfWork } from '../../store/kysely-store.ts'
 
 /** How long one instance may take to compute a variant before another may take over (it died). */
 export const VARIANT_LEASE_MS = 20_000
@@ -145,8 +144,6 @@ export async function readAll (body: Readable): Promise<Buffer> {
  * row holding the blob (a crash before that leaves a claim that expires, and the sweep removes the blob).
  */
 export async function writeBlob (library: Library, store: Repositories, sha256: string, data: Buffer, contentType: string, deadlineMs: number): Promise<string> {
-  // The bytes go to storage (a disk, S3) before the row's unit of work, never while it holds the writer.
-  assertOutsideUnitOfWork('Writing an image\'s bytes to storage')
   const token = randomBytes(16).toString('base64url')
   const key = blobKey(sha256)
   await store.media.claimBlob(token, key, new Date(library.clock.now().getTime() + deadlineMs + CLAIM_MARGIN_MS))
