@@ -1,27 +1,19 @@
 import type { Generated } from 'kysely'
-import type { Timestamp } from '../../store/tables.ts'
+import type { LeasedColumns } from '../../store/leased-rows.ts'
 import type { ExportJob, ExportLease, ExportRequest, FilterStatus } from './export.ts'
 
-export interface ExportsTable {
-  id: Generated<number>
-  owner: string
+/** The lease's columns (LeasedColumns: id, owner, status, attempts, lease, times) and its own. */
+export interface ExportsTable extends LeasedColumns {
   format: 'ndjson' | 'wxr'
   filter_status: FilterStatus | null
   api_version: number
   link_base: string
   callback_url: string | null
-  status: 'pending' | 'running' | 'succeeded' | 'failed'
   exported: Generated<number>
   total: number | null
-  attempts: Generated<number>
-  lease_token: string | null
-  lease_until: Timestamp | null
   error: string | null
   size: number | null
   sha256: string | null
-  created_at: Timestamp
-  updated_at: Timestamp
-  finished_at: Timestamp | null
 }
 
 export interface ExportChunksTable {

@@ -1,13 +1,12 @@
 import type { Generated } from 'kysely'
+import type { LeasedColumns } from '../../store/leased-rows.ts'
 import type { Timestamp } from '../../store/tables.ts'
 import type { ImportJob, ImportLease, ImportReport, ImportSource, Upload } from './import.ts'
 
-export interface ImportsTable {
-  id: Generated<number>
-  owner: string
+/** The lease's columns (LeasedColumns: id, owner, status, attempts, lease, times) and its own. */
+export interface ImportsTable extends LeasedColumns {
   source: ImportSource
   dry_run: number
-  status: 'pending' | 'running' | 'succeeded' | 'failed'
   upload_id: string
   size: number
   sha256: string
@@ -16,12 +15,6 @@ export interface ImportsTable {
   report: string
   seen_tags: string
   failure: string | null
-  attempts: Generated<number>
-  lease_token: string | null
-  lease_until: Timestamp | null
-  created_at: Timestamp
-  updated_at: Timestamp
-  finished_at: Timestamp | null
 }
 
 export interface ImportUploadsTable {
