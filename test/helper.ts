@@ -172,6 +172,13 @@ export async function instanceOn (url: string, dataDir: string, env: Record<stri
   return { app, store }
 }
 
+/** An Authorization header of an HS256 JWT for `sub`, valid for an hour, as every test app's settings accept it. */
+export async function bearer (sub: string, scopes: string[] = ['posts:write']): Promise<string> {
+  const iat = Math.floor(Date.now() / 1000)
+  const jwt = await new SignJWT({ scope: scopes.join(' ') }).setProtectedHeader({ alg: 'HS256' }).setSubject(sub).setIssuedAt(iat).setExpirationTime(iat + 3600).sign(new TextEncoder().encode(JWT_SECRET))
+  return `Bearer ${jwt}`
+}
+
 /**
  * Two instances of the service on one fresh database of `kind` (two instances behind a load
  * balancer), closed, with their database, when the test `c` ends.

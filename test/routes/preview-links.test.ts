@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
-import { buildTestApp, json, postgresAvailable, storeKinds, type TestApp, twoInstances } from '../helper.ts'
+import { bearer, buildTestApp, json, postgresAvailable, storeKinds, type TestApp, twoInstances } from '../helper.ts'
 import { until } from '../support/poll.ts'
 
 type Headers = Record<string, string>
@@ -251,9 +251,7 @@ for (const kind of await storeKinds()) {
 describe('preview links on two instances of one PostgreSQL', { skip: !(await postgresAvailable()) && 'PostgreSQL is unreachable' }, () => {
   it('a link revoked on one answers 404 on the other within a second', async c => {
     const { a, b } = await twoInstances(c, 'postgres')
-    const t = await buildTestApp('sqlite')
-    const authorization = `Bearer ${await t.token('alice', ['posts:write'])}`
-    await t.close()
+    const authorization = await bearer('alice')
     const post = JSON.parse((await a.inject({ method: 'POST', url: '/posts', headers: { authorization }, payload: { title: 'x', content: '', status: 'draft' } })).body) as { id: number }
     const made = JSON.parse((await a.inject({ method: 'POST', url: `/posts/${post.id}/preview-links`, headers: { authorization } })).body) as { id: number, url: string }
     // B has read it (and would have cached it, if it cached).

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { buildTestApp, json, storeKinds, type TestApp, twoInstances } from '../../helper.ts'
+import { bearer, buildTestApp, json, storeKinds, type TestApp, twoInstances } from '../../helper.ts'
 
 /** Writes that search must see at once: more than one batch of the indexer would be only with 30. */
 const WRITES = 30
@@ -43,9 +43,7 @@ for (const kind of await storeKinds()) {
   describe(`GET /posts?q= on a second instance reads the first's writes [${kind}]`, () => {
     it(`finds all of ${WRITES} posts another instance created just before`, async c => {
       const { a, b } = await twoInstances(c, kind, NO_BACKGROUND)
-      const t = await buildTestApp('sqlite')
-      const authorization = (await t.auth('alice')).authorization
-      await t.close()
+      const authorization = await bearer('alice')
       for (let i = 0; i < WRITES; i++) {
         const res = await a.inject({ method: 'POST', url: '/posts', headers: { authorization }, payload: { title: `Wallaby ${i}`, content: 'hops' } })
         assert.equal(res.statusCode, 201, res.body)
