@@ -183,7 +183,7 @@ export async function bearer (sub: string, scopes: string[] = ['posts:write']): 
  * Two instances of the service on one fresh database of `kind` (two instances behind a load
  * balancer), closed, with their database, when the test `c` ends.
  */
-export async function twoInstances (c: { after: (fn: () => Promise<void>) => void }, kind: StoreKind, env: Record<string, string> = {}): Promise<{ a: FastifyInstance, b: FastifyInstance }> {
+export async function twoInstances (c: { after: (fn: () => Promise<void>) => void }, kind: StoreKind, env: Record<string, string> = {}): Promise<{ a: FastifyInstance, b: FastifyInstance, store: Store }> {
   const db = await freshDatabase(kind)
   const a = await instanceOn(db.url, db.dataDir, env)
   const b = await instanceOn(db.url, db.dataDir, env)
@@ -192,7 +192,7 @@ export async function twoInstances (c: { after: (fn: () => Promise<void>) => voi
     for (const i of [a, b]) await i.store.close()
     await db.drop()
   })
-  return { a: a.app, b: b.app }
+  return { a: a.app, b: b.app, store: a.store }
 }
 
 /** The settings of a test's app on database `url`: silent unless TEST_LOG is set, no bootstrap key, no shedding; `env` overrides. */
@@ -206,6 +206,8 @@ export function testConfig (url: string, dataDir: string, env: Record<string, st
     // Load shedding measures the whole machine: on a busy shared test machine it would shed tests'
     // requests at random. The tests of shedding set these themselves.
     OVERLOAD_MAX_WAIT_MS: '0',
+    // No site unless a test asks for one: it would listen on one port for every test.
+    SITE_PORT: '0',
     ...env,
   }, parts)
 }
@@ -288,13 +290,21 @@ export function runnerOf (job: Job, log = pino({ level: process.env.TEST_LOG ?? 
   return runner
 }
 
-/** A TCP port on 127.0.0.1 that nothing listens on now (bound, then released). */
+/** Ports this process has handed out already: the kernel may offer a just-closed port again. */
+const givenPorts = new Set<number>()
+
+/** A TCP port on 127.0.0.1 that nothing listens on now (bound, then released), never one this process was given before. */
 export async function freePort (): Promise<number> {
-  const server = net.createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as net.AddressInfo
-  await new Promise<void>(resolve => server.close(() => { resolve() }))
-  return port
+  for (;;) {
+    const server = net.createServer()
+    await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as net.AddressInfo
+    await new Promise<void>(resolve => server.close(() => { resolve() }))
+    if (!givenPorts.has(port)) {
+      givenPorts.add(port)
+      return port
+    }
+  }
 }
 
 /** The JSON body of a response (fails the test when it is not JSON). */

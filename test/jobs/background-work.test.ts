@@ -30,7 +30,7 @@ for (const kind of await storeKinds()) {
   // write lock with the event loop blocked.
   describe(`an API instance without background work, and a worker beside it [${kind}]`, () => {
     let db: Awaited<ReturnType<typeof freshDatabase>>
-    let api: Instance
+    let api: Instance | null = null
     let worker: Instance | null = null
     let rx: Awaited<ReturnType<typeof receiver>>
     before(async () => {
@@ -39,18 +39,20 @@ for (const kind of await storeKinds()) {
       api = await startInstance('api', processEnv(db, { ...ENV, BACKGROUND_WORK: 'false' }))
     })
     after(async () => {
-      if (worker !== null) assert.equal(await stop(worker), 0, worker.output.join(''))
-      assert.equal(await stop(api), 0, api.output.join(''))
+      // Everything is stopped and closed even when a start failed, so nothing keeps the file running.
+      const codes = await Promise.all([worker, api].map(async i => i === null ? 0 : await stop(i)))
       await rx.close()
       await db.drop()
+      assert.deepEqual(codes, [0, 0], [worker, api].map(i => i?.output.join('') ?? '').join('\n'))
     })
 
     it('leaves deliveries and scheduled posts to the worker, which sends and publishes what the API instance recorded', async () => {
       const as = async (who: string, scopes: string[]) => ({ authorization: `Bearer ${await token(who, scopes)}`, 'content-type': 'application/json' })
       const admin = await as('root', ['admin'])
       const writer = await as('alice', ['posts:write'])
+      const { base } = api ?? assert.fail('the API instance did not start')
       const call = async (method: string, url: string, headers: Record<string, string>, body?: object) => {
-        const res = await fetch(`${api.base}${url}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) })
+        const res = await fetch(`${base}${url}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) })
         assert.ok(res.ok, `${method} ${url}: ${res.status} ${await res.clone().text()}`)
         return await res.json() as any
       }
