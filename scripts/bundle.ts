@@ -25,7 +25,7 @@ import { build } from 'esbuild'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 
-const EXTERNAL = ['better-sqlite3', 'sharp', '@aws-sdk/client-s3', '@aws-sdk/lib-storage', 'pg', 'ioredis', 'pino', '@fastify/swagger', '@fastify/swagger-ui']
+const EXTERNAL = ['better-sqlite3', 'sharp', '@node-rs/argon2', '@aws-sdk/client-s3', '@aws-sdk/lib-storage', 'pg', 'ioredis', 'pino', '@fastify/swagger', '@fastify/swagger-ui']
 
 await build({
   entryPoints: [path.join(ROOT, 'dist/cli/main.js')],

@@ -1,6 +1,5 @@
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { writeOpenApi } from './write-openapi.ts'
@@ -10,7 +9,8 @@ import { writeOpenApi } from './write-openapi.ts'
  * OWASP API Security rules (.spectral.yaml); any error fails. Everything runs from node_modules.
  */
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-lint-api-'))
+// Inside the project, so that the ruleset's per-path overrides (globs beside .spectral.yaml) reach it.
+const dir = fs.mkdtempSync(path.join(root, 'lint-api-'))
 const file = path.join(dir, 'openapi.json')
 try {
   await writeOpenApi(file)

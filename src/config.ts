@@ -30,6 +30,11 @@ export interface Config extends ResourceSettings {
   readonly host: string
   /** Where readers reach the service: the origin (and path prefix) of feed links, no trailing slash. */
   readonly publicBaseUrl: string
+  /**
+   * The reading site: its listener (SITE_PORT; null when 0, the site off) and the origin readers
+   * reach it at (SITE_BASE_URL; default `http://HOST:SITE_PORT`; null when the site is off).
+   */
+  readonly site: { readonly port: number | null, readonly baseUrl: string | null }
   /** `sqlite:<file>` or `postgres://…` */
   readonly databaseUrl: string
   readonly storeKind: 'sqlite' | 'postgres'
@@ -219,6 +224,21 @@ function host (env: Env): string {
   return raw
 }
 
+/** SITE_PORT (default 3001; 0: no site), apart from PORT and METRICS_PORT, and SITE_BASE_URL. */
+function site (env: Env, hostName: string, apiPort: number, metricsPort: number | null): Config['site'] {
+  const port = int(env, 'SITE_PORT', 3001, 0, 65535)
+  if (port === 0) return Object.freeze({ port: null, baseUrl: null })
+  if (port === apiPort) throw new ConfigError('SITE_PORT', `must differ from PORT (${apiPort}): the site is served on a listener of its own`)
+  if (port === metricsPort) throw new ConfigError('SITE_PORT', `must differ from METRICS_PORT (${port})`)
+  const raw = url(env, 'SITE_BASE_URL', ['http:', 'https:'])
+  if (raw === null) return Object.freeze({ port, baseUrl: `http://${isIP(hostName) === 6 ? `[${hostName}]` : hostName}:${port}` })
+  const parsed = new URL(raw)
+  if (parsed.search !== '' || parsed.hash !== '' || parsed.username !== '' || parsed.password !== '' || parsed.pathname !== '/') {
+    throw new ConfigError('SITE_BASE_URL', 'must be an origin, such as https://blog.example.com, without path, query, fragment or credentials')
+  }
+  return Object.freeze({ port, baseUrl: parsed.origin })
+}
+
 /** PUBLIC_BASE_URL: an http(s) URL without query or fragment; default `http://HOST:PORT`. */
 function publicBaseUrl (env: Env, hostName: string, port: number): string {
   const raw = url(env, 'PUBLIC_BASE_URL', ['http:', 'https:'])
@@ -314,10 +334,12 @@ export function readConfig (env: Env, sections: readonly SettingsSection[], vers
 
   const port = int(env, 'PORT', 3000, 0, 65535)
   const apiHost = host(env)
+  const metricsSettings = metrics(env, port, apiHost)
   const core: Omit<Config, keyof ResourceSettings> = {
     port,
     host: apiHost,
     publicBaseUrl: publicBaseUrl(env, apiHost, port),
+    site: site(env, apiHost, port, metricsSettings.port),
     databaseUrl,
     storeKind,
     dataDir,
@@ -343,7 +365,7 @@ export function readConfig (env: Env, sections: readonly SettingsSection[], vers
       max: int(env, 'RATE_LIMIT_MAX', 1000, 0, 1_000_000_000),
       windowS: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
     }),
-    metrics: metrics(env, port, apiHost),
+    metrics: metricsSettings,
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
     instanceId: str(env, 'INSTANCE_ID') ?? `${os.hostname()}:${int(env, 'PORT', 3000, 0, 65535)}`,
     instanceLeaseMs: int(env, 'INSTANCE_LEASE_MS', 3_000, 300, 600_000),

@@ -4,7 +4,7 @@ import { Registry } from 'prom-client'
 import { buildCatalogue, type Catalogue } from './catalogue.ts'
 import { type Clock, systemClock } from './clock.ts'
 import { type Config, type Env, readConfig } from './config.ts'
-import { Authenticator } from './http/pipeline/auth.ts'
+import { Authenticator, type PeopleCredentials } from './http/pipeline/auth.ts'
 import { InFlight } from './http/pipeline/deadlines.ts'
 import { idempotencyJobs } from './http/pipeline/idempotency.ts'
 import { Representations } from './http/toolkit/conditional.ts'
@@ -128,7 +128,7 @@ export async function createContext (config: Config, overrides: ContextOverrides
     return Object.freeze({
       ...ctx,
       parts,
-      authenticator: new Authenticator(config.auth, store.apiKeys, clock),
+      authenticator: new Authenticator(config.auth, store.apiKeys, clock, peopleOf(made)),
       catalogue,
       representations: new Representations(resources.map(r => [r.name, schemasOf(r, ctx.eventTypes)] as const)),
       jobs,
@@ -138,6 +138,13 @@ export async function createContext (config: Config, overrides: ContextOverrides
     if (overrides.store === undefined) await store.close().catch(() => {})
     throw err
   }
+}
+
+/** People's credentials, when the identity facility is among the parts. */
+function peopleOf (services: Partial<Services>): PeopleCredentials | null {
+  const identity = services.identity
+  if (identity === undefined) return null
+  return { authenticate: async t => await identity.authenticate(t), keyPrincipal: async (id, scopes) => await identity.keyPrincipal(id, scopes) }
 }
 
 const REDACT = { paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization'], censor: '[redacted]' }

@@ -67,6 +67,11 @@ export async function startServer (config: Config): Promise<{ app: FastifyInstan
       process.stderr.write(`\nNo credential was configured, so an admin API key was made. It is shown only now:\n\n  ${token}\n\nUse it as: Authorization: Bearer ${token}\n\n`)
     }
   }
+  // While the blog has no owner, at every start: whatever LOG_LEVEL, whatever credentials.
+  const identity = context.services.identity
+  if (await identity.needsSetup()) {
+    process.stdout.write(`\nThe blog has no owner yet. Open this link once to create the owner's account:\n\n  ${config.publicBaseUrl}/admin/setup#${identity.setupToken}\n\n`)
+  }
 
   let closing = false
   const shutdown = (signal: string) => {

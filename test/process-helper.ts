@@ -27,6 +27,8 @@ export function processEnv (db: { url: string, dataDir?: string }, extra: Record
     BOOTSTRAP_ADMIN_KEY: 'false',
     LOG_LEVEL: 'silent',
     OVERLOAD_MAX_WAIT_MS: '0',
+    // No site unless a test asks for one (with a port of its own): instances would collide on 3001.
+    SITE_PORT: '0',
     ...extra,
   }
 }

@@ -1,15 +1,17 @@
 -- wrk script of `npm run bench`. Arguments after `--`: mode, then mode's values.
 --   read <n>                 GET /posts/<random id in 1..n>
+--   readas <n> <authorization>  the same, with that Authorization header
 --   path <path>              GET <path> (a list page)
 --   mixed <n> <token>        90% GET /posts/<random id>, 10% PUT of a whole post
 --   create <token> [title]   POST /posts (with that title, else a random one of a million)
 -- done() prints one JSON line that bench/throughput.ts reads.
-local mode, n, token, path, title
+local mode, n, token, path, title, authorization
 local content = string.rep("Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", 36)
 
 function init (args)
   mode = args[1]
   if mode == "read" then n = tonumber(args[2])
+  elseif mode == "readas" then n = tonumber(args[2]); authorization = args[3]
   elseif mode == "path" then path = args[2]
   elseif mode == "mixed" then n = tonumber(args[2]); token = args[3]
   elseif mode == "create" then token = args[2]; title = args[3]
@@ -24,6 +26,8 @@ end
 function request ()
   if mode == "read" then
     return wrk.format("GET", "/posts/" .. math.random(1, n))
+  elseif mode == "readas" then
+    return wrk.format("GET", "/posts/" .. math.random(1, n), { ["Authorization"] = authorization })
   elseif mode == "path" then
     return wrk.format("GET", path)
   elseif mode == "mixed" then

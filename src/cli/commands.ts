@@ -5,6 +5,7 @@ import type { Resource } from '../http/contract/resources.ts'
 import { FACILITIES, RESOURCES } from '../registry.ts'
 import { startServer } from '../server.ts'
 import { knownScopes, loadConfig, openStore } from '../context.ts'
+import { usersCommand } from './users.ts'
 
 const usage = (SCOPES: readonly string[]) => `Usage: blog <command>
 
@@ -15,6 +16,14 @@ Commands:
                                           (scopes: ${SCOPES.join(' ')})
   keys list                               list API keys (never their secrets)
   keys revoke <name-or-id>                revoke an API key
+  users create --email E --name N --role R
+                                          make a user (roles: contributor author editor
+                                          admin owner; owner only while there is none);
+                                          the password is asked for, or read as one line
+                                          from standard input; prints the user's id
+  users list [--json]                     list users (id, email, name, slug, role, status)
+  users reset-password --email E | --id I print a password reset link (an hour, once)
+  users suspend --email E | --id I        suspend a user: their sessions and keys stop
 
 Settings come from the environment; see the configuration table (docs/configuration.md).`
 
@@ -98,6 +107,10 @@ export async function runCli (argv: string[], { env = process.env, resources = R
         process.stderr.write(done ? `revoked ${args[0]}\n` : `no live key named ${args[0]}\n`)
         return done ? 0 : 1
       }
+    }
+    if (command === 'users') {
+      const [sub, ...args] = rest
+      return await usersCommand(sub, args, store, config, USAGE)
     }
     process.stderr.write(USAGE + '\n')
     return 2

@@ -12,6 +12,7 @@ import type { StoreModule, UnitScope } from './module.ts'
 import { ApiKeysRepository } from './repositories/api-keys-repository.ts'
 import { IdempotencyRepository } from './repositories/idempotency-repository.ts'
 import type { Repositories, Store, TransactionOptions, UnitOfWork } from './store.ts'
+import { SYSTEM_ACTOR } from '../domain/principal.ts'
 import type { Database, DialectParts } from './tables.ts'
 
 export type { Database, DialectParts } from './tables.ts'
@@ -97,7 +98,7 @@ export class KyselyStore implements Store {
     const work = async (conn: Kysely<Database>): Promise<T> => {
       const beforeCommit: ((now: Date) => Promise<void>)[] = []
       const unit = { ended: false }
-      const repos = repositories(guarded(conn, unit), this.dialect, this.modules, { beforeCommit: f => { beforeCommit.push(f) } })
+      const repos = repositories(guarded(conn, unit), this.dialect, this.modules, { actor: opts.actor ?? SYSTEM_ACTOR, beforeCommit: f => { beforeCommit.push(f) } })
       const signal = async (channel: string) => {
         callbacks.push(() => this.signals.emit(channel))
         await this.dialect.signals?.notify(conn, channel)

@@ -1,3 +1,4 @@
+import type { Actor } from '../domain/principal.ts'
 import type { Kysely } from 'kysely'
 import type { SharedMigration } from './migrations/column-types.ts'
 import type { Database, DialectParts } from './tables.ts'
@@ -23,6 +24,8 @@ export interface StoreModule {
 
 /** What a repository bound to a unit of work may ask of it. */
 export interface UnitScope {
+  /** Who the unit's changes are by (TransactionOptions.actor): its events carry it. */
+  readonly actor: Actor
   /**
    * Runs `fn` once the unit's own work is done, just before its commit, in the unit's transaction
    * (the event log writes a unit's events then, holding its ordering lock for the commit alone).

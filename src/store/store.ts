@@ -1,3 +1,4 @@
+import type { Actor } from '../domain/principal.ts'
 import type { StoreCircuit } from './circuit.ts'
 
 export type SortDirection = 'asc' | 'desc'
@@ -44,6 +45,8 @@ export interface ApiKeyRecord {
   readonly hash: string
   readonly createdAt: string
   readonly revokedAt: string | null
+  /** The person whose key it is (a key a user made, acting as them); null for the command line's. */
+  readonly userId: string | null
 }
 
 export interface ApiKeyStore {
@@ -129,6 +132,8 @@ export interface StoredEvent {
   readonly public: boolean
   readonly webhookId: number | null
   readonly data: string
+  /** Who caused it, as JSON (`{kind, id, name}`); null for events kept from before actors were. */
+  readonly actor: string | null
 }
 
 /**
@@ -147,7 +152,7 @@ export interface EventStore {
   /** Up to `limit` events with ids above `after`, in id order. */
   list (after: number, limit: number): Promise<StoredEvent[]>
   /** As `list`, without the events' data (what the fan-out needs to match subscriptions). */
-  heads (after: number, limit: number): Promise<Array<Omit<StoredEvent, 'data'>>>
+  heads (after: number, limit: number): Promise<Array<Omit<StoredEvent, 'data' | 'actor'>>>
   /** The newest event's id (0 when none). */
   lastId (): Promise<number>
   /** The newest id retention has deleted (0 when none): a reader resuming before it missed events. */
@@ -192,6 +197,8 @@ export interface UnitOfWork extends Repositories {
 }
 
 export interface TransactionOptions {
+  /** Who the unit's changes are by: its events carry it (absent: the service itself, `system`). */
+  readonly actor?: Actor
   /** The request's signal: when it has fired by the time `fn` returns, the work is rolled back. */
   readonly signal?: AbortSignal
   /**

@@ -12,6 +12,8 @@ export interface ApiKeysTable {
   hash: string
   created_at: Timestamp
   revoked_at: Timestamp | null
+  /** The person who made it (the identity facility's column); absent where people are not kept. */
+  user_id?: string | null
 }
 
 export interface MetaTable {

@@ -6,7 +6,7 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { buildTestApp, type StoreKind, type TestApp, underCI } from '../helper.ts'
 
 export const CHROMIUM = '/usr/bin/chromium'
-const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+export const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
 
 /** Under CI a missing browser (or a missing build of the editor) is a failure; elsewhere the suite is skipped with the reason. */
@@ -84,9 +84,15 @@ export async function eventually (check: () => Promise<boolean>, what: string, m
   }
 }
 
-/** Signs in through the form, as a person does. */
+/** The sign-in screen's API key form, behind `Use an API key` (the person's sign-in comes first). */
+export async function useKey (page: Page): Promise<void> {
+  await page.getByRole('button', { name: 'Use an API key' }).click()
+}
+
+/** Signs in through the form with an API key. */
 export async function signIn (page: Page, token: string): Promise<void> {
   await page.goto('/admin')
+  await useKey(page)
   await page.getByLabel('API key').fill(token)
   await page.getByRole('button', { name: 'Sign in' }).click()
   await page.getByRole('heading', { level: 1, name: 'Posts' }).waitFor()

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { SignJWT } from 'jose'
 import { json, JWT_SECRET } from '../helper.ts'
-import { editorMissing, type EditorWorld, eventually, startEditorWorld } from './browser.ts'
+import { editorMissing, type EditorWorld, eventually, startEditorWorld, useKey } from './browser.ts'
 
 describe('the editor when its credential expires, in Chromium', { skip: editorMissing() }, () => {
   let w: EditorWorld
@@ -17,6 +17,7 @@ describe('the editor when its credential expires, in Chromium', { skip: editorMi
     const brief = await new SignJWT({ scope: 'posts:write' }).setProtectedHeader({ alg: 'HS256' }).setSubject('sam').setExpirationTime(expires).sign(new TextEncoder().encode(JWT_SECRET))
     const { page, context } = await w.open()
     await page.goto('/admin')
+    await useKey(page)
     await page.getByLabel('API key').fill(brief)
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.getByRole('button', { name: 'New post' }).click()
@@ -30,6 +31,7 @@ describe('the editor when its credential expires, in Chromium', { skip: editorMi
     // The next request (the preview's) is refused: the tab forgets the credential and asks again.
     await page.getByRole('alert').filter({ hasText: 'Signed out' }).waitFor()
     assert.equal(await page.evaluate('sessionStorage.getItem("blog-editor.token")'), null)
+    await useKey(page)
     await page.getByLabel('API key').fill(await w.t.token('sam', ['posts:write']))
     await page.getByRole('button', { name: 'Sign in' }).click()
 

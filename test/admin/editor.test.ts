@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { Page } from 'playwright-core'
 import { json } from '../helper.ts'
-import { cspViolations, editorMissing, eventually, type EditorWorld, foreign, gzippedAssets, seriousViolations, signIn, startEditorWorld, type Watched } from './browser.ts'
+import { cspViolations, editorMissing, eventually, type EditorWorld, foreign, gzippedAssets, seriousViolations, signIn, startEditorWorld, useKey, type Watched } from './browser.ts'
 
 const skip = editorMissing()
 
@@ -50,6 +50,7 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     }
     const { page } = tab
     await page.goto('/admin')
+    await useKey(page)
     await page.getByLabel('API key').fill('blog_not-a-key')
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.getByRole('alert').filter({ hasText: 'That key was not accepted' }).waitFor()
@@ -353,6 +354,8 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     const { page, context } = await w.open()
     const post = json(await api('POST', '/posts', { title: 'Aligned', content: '| left | right | middle |\n|:--|--:|:-:|\n| a | 1 | x |\n\n![A dot](https://images.example/dot.gif)\n\n```js\nconst a = 1\n```' }))
     await page.goto('/admin')
+    await page.getByLabel('Email').waitFor()
+    await useKey(page)
     await page.getByLabel('API key').waitFor()
     assert.deepEqual(await cspViolations(page), [], 'the sign-in screen')
     await signIn(page, key)

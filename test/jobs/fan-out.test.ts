@@ -45,7 +45,7 @@ for (const kind of await storeKinds()) {
       const [claimed] = await f.store.transaction(async uow => await uow.webhooks.claimDue(new Date(), 60_000, 5))
       assert.equal(claimed?.id, `dlv_${kind}_held`)
       assert.equal(claimed?.payload, eventJson(e2!))
-      assert.deepEqual(JSON.parse(claimed!.payload!), { id: String(e2!.id), type: 'post.created', occurred_at: e2!.occurredAt, data: { n: 2 } })
+      assert.deepEqual(JSON.parse(claimed!.payload!), { id: String(e2!.id), type: 'post.created', occurred_at: e2!.occurredAt, actor: { kind: 'system', id: null, name: 'system' }, data: { n: 2 } })
 
       // Once the delivery is finished and past retention, it goes, and its event with it.
       await f.store.webhooks.delivered([claimed!.id], new Date())

@@ -47,7 +47,9 @@ for (const kind of await storeKinds()) {
       assert.equal(bad.statusCode, 422)
       assert.equal(json(bad).errors[0].field, 'types')
       // The types are the registered resources', in the registry's order.
-      assert.equal(json(bad).errors[0].message, '"nope" is not an event type; use any of post.created, post.updated, post.published, post.unpublished, post.deleted, order.created, order.cancelled, export.succeeded, export.failed, media.created, media.deleted.')
+      // Every type the registered parts raise, in the registry's order (the resources', then those of the resources the facilities carry).
+      assert.equal(json(bad).errors[0].message, `"nope" is not an event type; use any of ${t.context.eventTypes.join(', ')}.`)
+      assert.ok(t.context.eventTypes.includes('post.created') && t.context.eventTypes.includes('session.reuse_detected'))
     })
 
     it('streams new events as id/event/data, each principal seeing only what it may', async () => {
@@ -62,7 +64,9 @@ for (const kind of await storeKinds()) {
       assert.equal(e.event, 'order.created')
       const event = JSON.parse(e.data)
       assert.equal(e.id, event.id)
-      assert.deepEqual(Object.keys(event).sort(), ['data', 'id', 'occurred_at', 'type'])
+      assert.deepEqual(Object.keys(event).sort(), ['actor', 'data', 'id', 'occurred_at', 'type'])
+      // Carol's order was placed with her JWT: the identity provider's subject caused it.
+      assert.deepEqual(event.actor, { kind: 'jwt', id: null, name: 'carol' })
       // A stream delivers in order: had dave's order reached carol's stream, it came before her next one.
       const c = await order(carol)
       await until(() => ids(mine).includes(c.id), 'carol\'s next order on her stream')

@@ -18,7 +18,7 @@ for (const kind of await storeKinds()) {
     it('creates, finds and lists keys, never changing what was stored', async () => {
       const now = new Date('2024-02-03T04:05:06.789Z')
       const rec = await store.apiKeys.create({ id: '00000000000000a1', name: 'ci', scopes: ['posts:write', 'orders:write'], hash: 'ab'.repeat(32) }, now)
-      assert.deepEqual(rec, { id: '00000000000000a1', name: 'ci', scopes: ['posts:write', 'orders:write'], hash: 'ab'.repeat(32), createdAt: now.toISOString(), revokedAt: null })
+      assert.deepEqual(rec, { id: '00000000000000a1', name: 'ci', scopes: ['posts:write', 'orders:write'], hash: 'ab'.repeat(32), createdAt: now.toISOString(), revokedAt: null, userId: null })
       assert.deepEqual(await store.apiKeys.findById('00000000000000a1'), rec)
       assert.equal(await store.apiKeys.findById('ffffffffffffffff'), null)
       await store.apiKeys.create({ id: '00000000000000a2', name: 'deploy', scopes: ['admin'], hash: 'cd'.repeat(32) }, new Date(now.getTime() + 1))

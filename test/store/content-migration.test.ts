@@ -94,3 +94,31 @@ for (const kind of await storeKinds()) {
     })
   })
 }
+
+for (const kind of await storeKinds()) {
+  describe(`migrating a database made before posts had people as authors (posts/0009-authors) [${kind}]`, () => {
+    const s = startedAfterWriting(kind, 'posts/0009-authors', async store => {
+      const rows: [string, string, string][] = [['One', 'Ada Lovelace', 'ada-1'], ['Two', 'Ada Lovelace', 'ada-2'], ['Three', 'cli-admin', 'three'], ['Four', 'Ada-Lovelace', 'four']]
+      for (const [title, author, slug] of rows) {
+        const at = '2026-01-01T00:00:00.000Z'
+        const ts = kind === 'postgres' ? sql`${at}::timestamptz` : sql`${at}`
+        await sql`INSERT INTO posts (title, content, status, author, created_at, updated_at, revision, slug, published_at) VALUES (${title}, '', 'published', ${author}, ${ts}, ${ts}, 1, ${slug}, ${ts})`.execute(store.db)
+      }
+    })
+
+    it('makes each author name an inactive user with a slug of its own, the author of its posts, with an author page', async () => {
+      const posts = json(await s.t.request({ method: 'GET', url: '/posts?sort=id&fields=title,author,authors' }))
+      assert.deepEqual(posts.map((p: { author: string, authors: string[] }) => [p.author, p.authors]), [
+        ['Ada Lovelace', ['ada-lovelace']], ['Ada Lovelace', ['ada-lovelace']], ['cli-admin', ['cli-admin']], ['Ada-Lovelace', ['ada-lovelace-2']],
+      ])
+      const authors = json(await s.t.request({ method: 'GET', url: '/authors' }))
+      assert.deepEqual(authors.map((a: { name: string, slug: string, post_count: number }) => [a.name, a.slug, a.post_count]), [
+        ['Ada Lovelace', 'ada-lovelace', 2], ['Ada-Lovelace', 'ada-lovelace-2', 1], ['cli-admin', 'cli-admin', 1],
+      ])
+      const users = json(await s.t.request({ method: 'GET', url: '/users?status=inactive', headers: await s.t.auth('root', ['admin']) }))
+      assert.equal(users.length, 3)
+      assert.ok(users.every((u: { status: string }) => u.status === 'inactive'))
+      assert.equal(json(await s.t.request({ method: 'GET', url: '/posts?author=ada-lovelace' })).length, 2)
+    })
+  })
+}

@@ -21,11 +21,72 @@ export interface Answer<T> {
 
 const TOKEN_KEY = 'blog-editor.token'
 
-/** The credential, kept for this tab only. */
+/**
+ * A person's session: its access token in this page's memory only (the refresh token is the
+ * service's HttpOnly cookie, which the page never sees), made again a minute before it expires.
+ */
+let session: { token: string, timer: ReturnType<typeof setTimeout> | undefined } | null = null
+let refreshing: Promise<boolean> | null = null
+
+/** Whether this browser holds a session's cookie (a mark, not a secret): a reload then asks for its access token. */
+const SESSION_MARK = 'blog-editor.session'
+
+function endSession (): void {
+  clearTimeout(session?.timer)
+  session = null
+  localStorage.removeItem(SESSION_MARK)
+}
+
+/** Whether a session may live on in the cookie (this browser signed in and did not sign out). */
+export function sessionMarked (): boolean {
+  return localStorage.getItem(SESSION_MARK) !== null
+}
+
+/** The credential: a person's session, or an API key or JWT kept for this tab only. */
 export const credential = {
-  get: (): string | null => sessionStorage.getItem(TOKEN_KEY),
-  set: (token: string): void => { sessionStorage.setItem(TOKEN_KEY, token) },
-  clear: (): void => { sessionStorage.removeItem(TOKEN_KEY) },
+  get: (): string | null => session?.token ?? sessionStorage.getItem(TOKEN_KEY),
+  /** An API key or a JWT, pasted in. */
+  set: (token: string): void => { endSession(); sessionStorage.setItem(TOKEN_KEY, token) },
+  clear: (): void => { endSession(); sessionStorage.removeItem(TOKEN_KEY) },
+  /** Whether it is a person's session (signed in with a password, a passkey, a set-up or an invitation). */
+  isSession: (): boolean => session !== null,
+}
+
+/** A session started by a sign-in's answer (`refresh: "cookie"`): its access token, kept in memory. */
+export function startSession (answer: { access_token: string, expires_in: number }): void {
+  endSession()
+  sessionStorage.removeItem(TOKEN_KEY)
+  localStorage.setItem(SESSION_MARK, '1')
+  session = { token: answer.access_token, timer: setTimeout(() => { refreshSession().catch(() => {}) }, Math.max(5, answer.expires_in - 60) * 1000) }
+}
+
+/**
+ * Makes the session's access token again from the refresh cookie (rotating it): true when the
+ * session lives on. One refresh at a time: a refresh token presented twice ends the session.
+ */
+export async function refreshSession (): Promise<boolean> {
+  refreshing ??= (async () => {
+    try {
+      const res = await fetch('/sessions/refresh', { method: 'POST', headers: { accept: 'application/json' }, cache: 'no-store' })
+      if (!res.ok) { endSession(); return false }
+      startSession(await res.json() as { access_token: string, expires_in: number })
+      return true
+    } catch {
+      return session !== null
+    } finally {
+      refreshing = null
+    }
+  })()
+  return await refreshing
+}
+
+/** Ends the session on the service (its refresh cookie is then refused), then here. */
+export async function endSessionOnService (): Promise<void> {
+  const token = session?.token
+  endSession()
+  try {
+    await fetch('/sessions/current', { method: 'DELETE', headers: token === undefined ? {} : { authorization: `Bearer ${token}` }, cache: 'no-store' })
+  } catch {}
 }
 
 export interface CallOptions {
@@ -43,7 +104,7 @@ export interface CallOptions {
 export class Api {
   constructor (private readonly onSignedOut: (why: string) => void) {}
 
-  async call<T = unknown> (method: string, path: string, opts: CallOptions = {}): Promise<Answer<T>> {
+  async call<T = unknown> (method: string, path: string, opts: CallOptions = {}, retried = false): Promise<Answer<T>> {
     const headers: Record<string, string> = { accept: 'application/json', ...opts.headers }
     const token = credential.get()
     if (token !== null) headers.authorization = `Bearer ${token}`
@@ -63,6 +124,8 @@ export class Api {
     if (res.ok) return { status: res.status, body: parsed as T, headers: res.headers }
     const p = (parsed ?? {}) as { code?: string, detail?: string, title?: string, errors?: FieldProblem[] }
     const problem = new Problem(res.status, p.code ?? String(res.status), p.detail ?? p.title ?? res.statusText, p.errors ?? [])
+    // A session's access token that expired (or a reload that lost it): made again once, the request retried.
+    if (res.status === 401 && credential.isSession() && !retried && await refreshSession()) return await this.call<T>(method, path, opts, true)
     if (res.status === 401 && token !== null) {
       credential.clear()
       this.onSignedOut(problem.detail)

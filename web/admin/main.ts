@@ -1,14 +1,17 @@
 import './style.css'
-import { credential } from './api.ts'
+import { credential, endSessionOnService, refreshSession, sessionMarked } from './api.ts'
 import { h } from './dom.ts'
 import { editorScreen } from './editor.ts'
 import { listScreen } from './list.ts'
 import { createShell } from './shell.ts'
 import { signInScreen } from './sign-in.ts'
+import { LINK_PAGES, linkScreen } from './link-pages.ts'
 
 /**
  * The editor's page: a header (the service's name, `New post`, sign out), the live status, and one
- * screen at a time chosen by the address's fragment: `#/` the list, `#/posts/new`, `#/posts/<id>`.
+ * screen at a time chosen by the address's fragment: `#/` the list, `#/posts/new`, `#/posts/<id>`;
+ * at the pages of the links the service makes (`/admin/setup#<token>`, `/admin/invite#…`,
+ * `/admin/reset#…`), that link's form.
  */
 const main = document.getElementById('main')!
 const nav = document.getElementById('nav')!
@@ -27,7 +30,14 @@ function route (): void {
   const token = credential.get()
   nav.hidden = token === null
   let screen: HTMLElement
-  if (token === null) {
+  const link = LINK_PAGES[location.pathname]
+  if (link !== undefined) {
+    nav.hidden = true
+    screen = linkScreen(shell, link, location.hash.slice(1), () => {
+      history.replaceState(null, '', '/admin#/')
+      route()
+    })
+  } else if (token === null) {
     // Signed in again, the screen that was open comes back (an editor with its unsaved text kept in the tab).
     screen = signInScreen(shell, signedOutWhy, () => { signedOutWhy = null; route() })
   } else {
@@ -51,6 +61,8 @@ nav.append(
   h('button', {
     type: 'button',
     onclick: () => {
+      // A person's session ends on the service too: its refresh cookie is refused from now on.
+      if (credential.isSession()) endSessionOnService().catch(() => {})
       credential.clear()
       signedOutWhy = null
       shell.alert(null)
@@ -66,4 +78,6 @@ document.addEventListener('keydown', event => {
   }
 })
 window.addEventListener('hashchange', route)
-route()
+// A person signed in before a reload is signed in again from the session's cookie.
+if (credential.get() === null && sessionMarked() && LINK_PAGES[location.pathname] === undefined) refreshSession().finally(route).catch(() => {})
+else route()

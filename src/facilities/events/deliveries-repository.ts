@@ -108,8 +108,8 @@ export class WebhooksRepository implements WebhookStore {
   private async withBodies (deliveries: WebhookDelivery[]): Promise<WebhookDelivery[]> {
     const wanted = [...new Set(deliveries.filter(d => d.payload === null && d.eventId !== null).map(d => d.eventId!))]
     if (wanted.length === 0) return deliveries
-    const events = await this.db.selectFrom('events').select(['id', 'type', 'occurred_at', 'data']).where('id', 'in', wanted).execute()
-    const bodies = new Map(events.map(e => [Number(e.id), eventJson({ id: Number(e.id), type: e.type, occurredAt: iso(e.occurred_at), data: e.data })]))
+    const events = await this.db.selectFrom('events').select(['id', 'type', 'occurred_at', 'data', 'actor']).where('id', 'in', wanted).execute()
+    const bodies = new Map(events.map(e => [Number(e.id), eventJson({ id: Number(e.id), type: e.type, occurredAt: iso(e.occurred_at), data: e.data, actor: e.actor })]))
     return deliveries.map(d => d.payload === null && d.eventId !== null ? { ...d, payload: bodies.get(d.eventId) ?? null } : d)
   }
 

@@ -1,11 +1,12 @@
 import { type Kysely, type Selectable, sql } from 'kysely'
 import { arg, preparedQueries } from '../../store/prepared.ts'
 import { type Database, type DialectParts, iso } from '../../store/tables.ts'
+import type { Actor } from '../../domain/principal.ts'
 import type { EventInput, EventStore, StoredEvent } from '../../store/store.ts'
 import type { EventsTable } from './store.ts'
 
 /** An event row without its data. */
-function headOf (r: Pick<Selectable<EventsTable>, 'id' | 'type' | 'occurred_at' | 'owner' | 'public' | 'webhook_id'>): Omit<StoredEvent, 'data'> {
+function headOf (r: Pick<Selectable<EventsTable>, 'id' | 'type' | 'occurred_at' | 'owner' | 'public' | 'webhook_id'>): Omit<StoredEvent, 'data' | 'actor'> {
   return {
     id: Number(r.id),
     type: r.type,
@@ -29,7 +30,7 @@ export class EventsRepository implements EventStore {
    * `pending` is the unit of work's list of events to write once its own work is done (null outside
    * a unit of work): writing them last keeps the ordering lock for the commit alone.
    */
-  constructor (private readonly db: Kysely<Database>, private readonly dialect: DialectParts, private readonly pending: EventInput[] | null = null) {}
+  constructor (private readonly db: Kysely<Database>, private readonly dialect: DialectParts, private readonly pending: EventInput[] | null = null, private readonly actor: Actor | null = null) {}
 
   record (...events: EventInput[]): void {
     if (this.pending === null) throw new Error('events are recorded in a unit of work (store.transaction), with the change they announce')
@@ -43,24 +44,27 @@ export class EventsRepository implements EventStore {
     const ts = this.dialect.timestamp(now)
     // One shape per count of events (a change records one or a few): compiled once, then only bound.
     const n = this.pending.length
+    // Made once per unit that records events, not per unit.
+    const actor = this.actor === null ? null : JSON.stringify(this.actor)
     const insert = preparedQueries(this.dialect).get(`events|flush|${n}`, () => this.db.insertInto('events').values(Array.from({ length: n }, (_, i) => ({
-      type: arg<string>(6 * i),
-      occurred_at: arg<string>(6 * i + 1),
-      owner: arg<string | null>(6 * i + 2),
-      public: arg<number>(6 * i + 3),
-      webhook_id: arg<number | null>(6 * i + 4),
-      data: arg<string>(6 * i + 5),
+      type: arg<string>(7 * i),
+      occurred_at: arg<string>(7 * i + 1),
+      owner: arg<string | null>(7 * i + 2),
+      public: arg<number>(7 * i + 3),
+      webhook_id: arg<number | null>(7 * i + 4),
+      data: arg<string>(7 * i + 5),
+      actor: arg<string | null>(7 * i + 6),
     }))))
-    await insert.execute(this.db, this.pending.flatMap(e => [e.type, ts, e.owner, e.public ? 1 : 0, e.webhookId ?? null, JSON.stringify(e.data)]))
+    await insert.execute(this.db, this.pending.flatMap(e => [e.type, ts, e.owner, e.public ? 1 : 0, e.webhookId ?? null, JSON.stringify(e.data), actor]))
     this.pending.length = 0
   }
 
   async list (after: number, limit: number): Promise<StoredEvent[]> {
     const rows = await this.db.selectFrom('events').selectAll().where('id', '>', after).orderBy('id').limit(limit).execute()
-    return rows.map(r => ({ ...headOf(r), data: r.data }))
+    return rows.map(r => ({ ...headOf(r), data: r.data, actor: r.actor }))
   }
 
-  async heads (after: number, limit: number): Promise<Array<Omit<StoredEvent, 'data'>>> {
+  async heads (after: number, limit: number): Promise<Array<Omit<StoredEvent, 'data' | 'actor'>>> {
     const rows = await this.db.selectFrom('events').select(['id', 'type', 'occurred_at', 'owner', 'public', 'webhook_id'])
       .where('id', '>', after).orderBy('id').limit(limit).execute()
     return rows.map(headOf)

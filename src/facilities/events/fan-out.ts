@@ -28,7 +28,7 @@ const SKIP = 10_000
 const PRUNE_INTERVAL_MS = 15 * 60_000
 const SYSTEM: Viewer = { subject: 'system', scopes: new Set(['admin']), kind: 'jwt' }
 
-function wants (s: Subscription, e: Omit<StoredEvent, 'data'>): boolean {
+function wants (s: Subscription, e: Omit<StoredEvent, 'data' | 'actor'>): boolean {
   if (e.webhookId !== null) return e.webhookId === s.id
   if (s.afterEventId >= e.id) return false
   const events = JSON.parse(s.events) as string[]

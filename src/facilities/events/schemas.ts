@@ -2,7 +2,7 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { ALL_EVENTS } from './events.ts'
 import { type CollectionSpec, pagingQueryProperties } from '../../http/toolkit/paging.ts'
 import type { SchemasContext } from '../../http/contract/resources.ts'
-import { LinkSchema, versionedSchemas } from '../../http/contract/schemas.ts'
+import { LinkSchema, TimestampSchema, versionedSchemas } from '../../http/contract/schemas.ts'
 
 /** A subscription's URL: at most 2 000 characters. */
 export const WEBHOOK_URL_MAX = 2000
@@ -31,7 +31,6 @@ const eventsSchema = (eventTypes: readonly string[]) => Type.Array(Type.Unsafe<s
   description: `Distinct event names (${eventTypes.join(', ')}), or \`["*"]\` for every event.`,
 })
 const description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()], { description: 'Free text for people, at most 500 characters.' })
-const TimestampSchema = Type.String({ format: 'date-time', maxLength: 30 })
 
 const createWebhookBodySchema = (eventTypes: readonly string[]) => Type.Object({
   url,

@@ -1,6 +1,7 @@
 import type { StoreModule } from '../../store/module.ts'
 import { WebhooksRepository } from './deliveries-repository.ts'
 import { EventsRepository } from './events-repository.ts'
+import * as actor from './0001-actor.ts'
 
 /**
  * The event log's tables are the core's first ones (migrations `0001-initial`, `core/0001-events`,
@@ -9,9 +10,9 @@ import { EventsRepository } from './events-repository.ts'
  */
 export const eventsStore: StoreModule = {
   name: 'events',
-  migrations: {},
+  migrations: { 'events/0001-actor': actor.migration },
   repository: (db, dialect, unit) => {
-    const events = new EventsRepository(db, dialect, unit === undefined ? null : [])
+    const events = new EventsRepository(db, dialect, unit === undefined ? null : [], unit?.actor ?? null)
     unit?.beforeCommit(async now => { await events.flush(now) })
     return events
   },

@@ -47,6 +47,8 @@ export interface EventsTable {
   webhook_id: number | null
   /** The event's `data` as JSON. */
   data: string
+  /** Who caused it, as JSON (`{kind, id, name}`). */
+  actor: string | null
 }
 
 /** One webhook to send, and how often it was tried. */

@@ -135,6 +135,10 @@ export interface Resource extends Part {
   readonly images?: ImageCatalogue
   /** Its rows may hold another resource's images: asked before such an image is deleted. */
   readonly imageHolder?: ImageHolder
+  /** Its rows name people as their authors: asked before a user is deleted (found by this capability, never by name). */
+  readonly authorship?: Authorship
+  /** The people its rows may name as their authors (found by this capability, never by name). */
+  readonly bylines?: Bylines
   /** Takes images other resources got elsewhere (an import's fetched images), as uploads (found by this capability). */
   readonly imageIntake?: ImageIntake
 }
@@ -192,6 +196,35 @@ export interface ImageIntake {
 export interface ImageHolder {
   /** Whether any row holds the image `id` (then it may not be deleted). */
   holds (store: Repositories, id: string): Promise<boolean>
+}
+
+/** A resource whose rows name users as their authors (bylines). */
+export interface Authorship {
+  /** Whether any row names the user `userId` as an author. */
+  holds (store: Repositories, userId: string): Promise<boolean>
+  /** Gives `from`'s place in every row's authors to `to` (in the unit deleting `from`). */
+  reassign (uow: UnitOfWork, from: Byline, to: Byline): Promise<void>
+  /** The user's rows name them by their new slug (in the unit that changed it). */
+  renamed (uow: UnitOfWork, user: Byline): Promise<void>
+  /** How many published rows name each user among their authors, by user id (users with none are absent). */
+  publishedCounts (store: Repositories, userIds?: readonly string[]): Promise<ReadonlyMap<string, number>>
+}
+
+/** A person as a row's byline names them. */
+export interface Byline {
+  readonly id: string
+  readonly slug: string
+}
+
+/** The people a row may name as its authors. */
+export interface Bylines {
+  /** The users whose current slugs these are, by slug (a slug of no user is absent). */
+  find (store: Repositories, slugs: readonly string[]): Promise<ReadonlyMap<string, Byline & { readonly name: string }>>
+  /**
+   * The user a name from another service stands for (a move from elsewhere): the one whose slug
+   * the name gives, else a new profile without sign-in (`inactive`) of that name, in `uow`.
+   */
+  ensure (uow: UnitOfWork, name: string, now: Date): Promise<Byline>
 }
 
 /** What the registered parts declare that a resource's schemas may name (a subscription's events). */
@@ -278,7 +311,7 @@ export interface Importable {
    * `clock`: the service's (when a post is published or revised); `images`: the service's images,
    * which a content or feature image may show (absent: none are kept).
    */
-  write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config, clock: Clock, images?: ImageCatalogue): Promise<ImportableOutcome[]>
+  write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config, clock: Clock, images?: ImageCatalogue, bylines?: Bylines): Promise<ImportableOutcome[]>
 }
 
 export interface ResourcesOptions {

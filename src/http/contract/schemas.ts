@@ -30,6 +30,9 @@ export const problemSchema = (catalogue: Catalogue) => Type.Object({
 }, { $id: 'Problem', additionalProperties: false, description: 'RFC 9457 problem details with the service\'s extension members.' })
 
 /** The body of an action that takes no input (routes with `config.optionalBody`): none, or `{}`. */
+/** A point in time, as every representation writes it (ISO 8601, UTC, milliseconds). */
+export const TimestampSchema = Type.String({ format: 'date-time', maxLength: 30 })
+
 export const EmptyBodySchema = Type.Object({}, { additionalProperties: false, description: 'This action takes no input: send no body, or `{}`.' })
 
 const STATUS_TEXT: Record<number, string> = {

@@ -5,6 +5,7 @@ import { createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors, jwtVer
 import { type Clock, systemClock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import { hasScope, type Principal, type Viewer } from '../../domain/principal.ts'
+import { scopesOfRole } from '../../domain/roles.ts'
 import { AppError } from '../../errors.ts'
 import type { ApiKeyStore } from '../../store/store.ts'
 import { routeOf } from '../protocol/route.ts'
@@ -65,6 +66,15 @@ export function insufficientScope (scope: string): AppError {
   })
 }
 
+/** A person's role gives their scopes: one it does not give is the role's lack (ROLE_FORBIDS); any other credential's is its scope's. */
+function lacking (principal: Principal, scope: string): AppError {
+  const scopeError = insufficientScope(scope)
+  const person = principal.person
+  // A key of a person whose role has the scope lacks it itself.
+  if (person === undefined || scopesOfRole(person.role).some(s => s === scope || s === 'admin')) return scopeError
+  return new AppError('ROLE_FORBIDS', `Your role (${person.role}) does not give the "${scope}" scope this needs${scope === 'admin' ? ': that is the admin role\'s' : ''}.`, { headers: scopeError.headers })
+}
+
 /**
  * The identity provider's key set. jose caches it and, on a `kid` it does not know, fetches it
  * again (at most once per cooldown): that is how a key rotation is picked up. A key set that cannot
@@ -83,13 +93,27 @@ function keySetOf (url: string, cooldownMs: number): JWTVerifyGetKey {
   }
 }
 
-/** Verifies bearer credentials: JWTs with the configured keys, API keys against the store. */
+/**
+ * People's credentials, when the service keeps people: the access tokens it signs itself, and the
+ * API keys a person made, which act as them. Given by the composition root.
+ */
+export interface PeopleCredentials {
+  /**
+   * The person a token of the service is, or null when it is not one the service signed (another
+   * issuer's JWT); throws an Error whose message says why a token of the service is refused.
+   */
+  authenticate (token: string): Promise<Principal | null>
+  /** The person a key of theirs acts as (its scopes capped by their role); null when they may not sign in now. */
+  keyPrincipal (userId: string, scopes: readonly string[]): Promise<Principal | null>
+}
+
+/** Verifies bearer credentials: people's tokens and keys, JWTs with the configured keys, API keys against the store. */
 export class Authenticator {
   private readonly hsKey: Uint8Array | null
   private readonly publicKey: KeyObject | null
   private readonly jwks: JWTVerifyGetKey | null
 
-  constructor (private readonly config: Config['auth'], private readonly keys: ApiKeyStore, private readonly clock: Clock = systemClock) {
+  constructor (private readonly config: Config['auth'], private readonly keys: ApiKeyStore, private readonly clock: Clock = systemClock, private readonly people: PeopleCredentials | null = null) {
     this.hsKey = config.jwtSecret === null ? null : new TextEncoder().encode(config.jwtSecret)
     this.publicKey = config.jwtPublicKey === null ? null : createPublicKey(config.jwtPublicKey)
     this.jwks = config.jwksUrl === null ? null : keySetOf(config.jwksUrl, config.jwksCooldownS * 1000)
@@ -115,6 +139,11 @@ export class Authenticator {
     const same = timingSafeEqual(expected, actual)
     // One answer for unknown and revoked keys, so that a caller cannot learn which ids exist.
     if (!record || !same || record.revokedAt !== null) throw invalidToken('The API key is not valid (unknown or revoked).')
+    if (record.userId !== null) {
+      const person = await this.people?.keyPrincipal(record.userId, record.scopes)
+      if (person == null) throw invalidToken('The API key is not valid: its user cannot sign in now.')
+      return person
+    }
     return { subject: record.name, scopes: new Set(record.scopes), kind: 'api-key' }
   }
 
@@ -133,6 +162,17 @@ export class Authenticator {
     if (hit !== undefined) {
       if (this.clock.now().getTime() < hit.until) return hit.principal
       this.verified.delete(token)
+    }
+    // People's tokens after the cache of the identity provider's, so that a cached JWT costs one lookup.
+    if (this.people !== null) {
+      let person: Principal | null
+      try {
+        person = await this.people.authenticate(token)
+      } catch (err) {
+        if (err instanceof AppError) throw err
+        throw invalidToken(err instanceof Error ? err.message : 'The token is not valid.')
+      }
+      if (person !== null) return person
     }
     return await this.verifyJwt(token)
   }
@@ -232,7 +272,7 @@ export const authorizationPlugin = fp(async function authorization (app: Fastify
     if (bad !== undefined) done(bad)
     else if (scope === undefined && requiresCredential !== true) done()
     else if (req.principal === null) done(unauthenticated())
-    else if (scope !== undefined && !hasScope(req.principal, scope) && orScopes?.some(s => hasScope(req.principal, s)) !== true) done(insufficientScope(scope))
+    else if (scope !== undefined && !hasScope(req.principal, scope) && orScopes?.some(s => hasScope(req.principal, s)) !== true) done(lacking(req.principal, scope))
     else done()
   })
 }, { name: 'authorization', dependencies: ['auth'] })

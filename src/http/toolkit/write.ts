@@ -1,3 +1,4 @@
+import { actorOf } from '../../domain/principal.ts'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Store, StoredResponse, TransactionOptions, UnitOfWork } from '../../store/store.ts'
 import { PRIVATE_CACHE } from '../pipeline/caching.ts'
@@ -90,6 +91,7 @@ export async function answerDelete (store: Store, req: FastifyRequest, reply: Fa
  */
 function unitOptions (req: FastifyRequest): TransactionOptions {
   return {
+    actor: actorOf(req.principal),
     signal: req.abandoned,
     onCommitting: () => { req.commitStarted() },
     onCallbackError: err => { req.log.error({ err }, 'work after commit failed') },

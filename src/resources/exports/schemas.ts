@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { CALLBACK_URL_MAX } from '../../facilities/events/index.ts'
-import { LinkSchema } from '../../http/contract/schemas.ts'
+import { LinkSchema, TimestampSchema } from '../../http/contract/schemas.ts'
 import { EXPORT_FORMATS, EXPORT_STATUSES, FILTER_STATUSES } from './export.ts'
 
 export const ExportIdParamsSchema = Type.Object({
@@ -23,7 +23,6 @@ export const CreateExportBodySchema = Type.Object({
 }, { $id: 'CreateExportBody', additionalProperties: false })
 export type CreateExportBody = Static<typeof CreateExportBodySchema>
 
-const TimestampSchema = Type.String({ format: 'date-time', maxLength: 30 })
 const NullableTimestamp = Type.Union([TimestampSchema, Type.Null()])
 
 const fields = {

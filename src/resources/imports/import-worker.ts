@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
 import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
-import type { ImageCatalogue, ImageIntake, Importable, Services, ImportableItem, ImportableOutcome } from '../../http/contract/resources.ts'
+import type { Bylines, ImageCatalogue, ImageIntake, Importable, Services, ImportableItem, ImportableOutcome } from '../../http/contract/resources.ts'
 import type { Lease, LeasedJob } from '../../jobs/job.ts'
 import type { HeldLease } from '../../jobs/lease.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
@@ -26,6 +26,8 @@ export interface ImportWorkerOptions {
   readonly target: Importable
   /** The service's images: those a post shows render with their variants. */
   readonly images?: ImageCatalogue
+  /** The people a post may name: a source's authors become users. */
+  readonly bylines?: Bylines
   /** Where fetched images go (with IMPORT_FETCH_IMAGES). */
   readonly intake?: ImageIntake
   /** What the parts' services made (the intake works with them). */
@@ -231,7 +233,7 @@ export class ImportWorker implements LeasedJob<ImportLease> {
       const step = (): ImportStep => ({ position: index, progress: progress(), report: next, seenTags: [...nextSeen] })
       const write = async (uow: UnitOfWork) => {
         const existing = await uow.imports.identities(job.source, batch.map(p => p.key))
-        return await target.write(uow, batch.map(p => ({ ...p.item, existing: existing.get(p.key) ?? null })), job.owner, config, this.opts.clock, this.opts.images)
+        return await target.write(uow, batch.map(p => ({ ...p.item, existing: existing.get(p.key) ?? null })), job.owner, config, this.opts.clock, this.opts.images, this.opts.bylines)
       }
       if (job.dryRun) {
         let outcomes: ImportableOutcome[] = []

@@ -160,12 +160,13 @@ function importJobs ({ config, store, log, metrics, resources, services, clock }
   if (target === undefined) throw new Error('imports need an importable resource in the registry')
   const images = resources.find(r => r.images !== undefined)?.images
   const intake = resources.find(r => r.imageIntake !== undefined)?.imageIntake
+  const bylines = resources.find(r => r.bylines !== undefined)?.bylines
   if (config.imports.fetchImages && intake === undefined) throw new Error('IMPORT_FETCH_IMAGES needs a resource that takes images in (media) in the registry')
   const runs = new Counter({ name: 'import_runs_total', help: 'Import runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [metrics] })
   const { leaseMs, maxAttempts, pollMs } = config.imports
   // On SQLite a batch's transaction holds the event loop: small ones keep reads served beside an import.
   const batchSize = config.imports.batchSize ?? (store.kind === 'sqlite' ? 2 : 10)
-  return [new ImportWorker({ store, services, log: log.child({ component: 'imports' }), config, target, ...(images === undefined ? {} : { images }), ...(intake === undefined ? {} : { intake }), leaseMs, maxAttempts, pollMs, batchSize, runs, clock })]
+  return [new ImportWorker({ store, services, log: log.child({ component: 'imports' }), config, target, ...(images === undefined ? {} : { images }), ...(intake === undefined ? {} : { intake }), ...(bylines === undefined ? {} : { bylines }), leaseMs, maxAttempts, pollMs, batchSize, runs, clock })]
 }
 
 export const importsResource: Resource = {

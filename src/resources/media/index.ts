@@ -4,7 +4,8 @@ import multipart from '@fastify/multipart'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.ts'
-import type { Principal } from '../../domain/principal.ts'
+import type { Principal, Viewer } from '../../domain/principal.ts'
+import { ROLE_ACTIONS } from '../../domain/roles.ts'
 import { AppError } from '../../errors.ts'
 import { appendVary } from '../../http/pipeline/caching.ts'
 import { listHandler } from '../../http/toolkit/collection.ts'
@@ -40,6 +41,17 @@ const EXTENSIONS: Record<Format, string> = { jpeg: 'jpg', png: 'png', webp: 'web
 const uploaded = new WeakMap<FastifyRequest, Received>()
 
 const notFound = (id: string) => new AppError('MEDIA_NOT_FOUND', `No media ${id} exists, or it is not yours.`)
+
+/**
+ * What a change of a media the viewer does not see answers: to a person whose role may not change
+ * others' media, 403 ROLE_FORBIDS when it exists (its file is public anyway); else 404.
+ */
+async function hidden (uow: UnitOfWork, viewer: Viewer, id: string): Promise<AppError> {
+  if (viewer?.person !== undefined && await uow.media.findPublic(id) !== null) {
+    return new AppError('ROLE_FORBIDS', `Your role (${viewer.person.role}) changes only your own media: another's needs the ${ROLE_ACTIONS['media.any'].least} role.`)
+  }
+  return notFound(id)
+}
 
 function formatOf (contentType: string): Format {
   return (Object.entries(FORMATS).find(([, t]) => t === contentType)?.[0] ?? 'jpeg') as Format
@@ -184,7 +196,7 @@ async function mediaRoutes (app: FastifyInstance, ctx: RouteContext): Promise<vo
 
   app.get('/media', ctx.route({
     config: WRITE,
-    schema: { tags, summary: 'List your media (admin: all)', description: 'Newest first; `q` matches filename, alt and caption. Paged as posts are.', querystring: S.ListMediaQuerySchema, response: { 200: Type.Array(Type.Ref(ItemRef)), 304: NotModifiedSchema, ...READ_ERRORS } },
+    schema: { tags, summary: 'List your media (editors and admin: all)', description: 'Newest first; `q` matches filename, alt and caption. Paged as posts are.', querystring: S.ListMediaQuerySchema, response: { 200: Type.Array(Type.Ref(ItemRef)), 304: NotModifiedSchema, ...READ_ERRORS } },
   }), listHandler(ctx.cursors, {
     collection: S.MEDIA,
     fieldNames: S.MEDIA_FIELD_NAMES[version],
@@ -198,7 +210,7 @@ async function mediaRoutes (app: FastifyInstance, ctx: RouteContext): Promise<vo
 
   app.get<{ Params: S.MediaIdParams }>('/media/:media_id', ctx.route({
     config: WRITE,
-    schema: { tags, summary: 'Read a media', description: 'Its owner or an admin; to anyone else it does not exist (404).', params: S.MediaIdParamsSchema, response: { 200: Type.Ref(MediaRef), 304: NotModifiedSchema, ...READ_ERRORS } },
+    schema: { tags, summary: 'Read a media', description: 'Its owner, an editor or an admin; to anyone else it does not exist (404).', params: S.MediaIdParamsSchema, response: { 200: Type.Ref(MediaRef), 304: NotModifiedSchema, ...READ_ERRORS } },
   }), async (req, reply) => {
     const m = await find(req)
     return sendResource(req, reply, 'media', m, renderMedia(m, version, linkBase(req)), 'private')
@@ -223,7 +235,7 @@ async function mediaRoutes (app: FastifyInstance, ctx: RouteContext): Promise<vo
     return await answerWrite(ctx.store, req, reply, async uow => {
       const updated = await writeCurrent<Media, Media>(preconditionOf(req, 'media'), async () => {
         const current = await uow.media.find(req.params.media_id, req.principal)
-        if (current === null) throw notFound(req.params.media_id)
+        if (current === null) throw await hidden(uow, req.principal, req.params.media_id)
         return current
       }, async current => {
         const m = await uow.media.update(current.id, req.principal, changes, ctx.clock.now(), current.revision)
@@ -244,7 +256,7 @@ async function mediaRoutes (app: FastifyInstance, ctx: RouteContext): Promise<vo
     },
   }), async (req, reply) => await answerDelete(ctx.store, req, reply, async uow => {
     const m = await uow.media.find(req.params.media_id, req.principal)
-    if (m === null) throw notFound(req.params.media_id)
+    if (m === null) throw await hidden(uow, req.principal, req.params.media_id)
     if (preconditionOf(req, 'media')?.(m) === false) throw new AppError('PRECONDITION_FAILED')
     for (const holder of ctx.resources.flatMap(r => r.imageHolder ?? [])) {
       if (await holder.holds(uow, m.id)) throw new AppError('MEDIA_IN_USE', `Media ${m.id} is a post's feature image; give that post another one (or none) first.`)

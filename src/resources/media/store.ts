@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely'
-import { isAdmin, type Viewer } from '../../domain/principal.ts'
+import { isAdmin, may, type Viewer } from '../../domain/principal.ts'
 import type { StoreModule } from '../../store/module.ts'
 import { readPage } from '../../store/read-page.ts'
 import type { ListPage, ListQuery } from '../../store/store.ts'
@@ -108,6 +108,11 @@ function mediaOf (row: MediaTable): Media {
   }
 }
 
+/** Admins, and people whose role may change every media (editors), see everyone's; others their own. */
+function seesAll (viewer: Viewer): boolean {
+  return isAdmin(viewer) || may(viewer, 'media.any')
+}
+
 function likePattern (q: string): string {
   return `%${q.toLowerCase().replace(/[\\%_]/g, c => `\\${c}`)}%`
 }
@@ -118,7 +123,7 @@ export class MediaRepository {
 
   private visible (viewer: Viewer) {
     let q = this.db.selectFrom('media')
-    if (!isAdmin(viewer)) q = q.where('owner', '=', viewer?.subject ?? '')
+    if (!seesAll(viewer)) q = q.where('owner', '=', viewer?.subject ?? '')
     return q
   }
 
@@ -191,7 +196,7 @@ export class MediaRepository {
   async update (id: string, viewer: Viewer, changes: MediaChanges, now: Date, revision?: number): Promise<Media | null | 'stale'> {
     let q = this.db.updateTable('media').set(eb => ({ ...changes, updated_at: this.dialect.timestamp(now), revision: eb('revision', '+', 1) })).where('id', '=', id)
     if (revision !== undefined) q = q.where('revision', '=', revision)
-    if (!isAdmin(viewer)) q = q.where('owner', '=', viewer?.subject ?? '')
+    if (!seesAll(viewer)) q = q.where('owner', '=', viewer?.subject ?? '')
     const row = await q.returningAll().executeTakeFirst()
     if (row !== undefined) return mediaOf(row)
     return (await this.find(id, viewer)) === null ? null : 'stale'

@@ -7,15 +7,16 @@ import type { Post } from './post.ts'
 import { listHandler } from '../../http/toolkit/collection.ts'
 import { sendRepresentation, strongEtag } from '../../http/toolkit/conditional.ts'
 import { pagingQueryProperties, type CollectionSpec } from '../../http/toolkit/paging.ts'
-import type { RouteContext } from '../../http/contract/resources.ts'
+import type { Resource, RouteContext } from '../../http/contract/resources.ts'
 import type { Store } from '../../store/store.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses, SYSTEM_ERRORS } from '../../http/contract/schemas.ts'
 import type { PublishedPost, PublishedStats, TagCount, TagsQuery } from './store.ts'
 import { SITEMAP_MEDIA_TYPE, sitemapIndex, urlset } from './sitemap.ts'
-import { ATOM_MEDIA_TYPE, atomFeed, type FeedEntry, feedUpdated, JSON_FEED_MEDIA_TYPE, jsonFeed } from './feeds.ts'
+import { ATOM_MEDIA_TYPE, atomFeed, type FeedAuthor, type FeedEntry, feedUpdated, JSON_FEED_MEDIA_TYPE, jsonFeed } from './feeds.ts'
 import { type ContentImages, EXCERPT_MAX, renderContent } from './markdown.ts'
 import { parseTagFilter, TAG_MAX, TAGS_MAX } from './tags.ts'
 import { CONTENT_MAX, TITLE_MAX } from './post.ts'
+import { AUTHORS_MAX } from './schemas.ts'
 
 export const TagSchema = Type.Object({
   name: Type.String({ maxLength: TAG_MAX, description: 'The tag, as first spelled (in byte order) among the posts holding it.' }),
@@ -112,7 +113,7 @@ const JsonFeedSchema = Type.Object({
     summary: Text(EXCERPT_MAX),
     date_published: Text(30, 'date-time'),
     date_modified: Text(30, 'date-time'),
-    authors: Type.Array(Type.Object({ name: Text(8192) }, { additionalProperties: false }), { maxItems: 1 }),
+    authors: Type.Array(Type.Object({ name: Text(8192), url: Type.Optional(Text(URL_MAX, 'uri')) }, { additionalProperties: false }), { maxItems: AUTHORS_MAX }),
     tags: Type.Array(Text(TAG_MAX), { maxItems: TAGS_MAX }),
     image: Type.Optional(Text(URL_MAX, 'uri')),
   }, { additionalProperties: false }), { maxItems: 20 }),
@@ -121,8 +122,8 @@ const JsonFeedSchema = Type.Object({
 /** How many posts a feed holds. */
 export const FEED_SIZE = 20
 
-function entryOf (p: Post): FeedEntry {
-  return { id: p.id, slug: p.slug, title: p.title, author: p.author, tags: p.tags, excerpt: p.excerpt, contentHtml: p.contentHtml, publishedAt: p.publishedAt!, updatedAt: p.updatedAt, canonicalUrl: p.canonicalUrl, image: p.featureImage?.url ?? null }
+function entryOf (p: Post, authors: readonly FeedAuthor[]): FeedEntry {
+  return { id: p.id, slug: p.slug, title: p.title, authors, tags: p.tags, excerpt: p.excerpt, contentHtml: p.contentHtml, publishedAt: p.publishedAt!, updatedAt: p.updatedAt, canonicalUrl: p.canonicalUrl, image: p.featureImage?.url ?? null }
 }
 
 /**
@@ -130,8 +131,17 @@ function entryOf (p: Post): FeedEntry {
  * the same for every caller and every version. A strong ETag over what decides the bytes (each
  * entry's revision, the base URL, the tag), Last-Modified from the newest entry, 304.
  */
-export async function feedRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void> {
+export async function feedRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store, readonly resources?: readonly Resource[] }): Promise<void> {
   const base = ctx.config.publicBaseUrl
+  const bylines = ctx.resources?.find(r => r.bylines !== undefined)?.bylines
+  /** Each post's authors by name: its listed authors (their names now), else its credential's name. */
+  const authorsOf = async (posts: readonly Post[]): Promise<FeedAuthor[][]> => {
+    const slugs = [...new Set(posts.flatMap(p => p.authors))]
+    const people = bylines === undefined || slugs.length === 0 ? new Map<string, { name: string }>() : await bylines.find(ctx.store, slugs)
+    return posts.map(p => p.authors.length === 0
+      ? [{ name: p.author }]
+      : p.authors.map(s => ({ name: people.get(s)?.name ?? s, url: `${base}/authors/${s}` })))
+  }
   const feed = (format: 'atom' | 'json') => async (req: FastifyRequest<{ Querystring: FeedQuery }>, reply: FastifyReply) => {
     const tag = req.query.tag?.trim() ?? null
     const tags = tag === null ? [] : parseTagFilter(tag)
@@ -140,10 +150,11 @@ export async function feedRoutes (app: FastifyInstance, ctx: { readonly config: 
       sort: [{ key: 'published_at', direction: 'desc' }, { key: 'id', direction: 'desc' }],
       limit: FEED_SIZE,
     }, null)
-    const entries = page.items.map(entryOf)
+    const authors = await authorsOf(page.items)
+    const entries = page.items.map((p, i) => entryOf(p, authors[i]!))
     const selfUrl = `${base}/feed.${format}${tag === null ? '' : `?tag=${encodeURIComponent(tag)}`}`
     const meta = { baseUrl: base, selfUrl, tag }
-    const etag = strongEtag(`feed.${format}`, selfUrl, ...page.items.map(p => `${p.id}:${p.revision}:${p.updatedAt}`))
+    const etag = strongEtag(`feed.${format}`, selfUrl, ...page.items.map((p, i) => `${p.id}:${p.revision}:${p.updatedAt}:${JSON.stringify(authors[i])}`))
     const body = format === 'atom' ? atomFeed(entries, meta) : JSON.stringify(jsonFeed(entries, meta))
     return sendRepresentation(req, reply, body, {
       etag,

@@ -5,7 +5,8 @@ export interface FeedEntry {
   readonly id: number
   readonly slug: string
   readonly title: string
-  readonly author: string
+  /** Who wrote it: its listed authors (with their pages), or the name of the credential that made it. */
+  readonly authors: readonly FeedAuthor[]
   readonly tags: readonly string[]
   readonly excerpt: string
   readonly contentHtml: string
@@ -15,6 +16,12 @@ export interface FeedEntry {
   readonly canonicalUrl: string | null
   /** The feature image's path (`/media/{id}/image`), or null. */
   readonly image: string | null
+}
+
+export interface FeedAuthor {
+  readonly name: string
+  /** The author's page (absolute), for a listed author. */
+  readonly url?: string
 }
 
 /** Where a feed lives and what it is of: `tag` for the feed of one tag. */
@@ -85,7 +92,7 @@ export function atomFeed (entries: readonly FeedEntry[], meta: FeedMeta): string
         ],
         published: e.publishedAt,
         updated: e.updatedAt,
-        author: { name: xmlText(e.author) },
+        author: e.authors.map(a => ({ name: xmlText(a.name), ...(a.url === undefined ? {} : { uri: xmlText(a.url) }) })),
         category: e.tags.map(tag => ({ '@term': xmlText(tag) })),
         summary: { '@type': 'text', '#text': xmlText(e.excerpt) },
         content: { '@type': 'html', '#text': xmlText(e.contentHtml) },
@@ -111,7 +118,7 @@ export function jsonFeed (entries: readonly FeedEntry[], meta: FeedMeta): Record
       summary: e.excerpt,
       date_published: e.publishedAt,
       date_modified: e.updatedAt,
-      authors: [{ name: e.author }],
+      authors: e.authors.map(a => ({ name: a.name, ...(a.url === undefined ? {} : { url: a.url }) })),
       tags: [...e.tags],
       ...(e.image === null ? {} : { image: `${meta.baseUrl}${e.image}` }),
     })),

@@ -2,7 +2,7 @@ import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, type FieldError } from '../../errors.ts'
-import type { ExportableEntry, ImageCatalogue, Importable, ImportableItem, ImportableOutcome } from '../../http/contract/resources.ts'
+import type { Byline, Bylines, ExportableEntry, ImageCatalogue, Importable, ImportableItem, ImportableOutcome } from '../../http/contract/resources.ts'
 import { wordMessage } from '../../messages.ts'
 import type { UnitOfWork } from '../../store/store.ts'
 import { contentImages } from './content-images.ts'
@@ -10,7 +10,7 @@ import { postEvents } from './events.ts'
 import type { Post, PostInput } from './post.ts'
 import { PostService } from './post-service.ts'
 import { postsFieldCodes } from './problems.ts'
-import { deriveSlug, isSlug } from './slug.ts'
+import { deriveSlug, isSlug } from '../../domain/slug.ts'
 import { normaliseTags } from './tags.ts'
 
 function inputOf (item: ImportableItem): PostInput {
@@ -54,7 +54,7 @@ function aliasClaims (post: Post, aliases: readonly string[]): { postId: number,
 
 type Written = { readonly outcome: 'created' | 'updated' | 'unchanged', readonly post: Post }
 
-async function writeOne (uow: UnitOfWork, service: PostService, item: ImportableItem, admin: Principal): Promise<Written> {
+async function writeOne (uow: UnitOfWork, service: PostService, item: ImportableItem, admin: Principal, author: (name: string) => Promise<Byline[]>): Promise<Written> {
   const input = inputOf(item)
   const current = item.existing === null ? null : await uow.posts.findById(item.existing, admin)
   if (current !== null) {
@@ -65,9 +65,12 @@ async function writeOne (uow: UnitOfWork, service: PostService, item: Importable
   // The slug is kept when free, else it gets -2, -3 … as a derived one does; one that breaks the
   // rules of slugs (too long, other characters) is made into one as a title is.
   const base = item.slug !== null && isSlug(item.slug) ? item.slug : deriveSlug(item.slug ?? item.title)
-  const author: Principal = { subject: item.author, scopes: new Set(), kind: 'jwt' }
-  const post = await service.create(input, author, w => ({
+  const source: Principal = { subject: item.author, scopes: new Set(), kind: 'jwt' }
+  // The source's author is a user here: the one of that name's slug, else a profile without sign-in.
+  const authors = await author(item.author)
+  const post = await service.create(input, source, w => ({
     ...w,
+    authors,
     slug: { derived: base },
     // When the source published it (an archived post may have been), not when it arrived here.
     publishedAt: (item.status === 'published' || item.status === 'archived') && item.publishedAt !== null ? item.publishedAt : w.publishedAt,
@@ -82,7 +85,8 @@ async function writeOne (uow: UnitOfWork, service: PostService, item: Importable
  * runs, so the batch's transaction stays usable.
  */
 export const postsImportable: Importable = {
-  async write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config, clock: Clock, catalogue?: ImageCatalogue): Promise<ImportableOutcome[]> {
+  async write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config, clock: Clock, catalogue?: ImageCatalogue, bylines?: Bylines): Promise<ImportableOutcome[]> {
+    const author = async (name: string): Promise<Byline[]> => bylines === undefined ? [] : [await bylines.ensure(uow, name, clock.now())]
     const images = catalogue === undefined ? undefined : contentImages(catalogue, config)
     const service = new PostService(uow, {
       revisionsKeep: config.editorial.revisionsKeep,
@@ -96,7 +100,7 @@ export const postsImportable: Importable = {
     const written: (Written | { outcome: 'skipped', reason: string })[] = []
     for (const item of items) {
       try {
-        written.push(await writeOne(uow, service, item, admin))
+        written.push(await writeOne(uow, service, item, admin, author))
       } catch (err) {
         if (!(err instanceof AppError) || err.code !== 'VALIDATION_FAILED') throw err
         written.push({ outcome: 'skipped', reason: reasonOf(err) })

@@ -4,7 +4,7 @@ import { Counter } from 'prom-client'
 import { PublishScheduler } from './publish-scheduler.ts'
 import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, type PostSummary } from './post.ts'
 import { PostService } from './post-service.ts'
-import type { Principal } from '../../domain/principal.ts'
+import { may, type Principal } from '../../domain/principal.ts'
 import { fieldError, validationFailed } from '../../errors.ts'
 import { message } from '../../messages.ts'
 import { preconditionOf, sendResource } from '../../http/toolkit/conditional.ts'
@@ -65,8 +65,10 @@ async function postRoutes (app: FastifyInstance, ctx: RouteContext): Promise<voi
   // Images of the service in a content are rendered with their variants: the resource that keeps them says what they are.
   const catalogue = ctx.resources.find(r => r.images !== undefined)?.images
   const images = catalogue === undefined ? undefined : contentImages(catalogue, ctx.config)
+  const bylines = ctx.resources.find(r => r.bylines !== undefined)?.bylines
   const writer = (uow: UnitOfWork) => new PostService(uow, {
     ...serviceOptions,
+    ...(bylines === undefined ? {} : { bylines: async (slugs: readonly string[]) => await bylines.find(uow, slugs) }),
     changed: postEvents(uow.events),
     ...(images === undefined ? {} : { images: async (content: string) => await images(uow, content) }),
     ...(catalogue === undefined ? {} : { featureImage: async (id: string) => (await catalogue.find(uow, [id], ctx.config)).get(id) ?? null }),
@@ -153,7 +155,8 @@ async function postRoutes (app: FastifyInstance, ctx: RouteContext): Promise<voi
     if (req.body[v.idName] !== undefined) {
       throw validationFailed([fieldError(v.idName, 'READ_ONLY', message('ID_ASSIGNED'))])
     }
-    const input = normalisePostInput(req.body)
+    // A person whose role may not publish (a contributor) writes a draft when no status is given.
+    const input = normalisePostInput(req.body.status === undefined && !may(req.principal, 'posts.publish') ? { ...req.body, status: 'draft' } : req.body)
     return await answerWrite(ctx.store, req, reply, async uow => {
       return written(req, await writer(uow).create(input, req.principal as Principal), 201)
     })
@@ -251,6 +254,13 @@ export const postsResource: Resource = {
   name: 'posts',
   // A post's feature image may not be deleted while the post holds it.
   imageHolder: { holds: async (store, id) => await store.posts.holdsImage(id) },
+  // Its posts list users as their authors.
+  authorship: {
+    holds: async (store, userId) => await store.posts.authorHolds(userId),
+    reassign: async (uow, from, to) => { await uow.posts.reassignAuthor(from, to) },
+    renamed: async (uow, user) => { await uow.posts.renameAuthor(user) },
+    publishedCounts: async (store, userIds) => await store.posts.publishedAuthorCounts(userIds),
+  },
   description: 'Blog posts',
   path: '/posts',
   problems: postsProblems,

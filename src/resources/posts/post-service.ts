@@ -1,6 +1,6 @@
 import type { Clock } from '../../clock.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
-import type { ImageFacts } from '../../http/contract/resources.ts'
+import type { Byline, ImageFacts } from '../../http/contract/resources.ts'
 import { writeCurrent } from '../../http/toolkit/action.ts'
 import type { ContentImages } from './markdown.ts'
 import { publishedAtAfter } from './published-at.ts'
@@ -9,7 +9,8 @@ import { SlugTakenError } from './posts-repository.ts'
 import type { ListPage, ListQuery } from '../../store/store.ts'
 import type { DuePost, PostFilter, PostStore, RevisionStore, TagCount, TagsQuery } from './store.ts'
 import type { NewPostWrite, Post, PostInput, PostSortKey, PostSummary, PostWrite } from './post.ts'
-import { mayChange, type Principal, type Viewer } from '../../domain/principal.ts'
+import { isAdmin, may, type Principal, type Viewer } from '../../domain/principal.ts'
+import { ROLE_ACTIONS } from '../../domain/roles.ts'
 import { type Revision, type RevisionSummary, SYSTEM_EDITOR } from './revision.ts'
 import { applySchedule, SCHEDULE_CHANNEL } from './schedule.ts'
 
@@ -38,6 +39,8 @@ export interface PostServiceOptions {
   readonly images?: (content: string) => Promise<ContentImages>
   /** The facts of image `id`, or null when there is none (then the write is 422 UNKNOWN_MEDIA). */
   readonly featureImage?: (id: string) => Promise<ImageFacts | null>
+  /** The users whose slugs these are, by slug (absent: only a person's own slug is known). */
+  readonly bylines?: (slugs: readonly string[]) => Promise<ReadonlyMap<string, Byline>>
   /** Brings the full-text index up to every answered write, before a list that searches (`q`). */
   readonly searchCurrent?: () => Promise<void>
 }
@@ -75,6 +78,30 @@ export class PostService {
     return facts
   }
 
+  /**
+   * The listed authors a write stores: those the input names (an editor's or an admin's choice;
+   * anyone else may only name the post's own), else a person's create is theirs alone and a replace
+   * keeps the post's. Undefined: none to write (a create by a principal that is no person, or a replace keeping them).
+   */
+  private async authors (input: PostInput, viewer: Principal, current: Post | null): Promise<Byline[] | undefined> {
+    const person = viewer.person
+    const own = current === null ? (person === undefined ? [] : [person.slug]) : current.authors
+    const wanted = input.authors ?? (current === null ? own : undefined)
+    if (wanted === undefined || (wanted.length === 0 && own.length === 0)) return undefined
+    if (wanted.length === 0) throw validationFailed([fieldError('authors', 'TOO_SHORT', 'A post names 1 to 10 authors.')])
+    const same = wanted.length === own.length && wanted.every((s, i) => s === own[i])
+    if (!same && !may(viewer, 'posts.any')) throw new AppError('ROLE_FORBIDS', 'Only an editor or above names a post\'s authors: your role keeps the post\'s own.')
+    if (current === null && same && person !== undefined) return [{ id: person.id, slug: person.slug }]
+    const known = await this.opts.bylines?.(wanted) ?? new Map<string, Byline>()
+    const unknown = wanted.filter(s => !known.has(s))
+    if (unknown.length > 0) {
+      throw new AppError('UNKNOWN_AUTHOR', `No user has the slug${unknown.length > 1 ? 's' : ''} ${unknown.map(s => `"${s}"`).join(', ')}.`, {
+        errors: wanted.flatMap((s, i) => known.has(s) ? [] : [fieldError(`authors/${i}`, 'UNKNOWN_AUTHOR')]),
+      })
+    }
+    return wanted.map(s => known.get(s)!)
+  }
+
   async get (id: number, viewer: Viewer): Promise<Post> {
     const post = await this.store.findById(id, viewer)
     if (!post) throw notFound(id)
@@ -110,11 +137,13 @@ export class PostService {
 
   /** `adjust` changes what is written beyond what a client may set (a move from another service: its slug base, its date). */
   async create (input: PostInput, author: Principal, adjust: (write: NewPostWrite) => NewPostWrite = w => w): Promise<Post> {
+    statusAllowed(author, input.status)
     const now = this.clock.now()
     const scheduled = applySchedule(input, null, now)
     const write = adjust(newPostWrite(scheduled, now, {
       images: await this.opts.images?.(input.content),
       featureImage: await this.featureImage(input.featureImage ?? null),
+      authors: await this.authors(input, author, null),
     }))
     let post: Post
     try {
@@ -135,10 +164,12 @@ export class PostService {
     const { before, after, now } = await writeCurrent(precondition, async () => await this.writable(id, viewer), async current => {
       const now = this.clock.now()
       const input = build(current)
+      statusAllowed(viewer, input.status)
       const scheduled = applySchedule(input, current, now)
       const write = postWrite(scheduled, current, now, {
         images: await this.opts.images?.(input.content),
         featureImage: input.featureImage === undefined ? undefined : await this.featureImage(input.featureImage),
+        authors: await this.authors(input, viewer, current),
       })
       const result = await this.store.replace(id, write, current.revision, now)
       if (result.outcome === 'slug-taken') throw slugTaken(write.slug)
@@ -207,7 +238,7 @@ export class PostService {
   /** Revisions exist only for the post's author and admins; to anyone else, none does. */
   private async history (id: number, viewer: Viewer): Promise<Post> {
     const post = await this.get(id, viewer)
-    if (!mayChange(viewer, post.author)) throw new AppError('REVISION_NOT_FOUND', `Post ${id} has no revisions you may see.`)
+    if (!mayChangePost(viewer, post)) throw new AppError('REVISION_NOT_FOUND', `Post ${id} has no revisions you may see.`)
     return post
   }
 
@@ -226,9 +257,30 @@ export class PostService {
   /** The post, if `viewer` may change it: invisible → 404, visible but not theirs → 403. */
   async writable (id: number, viewer: Principal): Promise<Post> {
     const post = await this.get(id, viewer)
-    if (!mayChange(viewer, post.author)) {
+    if (!mayChangePost(viewer, post)) {
+      if (viewer.person !== undefined) throw new AppError('ROLE_FORBIDS', `Your role (${viewer.person.role}) changes only your own posts: another's post needs the ${ROLE_ACTIONS['posts.any'].least} role.`)
       throw new AppError('FORBIDDEN', 'Only the author of a post or an admin may change it.')
     }
+    if (post.publishedAt !== null && !may(viewer, 'posts.publish')) {
+      throw new AppError('ROLE_FORBIDS', 'A contributor does not change a post once it has been published: that needs the author role.')
+    }
     return post
+  }
+}
+
+/**
+ * Whether `viewer` may change `post`: one of its authors (its principal, or a person it lists), an
+ * admin, or a role that works on every post (an editor).
+ */
+export function mayChangePost (viewer: Viewer, post: Post): boolean {
+  if (viewer === null) return false
+  if (viewer.subject === post.author || isAdmin(viewer) || may(viewer, 'posts.any')) return true
+  return viewer.person !== undefined && post.authors.includes(viewer.person.slug)
+}
+
+/** A person whose role may not publish (a contributor) keeps posts drafts: publishing and scheduling are 403. */
+function statusAllowed (viewer: Principal, status: PostInput['status']): void {
+  if ((status === 'published' || status === 'scheduled') && !may(viewer, 'posts.publish')) {
+    throw new AppError('ROLE_FORBIDS', `A contributor writes drafts: a post ${status === 'published' ? 'published' : 'scheduled'} needs the author role.`)
   }
 }

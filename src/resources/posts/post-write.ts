@@ -1,8 +1,8 @@
-import type { ImageFacts } from '../../http/contract/resources.ts'
+import type { Byline, ImageFacts } from '../../http/contract/resources.ts'
 import { type ContentImages, renderContent } from './markdown.ts'
 import type { NewPostWrite, Post, PostInput, PostWrite } from './post.ts'
 import { publishedAtAfter } from './published-at.ts'
-import { deriveSlug } from './slug.ts'
+import { deriveSlug } from '../../domain/slug.ts'
 
 /** What a write needs beyond its input, looked up before it is decided. */
 export interface WriteFacts {
@@ -10,6 +10,8 @@ export interface WriteFacts {
   readonly images?: ContentImages | undefined
   /** The facts of the feature image the input names, or null for none (undefined on replace: keep the post's). */
   readonly featureImage?: ImageFacts | null | undefined
+  /** The listed authors the input names, looked up (undefined: a create's none, a replace's current ones). */
+  readonly authors?: readonly Byline[] | undefined
 }
 
 function sameTags (a: readonly string[], b: readonly string[]): boolean {
@@ -20,7 +22,7 @@ function sameTags (a: readonly string[], b: readonly string[]): boolean {
  * The values every write derives, over `current` (null on create): the HTML and the derived
  * excerpt from one parse of the content, `published_at` by its one rule.
  */
-function derived (input: PostInput, current: Post | null, now: Date, images: ContentImages | undefined): Omit<PostWrite, 'slug' | 'tags' | 'featureImage'> {
+function derived (input: PostInput, current: Post | null, now: Date, images: ContentImages | undefined): Omit<PostWrite, 'slug' | 'tags' | 'featureImage' | 'authors'> {
   const rendered = renderContent(input.content, images)
   // An excerpt sent back as it was derived (a GET-modify-PUT round trip, a merge patch of other
   // members) stays derived, so it follows the content.
@@ -50,6 +52,7 @@ export function newPostWrite (input: PostInput, now: Date, facts: WriteFacts = {
     ...derived(input, null, now, facts.images),
     slug: input.slug !== undefined ? { given: input.slug } : { derived: deriveSlug(input.title) },
     tags: input.tags,
+    authors: [...facts.authors ?? []],
     featureImage: facts.featureImage ?? null,
   }
 }
@@ -63,6 +66,7 @@ export function postWrite (input: PostInput, current: Post, now: Date, facts: Wr
     ...derived(input, current, now, facts.images),
     slug: input.slug !== undefined && input.slug !== current.slug ? { given: input.slug } : null,
     tags: sameTags(current.tags, input.tags) ? null : input.tags,
+    authors: facts.authors === undefined || facts.authors.length === 0 || sameTags(current.authors, facts.authors.map(a => a.slug)) ? null : [...facts.authors],
     ...(facts.featureImage === undefined ? {} : { featureImage: facts.featureImage }),
   }
 }

@@ -1,5 +1,5 @@
 import { fieldError, validationFailed } from '../../errors.ts'
-import type { ImageFacts } from '../../http/contract/resources.ts'
+import type { Byline, ImageFacts } from '../../http/contract/resources.ts'
 import { normaliseTags } from './tags.ts'
 
 export const POST_STATUSES = ['draft', 'published', 'archived', 'scheduled'] as const
@@ -27,7 +27,10 @@ export interface Post extends PostSeo {
   status: PostStatus
   /** When a `scheduled` post is to be published; null for every other status. */
   publishAt: string | null
+  /** A principal's name: the first listed author's slug, or (no person wrote it) the credential's. */
   author: string
+  /** The slugs of the users who wrote it, in order (the first the primary author); none for a post no person wrote. */
+  authors: string[]
   createdAt: string
   updatedAt: string
   revision: number
@@ -60,6 +63,8 @@ export interface PostInput extends Partial<PostSeo> {
   publishAt?: string | null
   /** The id of the cover image, or null. */
   featureImage?: string | null
+  /** The authors' slugs (1–10, distinct); absent: a create's default, a replace's current ones. */
+  authors?: string[] | undefined
 }
 
 /** The slug a write claims: the one the client chose, or a base to number (`-2`, `-3` …) when it is taken. */
@@ -77,6 +82,8 @@ export interface PostWrite extends PostSeo {
   slug: SlugWrite | null
   /** The tags to store, or null to keep those the post has. */
   tags: string[] | null
+  /** The listed authors to store (one at least), or null to keep the post's. */
+  authors: Byline[] | null
   excerpt: string
   excerptDerived: boolean
   contentHtml: string
@@ -91,6 +98,8 @@ export interface PostWrite extends PostSeo {
 export interface NewPostWrite extends PostWrite {
   slug: SlugWrite
   tags: string[]
+  /** None for a post no person wrote. */
+  authors: Byline[]
   featureImage: ImageFacts | null
 }
 
@@ -114,6 +123,7 @@ export function normalisePostInput (input: {
   meta_description?: string | null | undefined
   canonical_url?: string | null | undefined
   feature_image?: string | { id: string } | null | undefined
+  authors?: string[] | undefined
 }): PostInput {
   const publishAt = input.publish_at == null ? null : Date.parse(input.publish_at)
   // A leap second (…T23:59:60Z) is RFC 3339 but no instant JavaScript can hold.
@@ -131,5 +141,6 @@ export function normalisePostInput (input: {
     canonicalUrl: input.canonical_url ?? null,
     // A read's object is accepted too (a GET-modify-PUT round trip): its id is what counts.
     featureImage: input.feature_image == null ? null : typeof input.feature_image === 'string' ? input.feature_image : input.feature_image.id,
+    authors: input.authors,
   }
 }

@@ -1,14 +1,14 @@
 import type { Compilable, Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely'
 import { sql } from 'kysely'
 import type { NewPostWrite, Post, PostSortKey, PostStatus, PostSummary, PostWrite, SlugWrite } from './post.ts'
-import { isAdmin, type Viewer } from '../../domain/principal.ts'
+import { isAdmin, may, type Viewer } from '../../domain/principal.ts'
 import { NULL_PUBLISHED_ASC, NULL_PUBLISHED_DESC } from './0001-content.ts'
-import { candidateNumber, firstFreeSlug, slugCandidate } from './slug.ts'
+import { candidateNumber, firstFreeSlug, slugCandidate } from '../../domain/slug.ts'
 import { tagKey } from './tags.ts'
 import { arg, type PreparedQueries, preparedQueries } from '../../store/prepared.ts'
 import { pageOf, pageQuery, pageValues } from '../../store/read-page.ts'
 import type { ListPage, ListQuery, WriteResult } from '../../store/store.ts'
-import type { ImageFacts } from '../../http/contract/resources.ts'
+import type { Byline, ImageFacts } from '../../http/contract/resources.ts'
 import type { DuePost, PostFilter, PostStore, PublishedPost, PublishedStats, SlugLookup, TagCount, TagsQuery } from './store.ts'
 import { type Database, type DialectParts, iso, type Timestamp } from '../../store/tables.ts'
 
@@ -17,6 +17,7 @@ type SummaryRow = {
   title: string
   status: PostStatus
   author: string
+  authors: string
   created_at: Timestamp
   updated_at: Timestamp
   revision: number | string
@@ -39,6 +40,7 @@ function toSummary (row: SummaryRow): PostSummary {
     title: row.title,
     status: row.status,
     author: row.author,
+    authors: JSON.parse(row.authors) as string[],
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
     revision: Number(row.revision),
@@ -63,8 +65,8 @@ function toPost (row: PostRow): Post {
 }
 
 const SEO_COLUMNS = ['meta_title', 'meta_description', 'canonical_url'] as const
-const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at', 'publish_at', 'feature_image', ...SEO_COLUMNS] as const
-const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at', 'publish_at', 'feature_image', ...SEO_COLUMNS] as const
+const POST_COLUMNS = ['id', 'title', 'content', 'status', 'author', 'authors', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'content_html', 'published_at', 'publish_at', 'feature_image', ...SEO_COLUMNS] as const
+const SUMMARY_COLUMNS = ['id', 'title', 'status', 'author', 'authors', 'created_at', 'updated_at', 'revision', 'slug', 'tags', 'excerpt', 'excerpt_derived', 'published_at', 'publish_at', 'feature_image', ...SEO_COLUMNS] as const
 /** The feature image's columns: its facts as JSON (id first), and its id. */
 function featureImageArgs (facts: ImageFacts | null): [string | null, string | null] {
   return facts === null ? [null, null] : [JSON.stringify(facts), facts.id]
@@ -101,11 +103,25 @@ export class SlugTakenError extends Error {
 
 type ViewerKind = 'anonymous' | 'admin' | 'author'
 
+/** Admins, and editors (who work on every post), see every post; anyone else their own and the published. */
 function viewerKind (viewer: Viewer): ViewerKind {
-  return viewer === null ? 'anonymous' : isAdmin(viewer) ? 'admin' : 'author'
+  return viewer === null ? 'anonymous' : isAdmin(viewer) || may(viewer, 'posts.any') ? 'admin' : 'author'
 }
 
 type PostsEb = ExpressionBuilder<Database, 'posts'>
+
+/** Whether a write names the post's authors anew (one at least); else it keeps the post's. */
+function hasAuthors (write: PostWrite): write is PostWrite & { authors: Byline[] } {
+  return write.authors != null && write.authors.length > 0
+}
+
+/** The post's `author` is `slug`, or one of its listed authors is. */
+function byAuthor (eb: PostsEb, slug: string): Expression<SqlBool> {
+  return eb.or([
+    eb('posts.author', '=', slug),
+    eb.exists(eb.selectFrom('post_authors').select(eb.lit(1).as('one')).whereRef('post_authors.post_id', '=', 'posts.id').where('post_authors.slug', '=', slug).limit(1)),
+  ])
+}
 
 /** `published_at op at`, written on both sort columns (see FILTERS). */
 function publishedRange (eb: PostsEb, op: '<' | '>', at: Timestamp): Expression<SqlBool> {
@@ -122,7 +138,7 @@ const FILTERS: readonly {
   condition (eb: PostsEb, value: (i: number) => unknown, count: number): Expression<SqlBool>
 }[] = [
   { name: 'status', values: f => [f.status], condition: (eb, v) => eb('posts.status', '=', v(0) as PostStatus) },
-  { name: 'author', values: f => [f.author], condition: (eb, v) => eb('posts.author', '=', v(0) as string) },
+  { name: 'author', values: f => [f.author], condition: (eb, v) => byAuthor(eb, v(0) as string) },
   { name: 'slug', values: f => [f.slug], condition: (eb, v) => eb('posts.slug', '=', v(0) as string) },
   {
     name: 'tag',
@@ -199,7 +215,7 @@ export class PostsRepository implements PostStore {
   private visible (eb: PostsEb, kind: ViewerKind, author: () => string): Expression<SqlBool> | null {
     if (kind === 'admin') return null
     if (kind === 'anonymous') return eb('posts.status', '=', 'published')
-    return eb.or([eb('posts.status', '=', 'published'), eb('posts.author', '=', author())])
+    return eb.or([eb('posts.status', '=', 'published'), byAuthor(eb, author())])
   }
 
   private present (filter: PostFilter) {
@@ -378,11 +394,13 @@ export class PostsRepository implements PostStore {
         feature_image: arg(14),
         feature_image_id: arg(15),
         slug: arg(16),
+        authors: arg(17),
       })
       .returning(POST_COLUMNS))
     const publishedAt = write.publishedAt === null ? null : this.dialect.timestamp(new Date(write.publishedAt))
-    let [row] = await query.execute(this.db, [write.title, write.content, write.status, author, ts, JSON.stringify(write.tags), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt),
-      write.metaTitle, write.metaDescription, write.canonicalUrl, ...featureImageArgs(write.featureImage), early])
+    // A post with listed authors has the first as its author; one without keeps its principal's name.
+    let [row] = await query.execute(this.db, [write.title, write.content, write.status, write.authors[0]?.slug ?? author, ts, JSON.stringify(write.tags), write.excerpt, write.excerptDerived ? 1 : 0, write.contentHtml, publishedAt, this.timestampOrNull(write.publishAt),
+      write.metaTitle, write.metaDescription, write.canonicalUrl, ...featureImageArgs(write.featureImage), early, JSON.stringify(write.authors.map(a => a.slug))])
     if (row === undefined) throw new Error('INSERT … RETURNING returned no row')
     const id = Number(row.id)
     if (early !== null) {
@@ -394,6 +412,7 @@ export class PostsRepository implements PostStore {
         .execute(this.db, [slug, id])
     }
     await this.insertTags(id, write.tags)
+    await this.insertAuthors(id, write.authors)
     await this.queueSearch(id)
     return toPost(row!)
   }
@@ -509,11 +528,23 @@ export class PostsRepository implements PostStore {
     await insert.execute(this.db, [id, ...tags.flatMap(name => [tagKey(name), name])])
   }
 
+  /** Post `id`'s listed authors, by place. */
+  private async insertAuthors (id: number, authors: readonly Byline[]): Promise<void> {
+    if (authors.length === 0) return
+    const insert = this.prepared.get(`insert-authors|${authors.length}`, () => this.db.insertInto('post_authors').values(authors.map((_, i) => ({
+      post_id: arg<number>(0),
+      position: i,
+      user_id: arg<string>(2 * i + 1),
+      slug: arg<string>(2 * i + 2),
+    }))))
+    await insert.execute(this.db, [id, ...authors.flatMap(a => [a.id, a.slug])])
+  }
+
   async replace (id: number, write: PostWrite, expectedRevision: number, now: Date): Promise<WriteResult<Post> | { outcome: 'slug-taken' }> {
     // The slug is claimed before the row changes: the unique index on posts.slug is then never the one to refuse it.
     const slug = write.slug === null ? null : await this.claimSlug(id, write.slug)
     if (write.slug !== null && slug === null) return { outcome: 'slug-taken' }
-    const query = this.prepared.get(`replace|${slug === null ? '' : 'slug'}|${write.tags === null ? '' : 'tags'}|${write.featureImage === undefined ? '' : 'image'}`, () => this.db.updateTable('posts')
+    const query = this.prepared.get(`replace|${slug === null ? '' : 'slug'}|${write.tags === null ? '' : 'tags'}|${write.featureImage === undefined ? '' : 'image'}|${hasAuthors(write) ? 'authors' : ''}`, () => this.db.updateTable('posts')
       .set(eb => ({
         title: arg(0),
         content: arg(1),
@@ -531,6 +562,7 @@ export class PostsRepository implements PostStore {
         revision: eb('revision', '+', 1),
         ...(slug === null ? {} : { slug: arg<string>(10) }),
         ...(write.tags === null ? {} : { tags: arg<string>(11) }),
+        ...(hasAuthors(write) ? { authors: arg<string>(18), author: arg<string>(19) } : {}),
       }))
       .where('id', '=', arg<number>(8))
       .where('revision', '=', arg<number>(9))
@@ -541,8 +573,13 @@ export class PostsRepository implements PostStore {
       id, expectedRevision, slug, write.tags === null ? null : JSON.stringify(write.tags), this.timestampOrNull(write.publishAt),
       write.metaTitle, write.metaDescription, write.canonicalUrl,
       ...featureImageArgs(write.featureImage ?? null),
+      hasAuthors(write) ? JSON.stringify(write.authors.map(a => a.slug)) : null, write.authors?.[0]?.slug ?? null,
     ])
     if (!row) return await this.missingOrStale(id)
+    if (hasAuthors(write)) {
+      await this.db.deleteFrom('post_authors').where('post_id', '=', id).execute()
+      await this.insertAuthors(id, write.authors)
+    }
     if (write.tags !== null) {
       await this.db.deleteFrom('post_tags').where('post_id', '=', id).execute()
       await this.insertTags(id, write.tags)
@@ -625,6 +662,52 @@ export class PostsRepository implements PostStore {
     const row = await this.db.selectFrom('posts').select('id').where('status', '=', 'published')
       .orderBy('id').limit(1).offset(offset).executeTakeFirst()
     return row === undefined ? null : Number(row.id)
+  }
+
+  async authorHolds (userId: string): Promise<boolean> {
+    const row = await this.db.selectFrom('post_authors').select('post_id').where('user_id', '=', userId).limit(1).executeTakeFirst()
+    return row !== undefined
+  }
+
+  async reassignAuthor (from: Byline, to: Byline): Promise<void> {
+    const posts = await this.db.selectFrom('post_authors').select('post_id').where('user_id', '=', from.id).execute()
+    for (const { post_id: postId } of posts) {
+      const rows = await this.db.selectFrom('post_authors').select(['user_id', 'slug']).where('post_id', '=', postId).orderBy('position').execute()
+      const authors: Byline[] = []
+      for (const r of rows) {
+        const a = r.user_id === from.id ? to : { id: r.user_id, slug: r.slug }
+        if (!authors.some(b => b.id === a.id)) authors.push(a)
+      }
+      await this.rewriteAuthors(Number(postId), authors)
+    }
+  }
+
+  async renameAuthor (user: Byline): Promise<void> {
+    const posts = await this.db.selectFrom('post_authors').select('post_id').where('user_id', '=', user.id).execute()
+    for (const { post_id: postId } of posts) {
+      const rows = await this.db.selectFrom('post_authors').select(['user_id', 'slug']).where('post_id', '=', postId).orderBy('position').execute()
+      await this.rewriteAuthors(Number(postId), rows.map(r => r.user_id === user.id ? user : { id: r.user_id, slug: r.slug }))
+    }
+  }
+
+  /** Post `id`'s authors become `authors` (its author the first), a change of its representation: its revision moves on. */
+  private async rewriteAuthors (id: number, authors: readonly Byline[]): Promise<void> {
+    await this.db.deleteFrom('post_authors').where('post_id', '=', id).execute()
+    await this.insertAuthors(id, authors)
+    await this.db.updateTable('posts')
+      .set(eb => ({ authors: JSON.stringify(authors.map(a => a.slug)), revision: eb('revision', '+', 1), ...(authors[0] === undefined ? {} : { author: authors[0].slug }) }))
+      .where('id', '=', id).execute()
+  }
+
+  async publishedAuthorCounts (userIds?: readonly string[]): Promise<Map<string, number>> {
+    if (userIds !== undefined && userIds.length === 0) return new Map()
+    let query = this.db.selectFrom('post_authors').innerJoin('posts', 'posts.id', 'post_authors.post_id')
+      .where('posts.status', '=', 'published')
+      .groupBy('post_authors.user_id')
+      .select(eb => ['post_authors.user_id', eb.fn.countAll<number | string>().as('n')])
+    if (userIds !== undefined) query = query.where('post_authors.user_id', 'in', userIds)
+    const rows = await query.execute()
+    return new Map(rows.map(r => [r.user_id, Number(r.n)]))
   }
 
   private async missingOrStale (id: number): Promise<{ outcome: 'missing' } | { outcome: 'stale' }> {

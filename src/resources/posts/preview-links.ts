@@ -5,7 +5,7 @@ import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { preconditionOf, sendRepresentation, sendResource, weakEtag } from '../../http/toolkit/conditional.ts'
 import type { RouteContext } from '../../http/contract/resources.ts'
-import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../../http/contract/schemas.ts'
+import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses, TimestampSchema } from '../../http/contract/schemas.ts'
 import { linkBase } from '../../http/protocol/versioning.ts'
 import { answerDelete, answerWrite } from '../../http/toolkit/write.ts'
 import { renderContent } from './markdown.ts'
@@ -36,7 +36,6 @@ const PREVIEW_HEADERS = {
 
 const LinkIdSchema = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The link\'s id.' })
 const RevisionNumberSchema = Type.Integer({ minimum: 1, maximum: 2_147_483_647 })
-const TimestampSchema = Type.String({ format: 'date-time', maxLength: 30 })
 
 export const CreatePreviewLinkBodySchema = Type.Object({
   expires_in: Type.Optional(Type.Integer({ minimum: EXPIRES_IN_MIN, maximum: EXPIRES_IN_MAX, description: `Seconds the link works: ${EXPIRES_IN_MIN}–${EXPIRES_IN_MAX} (30 days); default ${EXPIRES_IN_DEFAULT} (7 days).` })),

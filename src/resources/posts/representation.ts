@@ -13,6 +13,7 @@ function common (post: ListedPost) {
     created_at: post.createdAt,
     updated_at: post.updatedAt,
     author: post.author,
+    authors: post.authors,
     slug: post.slug,
     tags: post.tags,
     excerpt: post.excerpt,

@@ -3,7 +3,7 @@ import { pagingQueryProperties } from '../../http/toolkit/paging.ts'
 import { LinkSchema } from '../../http/contract/schemas.ts'
 import { EXCERPT_MAX } from './markdown.ts'
 import { CANONICAL_URL_MAX, CONTENT_MAX, META_DESCRIPTION_MAX, META_TITLE_MAX, POST_STATUSES, TITLE_MAX } from './post.ts'
-import { SLUG_MAX, SLUG_PATTERN } from './slug.ts'
+import { SLUG_MAX, SLUG_PATTERN } from '../../domain/slug.ts'
 import { TAG_MAX, TAGS_MAX } from './tags.ts'
 
 export const PostIdParamsSchema = Type.Object({
@@ -52,6 +52,9 @@ const FeatureImageSchema = Type.Object({
   srcset: Type.String({ maxLength: 4000, description: 'HTML\'s `srcset`: `<url> <w>w`, comma separated.' }),
 }, { additionalProperties: false })
 
+/** A post names at most this many authors. */
+export const AUTHORS_MAX = 10
+
 const fields = {
   title: Type.String({ maxLength: TITLE_MAX, description: `1–${TITLE_MAX} characters after trimming; stored trimmed.` }),
   content: Type.String({ maxLength: CONTENT_MAX, description: `0–${CONTENT_MAX} characters.` }),
@@ -60,7 +63,8 @@ const fields = {
   created_at: TimestampSchema,
   updated_at: TimestampSchema,
   // A JWT's `sub` lies within a token of at most 8 192 characters.
-  author: Type.String({ maxLength: 8192, description: 'The `sub` of the credential that created the post.' }),
+  author: Type.String({ maxLength: 8192, description: 'The first of `authors`; for a post no person wrote, the name (`sub`) of the credential that created it.' }),
+  authors: Type.Array(Type.String({ minLength: 1, maxLength: SLUG_MAX, pattern: SLUG_PATTERN }), { maxItems: AUTHORS_MAX, description: 'The slugs of the users who wrote the post, in order (the first is its primary author; each has a page at `/authors/{slug}`). Empty for a post no person wrote.' }),
   slug: Type.String({ minLength: 1, maxLength: SLUG_MAX, pattern: SLUG_PATTERN, description: 'The post\'s name in URLs (`/posts/by-slug/{slug}`): unique across posts; derived from the title when not given.' }),
   tags: Type.Array(Type.String({ minLength: 1, maxLength: TAG_MAX }), { maxItems: TAGS_MAX, description: 'Tags as given, trimmed; no two equal but for case.' }),
   excerpt: Type.String({ maxLength: EXCERPT_MAX, description: 'A summary for list pages: as given, or derived from the content (its first 200 characters of plain text).' }),
@@ -90,7 +94,7 @@ export const PostListItemV2Schema = Type.Composite([
   Type.Object({ _links: Type.Object({ self: Type.Ref(LinkSchema) }, { additionalProperties: false }) }),
 ], { $id: 'PostListItemV2', additionalProperties: false })
 
-const CONTENT_FIELDS = ['slug', 'tags', 'excerpt', 'published_at', 'publish_at', 'content_html', 'meta_title', 'meta_description', 'canonical_url', 'feature_image'] as const
+const CONTENT_FIELDS = ['authors', 'slug', 'tags', 'excerpt', 'published_at', 'publish_at', 'content_html', 'meta_title', 'meta_description', 'canonical_url', 'feature_image'] as const
 export const FIELD_NAMES = {
   1: ['id', 'title', 'content', 'status', 'created_at', 'updated_at', 'author', ...CONTENT_FIELDS],
   2: ['postId', 'title', 'content', 'status', 'created_at', 'updated_at', 'author', ...CONTENT_FIELDS],
@@ -120,6 +124,7 @@ function bodySchema (idName: 'id' | 'postId', $id: string) {
     created_at: Type.Optional(Type.Unknown({ ...readOnly })),
     updated_at: Type.Optional(Type.Unknown({ ...readOnly })),
     author: Type.Optional(Type.Unknown({ ...readOnly })),
+    authors: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: AUTHORS_MAX, uniqueItems: true, description: `1–${AUTHORS_MAX} distinct user slugs, the first the primary author (empty only as a post no person wrote is read, so it can be sent back). Absent: on create, yourself (a person) or none (a key); on PUT and PATCH, unchanged. Only an editor or above names others (else 403 \`ROLE_FORBIDS\`); a slug of no user: 422 \`UNKNOWN_AUTHOR\`.` })),
     _links: Type.Optional(Type.Unknown({ ...readOnly })),
   }, { $id, additionalProperties: false })
 }
@@ -141,6 +146,7 @@ export interface PostBody {
   meta_description?: string | null
   canonical_url?: string | null
   feature_image?: string | { id: string } | null
+  authors?: string[]
 }
 
 export const ListPostsQuerySchema = Type.Object({
@@ -148,7 +154,7 @@ export const ListPostsQuerySchema = Type.Object({
   // At least one character that is not white space, and no NUL (neither full-text engine takes it).
   q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$', description: 'Full-text search over title, content and tags: every word must match.' })),
   tag: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, pattern: '[^,\\s]', description: 'Comma list of tags: posts holding any of them (case-insensitive).' })),
-  author: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'Posts by this author (equality).' })),
+  author: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'Posts by this author: any of its `authors` (a user\'s slug), or the `author` of a post no person wrote.' })),
   slug: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The post with this current slug (not an old one).' })),
   published_after: Type.Optional(Type.String({ format: 'date-time', maxLength: 40, description: 'RFC 3339: posts published strictly after.' })),
   published_before: Type.Optional(Type.String({ format: 'date-time', maxLength: 40, description: 'RFC 3339: posts published strictly before.' })),

@@ -1,5 +1,6 @@
 import type { Generated } from 'kysely'
 import type { Viewer } from '../../domain/principal.ts'
+import type { Byline } from '../../http/contract/resources.ts'
 import type { ListPage, ListQuery, WriteResult } from '../../store/store.ts'
 import type { Timestamp } from '../../store/tables.ts'
 import type { NewPostWrite, Post, PostSortKey, PostStatus, PostSummary, PostWrite } from './post.ts'
@@ -13,6 +14,8 @@ export interface PostsTable {
   status: PostStatus
   publish_at: Timestamp | null
   author: string
+  /** The listed authors' slugs, a JSON array (posts/0009-authors). */
+  authors: Generated<string>
   created_at: Timestamp
   updated_at: Timestamp
   revision: number
@@ -58,6 +61,14 @@ export interface PostSearchQueueTable {
   post_id: number
 }
 
+/** A post's listed authors, one row each by place (0: the first), with the user's id and current slug. */
+export interface PostAuthorsTable {
+  post_id: number
+  position: number
+  user_id: string
+  slug: string
+}
+
 /** A post's tags, one row each by case-folded key, so `?tag=` is an index lookup. */
 export interface PostTagsTable {
   post_id: number
@@ -94,6 +105,7 @@ export interface PostFilter {
   readonly q?: string
   /** Posts holding any of these tag keys (case-folded). */
   readonly tag?: readonly string[]
+  /** A post's author (a principal's name), or one of its listed authors (a user's slug). */
   readonly author?: string
   /** The current slug (not an alias). */
   readonly slug?: string
@@ -172,6 +184,14 @@ export interface PostStore {
   indexSearch (limit: number): Promise<number>
   /** How many posts wait for the full-text index (0 on PostgreSQL). */
   searchBacklog (): Promise<number>
+  /** Whether any post lists user `userId` among its authors. */
+  authorHolds (userId: string): Promise<boolean>
+  /** `from`'s place in every post's authors goes to `to` (dropped where `to` is listed already). */
+  reassignAuthor (from: Byline, to: Byline): Promise<void>
+  /** Every post listing `user` names them by their current slug. */
+  renameAuthor (user: Byline): Promise<void>
+  /** How many published posts list each user (of `userIds`, or all) among their authors, by user id. */
+  publishedAuthorCounts (userIds?: readonly string[]): Promise<Map<string, number>>
 }
 
 export interface PublishedStats {
@@ -214,6 +234,7 @@ declare module '../../store/tables.ts' {
     post_slug_counters: PostSlugCountersTable
     post_slug_gaps: PostSlugGapsTable
     post_tags: PostTagsTable
+    post_authors: PostAuthorsTable
     post_search_queue: PostSearchQueueTable
     post_revisions: PostRevisionsTable
     post_preview_links: PreviewLinksTable

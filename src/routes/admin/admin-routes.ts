@@ -72,22 +72,32 @@ export async function adminRoutes (app: FastifyInstance, opts: { build?: AdminBu
     return reply.code(200).header('content-type', file.type).send(file.body)
   }
 
-  app.get('/admin', {
-    schema: {
-      tags: ['operations'],
-      summary: 'The editor in the browser',
-      description: 'An HTML page: sign in with an API key or a JWT, then list, write, illustrate, schedule and review the blog\'s writing through this API. Revalidated on every use (`Cache-Control: no-cache`, ETag, 304).',
-      produces: ['text/html'],
-      response: {
-        200: Type.String({ description: 'The editor\'s page.' }),
-        304: Type.Null({ description: 'Not modified.' }),
-        ...problemResponses(404, ...SYSTEM_ERRORS),
+  // The page, at its own address and at those of the links the service makes: the set-up link
+  // (printed at start while the blog has no owner), an invitation's, a password reset's.
+  const pages = [
+    ['/admin', 'The editor in the browser', 'An HTML page: sign in with an API key or a JWT, then list, write, illustrate, schedule and review the blog\'s writing through this API.'],
+    ['/admin/setup', 'The owner\'s set-up in the browser', 'The editor\'s page at the link the service prints while the blog has no owner (`/admin/setup#<token>`): the owner\'s name, email and password make the account (`POST /setup`).'],
+    ['/admin/invite', 'An invitation, accepted in the browser', 'The editor\'s page at an invitation\'s link (`/admin/invite#<token>`): a name and a password accept it (`POST /invitations/accept`).'],
+    ['/admin/reset', 'A password reset in the browser', 'The editor\'s page at a reset link (`/admin/reset#<token>`): a new password is set (`POST /password-resets`).'],
+  ] as const
+  for (const [path, summary, description] of pages) {
+    app.get(path, {
+      schema: {
+        tags: ['operations'],
+        summary,
+        description: `${description} Revalidated on every use (\`Cache-Control: no-cache\`, ETag, 304).`,
+        produces: ['text/html'],
+        response: {
+          200: Type.String({ description: 'The editor\'s page.' }),
+          304: Type.Null({ description: 'Not modified.' }),
+          ...problemResponses(404, ...SYSTEM_ERRORS),
+        },
       },
-    },
-  }, async (req, reply) => {
-    if (build === null) throw new AppError('NOT_FOUND', NOT_BUILT)
-    return send(req, reply, build.page, REVALIDATE)
-  })
+    }, async (req, reply) => {
+      if (build === null) throw new AppError('NOT_FOUND', NOT_BUILT)
+      return send(req, reply, build.page, REVALIDATE)
+    })
+  }
 
   app.get<{ Params: { file: string } }>('/admin/assets/:file', {
     schema: {

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely'
 import type { ApiKeyRecord, ApiKeyStore } from '../store.ts'
 import { type Database, type DialectParts, iso, type Timestamp } from '../tables.ts'
 
-function toApiKey (row: { id: string, name: string, scopes: string, hash: string, created_at: Timestamp, revoked_at: Timestamp | null }): ApiKeyRecord {
+function toApiKey (row: { id: string, name: string, scopes: string, hash: string, created_at: Timestamp, revoked_at: Timestamp | null, user_id?: string | null }): ApiKeyRecord {
   return {
     id: row.id,
     name: row.name,
@@ -10,6 +10,7 @@ function toApiKey (row: { id: string, name: string, scopes: string, hash: string
     hash: row.hash,
     createdAt: iso(row.created_at),
     revokedAt: row.revoked_at === null ? null : iso(row.revoked_at),
+    userId: row.user_id ?? null,
   }
 }
 

@@ -109,6 +109,11 @@ for (const kind of await storeKinds()) {
       assert.match(one.content, /Hello world/)
       assert.match(one.content, /!\[\]\(https:\/\/example\.com\/images\/photo-1\.jpg\)/)
       assert.equal(posts.find(p => p.title === 'Post 2').author, 'bob-smith')
+      // Each source author is a user here now: a profile without sign-in, listed as the post's author.
+      assert.deepEqual(one.authors, ['alice-johnson'])
+      const users = json(await t.request({ method: 'GET', url: '/users?status=inactive', headers: admin }))
+      assert.deepEqual(users.map((u: { slug: string }) => u.slug).filter((s: string) => s === 'alice-johnson' || s === 'bob-smith').sort(), ['alice-johnson', 'bob-smith'])
+      assert.equal((await t.request({ method: 'GET', url: '/authors/alice-johnson' })).statusCode, 200)
       // Its third post is in Lexical alone (no html): read from the editor's document.
       assert.equal(posts.find(p => p.title === 'Post 3 - Lexical').content, '![](https://example.com/images/lexical-image.jpg)')
     })

@@ -4,7 +4,7 @@ import { loadConfig } from '../../../src/context.ts'
 import { describe, it } from 'node:test'
 import { EXCERPT_DERIVED_LENGTH, isSafeUrl, renderContent, shorten } from '../../../src/resources/posts/markdown.ts'
 import { publishedAtAfter } from '../../../src/resources/posts/published-at.ts'
-import { deriveSlug, firstFreeSlug, isSlug, SLUG_MAX, slugCandidate } from '../../../src/resources/posts/slug.ts'
+import { deriveSlug, firstFreeSlug, isSlug, SLUG_MAX, slugCandidate } from '../../../src/domain/slug.ts'
 import { normaliseTags, parseTagFilter } from '../../../src/resources/posts/tags.ts'
 
 describe('slug derivation', () => {

@@ -16,6 +16,7 @@ function post (fields: Partial<Post> = {}): Post {
     status: 'published',
     publishAt: null,
     author: 'alice',
+    authors: [],
     createdAt: '2026-01-01T00:00:00.000Z',
     updatedAt: '2026-01-01T00:00:00.000Z',
     revision: 1,
