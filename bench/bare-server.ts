@@ -1,7 +1,8 @@
 /**
  * The bare ceiling of `npm run bench`: what any server pays at the least to store and read a post.
  * Bare node:http and better-sqlite3 on a plain table (id, title, content, created_at), WAL with
- * `synchronous=NORMAL`, one prepared statement per request, the row sent as it is stored. None of
+ * `synchronous=NORMAL` (BENCH_SYNC=FULL: every commit synced to the disk before it is answered, the
+ * service's durability), one prepared statement per request, the row sent as it is stored. None of
  * the service's data (no slug, tags, HTML, excerpt), indexes, checks or headers: its figures are
  * the ones users hold a blog service against. Not a server to use.
  *
@@ -31,7 +32,7 @@ export function seedBare (file: string, count: number, filler: string): void {
 function serve (file: string, port: number): void {
   const db = new Database(file)
   db.pragma('journal_mode = WAL')
-  db.pragma('synchronous = NORMAL')
+  db.pragma(`synchronous = ${process.env.BENCH_SYNC === 'FULL' ? 'FULL' : 'NORMAL'}`)
   const byId = db.prepare<[number], Row>('SELECT * FROM posts WHERE id = ?')
   // Newest first by id (ids follow created_at here): the primary key, no index of its own.
   const first = db.prepare<[], Pick<Row, 'id' | 'title' | 'created_at'>>('SELECT id, title, created_at FROM posts ORDER BY id DESC LIMIT 20')
