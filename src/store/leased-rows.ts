@@ -4,7 +4,8 @@ import type { ColumnTypes } from './migrations/column-types.ts'
 import { type Database, type DialectParts, iso, type Timestamp } from './tables.ts'
 
 /** Where an operation is: waiting for a runner, running under a lease, or ended. */
-export type OperationStatus = 'pending' | 'running' | 'succeeded' | 'failed'
+export const OPERATION_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const
+export type OperationStatus = typeof OPERATION_STATUSES[number]
 
 /** The columns of a table of leased operations: jobs that one instance at a time runs, under a lease. */
 export interface LeasedColumns {
@@ -58,13 +59,13 @@ export interface Held<J> {
 
 /**
  * The columns of LeasedColumns in a CREATE TABLE (a new table of operations adds its own after
- * them). `id` first; the status check names the four statuses.
+ * them). `id` first; the status check names the statuses.
  */
 export function operationColumns (t: ColumnTypes): string {
   return [
     `id ${t.id}`,
     'owner TEXT NOT NULL',
-    'status TEXT NOT NULL CHECK (status IN (\'pending\', \'running\', \'succeeded\', \'failed\'))',
+    `status TEXT NOT NULL CHECK (status IN (${OPERATION_STATUSES.map(v => `'${v}'`).join(', ')}))`,
     'attempts INTEGER NOT NULL DEFAULT 0',
     'lease_token TEXT',
     `lease_until ${t.timestamp}`,

@@ -1,4 +1,4 @@
-import type { Held, OperationRecord } from '../../store/leased-rows.ts'
+import type { Held, OperationRecord, OperationStatus } from '../../store/leased-rows.ts'
 
 /**
  * The states a filter may name: those of the exported collection's rows (posts'; `scheduled`
@@ -6,9 +6,6 @@ import type { Held, OperationRecord } from '../../store/leased-rows.ts'
  */
 export const FILTER_STATUSES = ['draft', 'published', 'archived', 'scheduled'] as const
 export type FilterStatus = typeof FILTER_STATUSES[number]
-
-export const EXPORT_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const
-export type ExportStatus = typeof EXPORT_STATUSES[number]
 
 export const EXPORT_FORMATS = ['ndjson', 'wxr'] as const
 export type ExportFormat = typeof EXPORT_FORMATS[number]
@@ -28,7 +25,6 @@ export interface ExportJob extends OperationRecord {
   readonly apiVersion: number
   readonly linkBase: string
   readonly callbackUrl: string | null
-  readonly status: ExportStatus
   /** Posts written so far, and how many matched when the run began (null before). */
   readonly exported: number
   readonly total: number | null
@@ -52,6 +48,6 @@ export function progressOf (job: Pick<ExportJob, 'status' | 'exported' | 'total'
 export const EXPORT_EVENT_TYPES = ['export.succeeded', 'export.failed'] as const
 
 /** The event a callback URL receives when a job ends. */
-export function exportEventType (status: ExportStatus): typeof EXPORT_EVENT_TYPES[number] {
+export function exportEventType (status: OperationStatus): typeof EXPORT_EVENT_TYPES[number] {
   return status === 'succeeded' ? 'export.succeeded' : 'export.failed'
 }

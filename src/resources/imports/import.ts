@@ -1,8 +1,5 @@
 import type { Held, OperationRecord } from '../../store/leased-rows.ts'
 
-export const IMPORT_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const
-export type ImportStatus = typeof IMPORT_STATUSES[number]
-
 export const IMPORT_SOURCES = ['wordpress', 'ghost'] as const
 export type ImportSource = typeof IMPORT_SOURCES[number]
 
@@ -62,7 +59,6 @@ export interface Upload {
 export interface ImportJob extends OperationRecord {
   readonly source: ImportSource
   readonly dryRun: boolean
-  readonly status: ImportStatus
   readonly uploadId: string
   readonly size: number
   /** Entries of the file already written (and their report committed with them): where a resumed run goes on. */
