@@ -1,10 +1,29 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { Counter } from 'prom-client'
+import { Counter, type Registry } from 'prom-client'
 import type { Clock } from '../clock.ts'
 import type { Held, OperationQueue, OperationRecord } from '../store/leased-rows.ts'
 import type { Repositories, Store, UnitOfWork } from '../store/store.ts'
 import type { Lease, LeasedJob } from './job.ts'
 import type { HeldLease } from './lease.ts'
+
+/** What every operation runs with: the app's, and its part's settings. */
+export interface OperationRunning {
+  readonly store: Store
+  /** What leases are timed by (the composition root's, src/context.ts). */
+  readonly clock: Clock
+  readonly log: FastifyBaseLogger
+  readonly leaseMs: number
+  readonly maxAttempts: number
+  readonly pollMs: number
+  /** Counts finished runs by outcome (`runCounter`). */
+  readonly runs: Counter<'outcome'>
+}
+
+/** `<noun>_runs_total{outcome}`: runs that succeeded, failed, were retried or interrupted (lease lost, shutdown). */
+export function runCounter (metrics: Registry, noun: string): Counter<'outcome'> {
+  const title = noun.charAt(0).toUpperCase() + noun.slice(1)
+  return new Counter({ name: `${noun}_runs_total`, help: `${title} runs by outcome (succeeded, failed, retried, interrupted)`, labelNames: ['outcome'], registers: [metrics] })
+}
 
 /**
  * A long operation, declared: its table, its step function, and what its owner reads when it
@@ -22,20 +41,11 @@ import type { HeldLease } from './lease.ts'
  *   givenUp: job => `Countdown ${job.id} failed ${job.attempts} times and was given up.`,
  * })
  */
-export interface Operation<J extends OperationRecord> {
+export interface Operation<J extends OperationRecord> extends OperationRunning {
   /** The job's name: what `jobs.wake` takes once an operation was accepted. */
   readonly name: string
   /** What the log lines call one: `countdown` gives `countdown_id` and "countdown started". */
   readonly noun: string
-  readonly store: Store
-  /** What leases are timed by (the composition root's, src/context.ts). */
-  readonly clock: Clock
-  readonly log: FastifyBaseLogger
-  readonly leaseMs: number
-  readonly maxAttempts: number
-  readonly pollMs: number
-  /** Counts finished runs by outcome: succeeded, failed, retried, interrupted. */
-  readonly runs: Counter<'outcome'>
   /** Its table, in a unit of work or the store's. */
   queue (repositories: Repositories): OperationQueue<J>
   /** Housekeeping before a claim, at most once every `everyMs` (deleting what is past its retention). */

@@ -1,24 +1,14 @@
 import { createHash, randomUUID } from 'node:crypto'
-import type { FastifyBaseLogger } from 'fastify'
-import type { Counter } from 'prom-client'
-import type { Clock } from '../../clock.ts'
 import type { Principal } from '../../domain/principal.ts'
 import type { Exportable } from '../../http/contract/resources.ts'
 import type { ApiVersion } from '../../http/protocol/versioning.ts'
 import type { HeldLease } from '../../jobs/lease.ts'
-import { type Operation, OperationJob } from '../../jobs/operation.ts'
-import type { EventInput, Store, UnitOfWork } from '../../store/store.ts'
+import { type Operation, OperationJob, type OperationRunning } from '../../jobs/operation.ts'
+import type { EventInput, UnitOfWork } from '../../store/store.ts'
 import { exportEventType, type ExportJob, type ExportLease } from './export.ts'
 import { wxrFormat } from './wxr.ts'
 
-export interface ExportWorkerOptions {
-  /** What leases are timed by (the composition root's, src/context.ts). */
-  readonly clock: Clock
-  readonly store: Store
-  readonly log: FastifyBaseLogger
-  readonly leaseMs: number
-  readonly maxAttempts: number
-  readonly pollMs: number
+export interface ExportWorkerOptions extends OperationRunning {
   readonly retentionDays: number
   /** The collection the file holds: its rows, each a line as the job's API version represents it. */
   readonly source: Exportable
@@ -28,8 +18,6 @@ export interface ExportWorkerOptions {
   readonly jobEvent: (job: ExportJob) => EventInput
   /** Called after a commit that queued a webhook, so it goes out now rather than at the next poll. */
   readonly webhookQueued: () => void
-  /** Counts finished runs by outcome: succeeded, failed, retried, interrupted. */
-  readonly runs: Counter<'outcome'>
   /** PUBLIC_BASE_URL: the blog's address, which a WXR file names its posts by. */
   readonly site?: string
 }
@@ -57,8 +45,8 @@ export class ExportWorker extends OperationJob<ExportJob> {
 }
 
 function exportOperation (opts: ExportWorkerOptions): Operation<ExportJob> {
-  const { store, log, runs } = opts
-  const now = () => opts.clock.now()
+  const { store, clock, log, leaseMs, maxAttempts, pollMs, runs } = opts
+  const now = () => clock.now()
 
   /** Records the event of a job that just ended, and queues its callback, in the unit of work that ended it. */
   const announce = async (uow: UnitOfWork, job: ExportJob): Promise<void> => {
@@ -73,11 +61,11 @@ function exportOperation (opts: ExportWorkerOptions): Operation<ExportJob> {
     name: EXPORTS_JOB,
     noun: 'export',
     store,
-    clock: opts.clock,
+    clock,
     log,
-    leaseMs: opts.leaseMs,
-    maxAttempts: opts.maxAttempts,
-    pollMs: opts.pollMs,
+    leaseMs,
+    maxAttempts,
+    pollMs,
     runs,
     queue: r => r.exports,
     sweep: {

@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { Counter } from 'prom-client'
 import { checkCallbackUrl, WEBHOOK_DELIVERIES_JOB } from '../../facilities/events/index.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { message } from '../../messages.ts'
 import { operationRoutes, POLL_AFTER_S } from '../../http/toolkit/operation-routes.ts'
 import { sendRanged } from '../../http/toolkit/ranges.ts'
+import { runCounter } from '../../jobs/operation.ts'
 import type { PartContext, Resource, RouteContext } from '../../http/contract/resources.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../http/contract/schemas.ts'
 import { type ApiVersion, linkBase } from '../../http/protocol/versioning.ts'
@@ -152,7 +152,7 @@ async function * fileBytes (store: Store, id: number, from: number, to: number):
 function exportJobs ({ config, store, log, metrics, jobs, resources, clock }: PartContext): ExportWorker[] {
   const source = resources.find(r => r.exportable !== undefined)?.exportable
   if (source === undefined) throw new Error('exports need an exportable resource in the registry')
-  const runs = new Counter({ name: 'export_runs_total', help: 'Export runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [metrics] })
+  const runs = runCounter(metrics, 'export')
   return [new ExportWorker({
     store,
     log: log.child({ component: 'exports' }),

@@ -1,11 +1,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import type { FastifyBaseLogger } from 'fastify'
-import type { Counter } from 'prom-client'
-import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import type { Bylines, ImageCatalogue, ImageIntake, Importable, Services, ImportableItem, ImportableOutcome } from '../../http/contract/resources.ts'
 import type { HeldLease } from '../../jobs/lease.ts'
-import { type Operation, OperationJob } from '../../jobs/operation.ts'
+import { type Operation, OperationJob, type OperationRunning } from '../../jobs/operation.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
 import { type Entry, ImportFailure } from './entries.ts'
 import { readGhost } from './ghost-reader.ts'
@@ -16,11 +13,7 @@ import type { ImportStep } from './store.ts'
 import { type ByteCounter, utf8Text } from './text.ts'
 import { readWxr } from './wxr-reader.ts'
 
-export interface ImportWorkerOptions {
-  /** What leases are timed by (the composition root's, src/context.ts). */
-  readonly clock: Clock
-  readonly store: Store
-  readonly log: FastifyBaseLogger
+export interface ImportWorkerOptions extends OperationRunning {
   readonly config: Config
   /** The collection the posts go to. */
   readonly target: Importable
@@ -32,13 +25,8 @@ export interface ImportWorkerOptions {
   readonly intake?: ImageIntake
   /** What the parts' services made (the intake works with them). */
   readonly services: Services
-  readonly leaseMs: number
-  readonly maxAttempts: number
-  readonly pollMs: number
   /** Posts written per transaction. */
   readonly batchSize: number
-  /** Counts finished runs by outcome: succeeded, failed, retried, interrupted. */
-  readonly runs: Counter<'outcome'>
 }
 
 /** The worker's job name: wake it after committing a new import. */
@@ -96,20 +84,20 @@ export class ImportWorker extends OperationJob<ImportJob> {
 }
 
 function importOperation (opts: ImportWorkerOptions): Operation<ImportJob> {
-  const { store } = opts
-  const now = () => opts.clock.now()
+  const { store, clock, log, leaseMs, maxAttempts, pollMs, runs } = opts
+  const now = () => clock.now()
   const kept = ' What it wrote before stays, and importing the file again goes on from there.'
   return {
     name: IMPORTS_JOB,
     noun: 'import',
-    store,
-    clock: opts.clock,
-    log: opts.log,
     // A post's images may take longer than a lease (each up to IMPORT_IMAGE_TIMEOUT_MS): the runner renews it meanwhile.
-    leaseMs: opts.leaseMs,
-    maxAttempts: opts.maxAttempts,
-    pollMs: opts.pollMs,
-    runs: opts.runs,
+    store,
+    clock,
+    log,
+    leaseMs,
+    maxAttempts,
+    pollMs,
+    runs,
     queue: r => r.imports,
     sweep: { everyMs: SWEEP_INTERVAL_MS, run: async at => { await store.imports.sweepUploads(new Date(at.getTime() - ORPHAN_UPLOAD_MS)) } },
     startFields: job => ({ position: job.position }),

@@ -2,11 +2,11 @@ import { createHash, randomUUID } from 'node:crypto'
 import type { Readable } from 'node:stream'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { Counter } from 'prom-client'
 import type { Clock } from '../../clock.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError } from '../../errors.ts'
 import { operationRoutes } from '../../http/toolkit/operation-routes.ts'
+import { runCounter } from '../../jobs/operation.ts'
 import type { PartContext, Resource, RouteContext } from '../../http/contract/resources.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../http/contract/schemas.ts'
 import type { Store } from '../../store/store.ts'
@@ -153,7 +153,7 @@ function importJobs ({ config, store, log, metrics, resources, services, clock }
   const intake = resources.find(r => r.imageIntake !== undefined)?.imageIntake
   const bylines = resources.find(r => r.bylines !== undefined)?.bylines
   if (config.imports.fetchImages && intake === undefined) throw new Error('IMPORT_FETCH_IMAGES needs a resource that takes images in (media) in the registry')
-  const runs = new Counter({ name: 'import_runs_total', help: 'Import runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [metrics] })
+  const runs = runCounter(metrics, 'import')
   const { leaseMs, maxAttempts, pollMs } = config.imports
   // On SQLite a batch's transaction holds the event loop: small ones keep reads served beside an import.
   const batchSize = config.imports.batchSize ?? (store.kind === 'sqlite' ? 2 : 10)
