@@ -113,4 +113,23 @@ for (const kind of await storeKinds()) {
       assert.equal(await t.store.countdowns.finish(held, null, clock.now()), null)
     })
   })
+
+  describe(`a long operation that fails on the service's side [${kind}]`, () => {
+    let t: TestApp
+    before(async () => { t = await buildTestApp(kind, { COUNTDOWNS_FAIL_AT: '2', COUNTDOWNS_MAX_ATTEMPTS: '2', COUNTDOWNS_POLL_MS: '20' }, { resources }) })
+    after(async () => { await t.close() })
+
+    it('is tried again, from what it committed, then failed with the reason its owner reads', async () => {
+      const alice = await t.auth('alice', ['countdowns:write'])
+      const res = await t.request({ method: 'POST', url: '/countdowns', headers: alice, payload: { from: 4 } })
+      const url = res.headers.location!
+      const done = await untilValue(async () => json(await t.request({ method: 'GET', url, headers: alice })), c => c.status === 'failed', 20_000)
+      assert.equal(done.attempts, 2)
+      assert.equal(done.remaining, 2, 'each run went on from the last count committed')
+      assert.equal(done.failure, `Countdown ${done.id as number} failed 2 times and was given up.`)
+      const metrics = await t.scrape()
+      assert.match(metrics, /countdown_runs_total\{outcome="retried"\} 1/)
+      assert.match(metrics, /countdown_runs_total\{outcome="failed"\} 1/)
+    })
+  })
 }
