@@ -74,7 +74,8 @@ export interface Lease<U> {
  * A job whose work comes in units that instances share by claiming each under a lease (an export,
  * an import, a batch of deliveries). It declares the claim and the run; the runner does the rest:
  * renews the lease while the unit runs, stops the run when the app closes or the lease is lost,
- * and hands the unit back or fails it.
+ * and hands the unit back or fails it. An operation a client starts and polls is declared on
+ * OperationJob (operation.ts), which is one of these.
  *
  * @example
  * const reminders: LeasedJob<Reminder> = {

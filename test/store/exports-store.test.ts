@@ -54,7 +54,7 @@ for (const kind of await storeKinds()) {
       assert.deepEqual(await store.exports.readChunks(job.id, 0, 100, 10), [], 'the dead run\'s bytes are gone')
       assert.equal(await store.exports.append(old, { seq: 1, start: 6, data: Buffer.from('late\n') }, 2, at(9000), at(5001)), false)
       assert.equal(await store.exports.finish(old, { status: 'succeeded', size: 6, sha256: 'x' }, at(5002)), null)
-      assert.equal(await store.exports.release(old, null, true, at(5003)), false)
+      assert.equal(await store.exports.release(old, true, at(5003)), false)
       assert.equal(await store.exports.begin(fresh, 2, at(9000), at(5004)), true)
       assert.equal(await store.exports.append(fresh, { seq: 0, start: 0, data: Buffer.from('abc\n') }, 1, at(9000), at(5005)), true)
       assert.equal(await store.exports.append(fresh, { seq: 1, start: 4, data: Buffer.from('defgh\n') }, 2, at(9000), at(5006)), true)
@@ -85,11 +85,11 @@ for (const kind of await storeKinds()) {
     it('release gives a job back to the queue, counting the run or not', async () => {
       const job = await store.exports.create('root', request, v1, at(0))
       const lease = (await claim(at(0)))!
-      assert.equal(await store.exports.release(lease, null, false, at(1)), true)
+      assert.equal(await store.exports.release(lease, false, at(1)), true)
       const again = (await claim(at(2)))!
       assert.equal(again.job.id, job.id)
       assert.equal(again.job.attempts, 1, 'a shutdown does not count against the job')
-      await store.exports.release(again, 'boom', true, at(3))
+      await store.exports.release(again, true, at(3), 'boom')
       const third = (await claim(at(4)))!
       assert.equal(third.job.attempts, 2)
       assert.equal(third.job.error, 'boom')

@@ -1,5 +1,6 @@
 import { type TObject, type TProperties, Type } from '@sinclair/typebox'
 import type { Catalogue } from '../../catalogue.ts'
+import { OPERATION_STATUSES, type OperationStatus } from '../../store/leased-rows.ts'
 import { MAX_PAGE_SIZE } from '../toolkit/paging.ts'
 import { PROBLEM_LIMITS } from '../protocol/problems.ts'
 import { API_VERSIONS, idNameOf } from '../protocol/versioning.ts'
@@ -32,6 +33,9 @@ export const problemSchema = (catalogue: Catalogue) => Type.Object({
 /** The body of an action that takes no input (routes with `config.optionalBody`): none, or `{}`. */
 /** A point in time, as every representation writes it (ISO 8601, UTC, milliseconds). */
 export const TimestampSchema = Type.String({ format: 'date-time', maxLength: 30 })
+
+/** A long operation's `status` (src/jobs/operation.ts). */
+export const OperationStatusSchema = Type.Unsafe<OperationStatus>({ type: 'string', enum: [...OPERATION_STATUSES], description: '`pending` → `running` → `succeeded` or `failed`.' })
 
 export const EmptyBodySchema = Type.Object({}, { additionalProperties: false, description: 'This action takes no input: send no body, or `{}`.' })
 

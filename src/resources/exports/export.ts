@@ -1,12 +1,11 @@
+import type { Held, OperationRecord, OperationStatus } from '../../store/leased-rows.ts'
+
 /**
  * The states a filter may name: those of the exported collection's rows (posts'; `scheduled`
  * since posts' editorial migration widened `filter_status`).
  */
 export const FILTER_STATUSES = ['draft', 'published', 'archived', 'scheduled'] as const
 export type FilterStatus = typeof FILTER_STATUSES[number]
-
-export const EXPORT_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const
-export type ExportStatus = typeof EXPORT_STATUSES[number]
 
 export const EXPORT_FORMATS = ['ndjson', 'wxr'] as const
 export type ExportFormat = typeof EXPORT_FORMATS[number]
@@ -19,38 +18,24 @@ export interface ExportRequest {
 }
 
 /** An export job as the store keeps it. Only its owner sees it (admins create them). */
-export interface ExportJob {
-  readonly id: number
-  readonly owner: string
+export interface ExportJob extends OperationRecord {
   readonly format: ExportFormat
   readonly filter: { readonly status?: FilterStatus }
   /** The API version (and its link prefix) of the request that made the job: the file's lines are that version's posts. */
   readonly apiVersion: number
   readonly linkBase: string
   readonly callbackUrl: string | null
-  readonly status: ExportStatus
   /** Posts written so far, and how many matched when the run began (null before). */
   readonly exported: number
   readonly total: number | null
-  readonly attempts: number
   readonly error: string | null
   /** The file's length in bytes and SHA-256 (base64url), once succeeded. */
   readonly size: number | null
   readonly sha256: string | null
-  readonly createdAt: string
-  readonly updatedAt: string
-  readonly finishedAt: string | null
 }
 
 /** A worker's hold on a job: every write it makes names the token, and fails once the lease was lost. */
-export interface ExportLease {
-  readonly job: ExportJob
-  readonly token: string
-}
-
-export function isFinished (status: ExportStatus): boolean {
-  return status === 'succeeded' || status === 'failed'
-}
+export type ExportLease = Held<ExportJob>
 
 /** 0–100: done jobs are 100, others the share of matching posts written so far (never 100 before the end). */
 export function progressOf (job: Pick<ExportJob, 'status' | 'exported' | 'total'>): number {
@@ -63,6 +48,6 @@ export function progressOf (job: Pick<ExportJob, 'status' | 'exported' | 'total'
 export const EXPORT_EVENT_TYPES = ['export.succeeded', 'export.failed'] as const
 
 /** The event a callback URL receives when a job ends. */
-export function exportEventType (status: ExportStatus): typeof EXPORT_EVENT_TYPES[number] {
+export function exportEventType (status: OperationStatus): typeof EXPORT_EVENT_TYPES[number] {
   return status === 'succeeded' ? 'export.succeeded' : 'export.failed'
 }

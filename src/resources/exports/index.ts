@@ -1,18 +1,17 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { Counter } from 'prom-client'
 import { checkCallbackUrl, WEBHOOK_DELIVERIES_JOB } from '../../facilities/events/index.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError, fieldError, validationFailed } from '../../errors.ts'
 import { message } from '../../messages.ts'
-import { sendRepresentation } from '../../http/toolkit/conditional.ts'
+import { operationRoutes, POLL_AFTER_S } from '../../http/toolkit/operation-routes.ts'
 import { sendRanged } from '../../http/toolkit/ranges.ts'
+import { runCounter } from '../../jobs/operation.ts'
 import type { PartContext, Resource, RouteContext } from '../../http/contract/resources.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../http/contract/schemas.ts'
 import { type ApiVersion, linkBase } from '../../http/protocol/versioning.ts'
-import { answerWrite } from '../../http/toolkit/write.ts'
 import type { Store } from '../../store/store.ts'
-import { EXPORT_EVENT_TYPES, exportEventType, type ExportJob, type ExportRequest, isFinished } from './export.ts'
+import { EXPORT_EVENT_TYPES, exportEventType, type ExportJob, type ExportRequest } from './export.ts'
 import { EXPORTS_JOB, ExportWorker } from './export-worker.ts'
 import { exportsProblems, exportsMessages } from './problems.ts'
 import { exportEtag, fileEtag, renderExport } from './representation.ts'
@@ -22,17 +21,8 @@ import { exportsStore } from './store-module.ts'
 import { wxrFormat } from './wxr.ts'
 
 const ADMIN = { requiredScope: 'admin' }
-/** Seconds a client should wait before polling an unfinished export again. */
-const POLL_AFTER_S = '1'
 export const NDJSON = 'application/x-ndjson'
 const FILE_TYPES = { ndjson: NDJSON, wxr: wxrFormat.contentType } as const
-
-async function findOwn (store: Store, id: number, principal: Principal): Promise<ExportJob> {
-  const job = await store.exports.findById(id, principal.subject)
-  // Someone else's export does not exist for the caller, not even for another admin (docs/exports.md).
-  if (job === null) throw new AppError('EXPORT_NOT_FOUND', `No export ${id} exists, or it is not yours.`)
-  return job
-}
 
 /** The request's ExportRequest, or 422 naming callback_url when a webhook could not or may not be sent there. */
 async function exportRequest (body: CreateExportBody, ctx: RouteContext): Promise<ExportRequest> {
@@ -53,6 +43,16 @@ async function exportRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
   const v = EXPORT_VERSIONS[version]
   const tags = ['exports']
   const JobRef = Type.Ref(v.job)
+  const ops = operationRoutes<ExportJob>({
+    kind: 'exports',
+    job: EXPORTS_JOB,
+    store,
+    jobs: ctx.jobs,
+    find: async (id, owner) => await store.exports.findById(id, owner),
+    notFound: id => new AppError('EXPORT_NOT_FOUND', `No export ${id} exists, or it is not yours.`),
+    render: (job, base) => renderExport(job, version, base),
+    etag: (job, base, digest) => exportEtag(job, version, base, digest),
+  })
 
   app.post<{ Body: CreateExportBody }>('/exports', ctx.route({
     config: ADMIN,
@@ -67,11 +67,7 @@ async function exportRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
     const input = await exportRequest(req.body, ctx)
     const principal = req.principal as Principal
     const base = linkBase(req)
-    return await answerWrite(ctx.store, req, reply, async uow => {
-      const job = await uow.exports.create(principal.subject, input, { apiVersion: version, linkBase: base }, ctx.clock.now())
-      uow.onCommit(() => { ctx.jobs.wake(EXPORTS_JOB) })
-      return { status: 202, body: renderExport(job, version, base), location: `${base}/exports/${job.id}`, etag: exportEtag(job, version, base, req.server.representations.digest('exports')) }
-    })
+    return await ops.accept(req, reply, async uow => await uow.exports.create(principal.subject, input, { apiVersion: version, linkBase: base }, ctx.clock.now()))
   })
 
   app.get<{ Params: ExportIdParams }>('/exports/:export_id', ctx.route({
@@ -83,12 +79,7 @@ async function exportRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
       params: ExportIdParamsSchema,
       response: { 200: JobRef, 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 422) },
     },
-  }), async (req, reply) => {
-    const job = await findOwn(store, req.params.export_id, req.principal as Principal)
-    if (!isFinished(job.status)) reply.header('retry-after', POLL_AFTER_S)
-    const base = linkBase(req)
-    return sendRepresentation(req, reply, renderExport(job, version, base), { etag: exportEtag(job, version, base, req.server.representations.digest('exports')), audience: 'private' })
-  })
+  }), async (req, reply) => await ops.poll(req, reply, req.params.export_id))
 
   const fileHeaders = {
     'accept-ranges': { type: 'string', enum: ['bytes'], description: '`bytes`' },
@@ -125,7 +116,7 @@ async function exportRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
       },
     }),
   }, async (req, reply) => {
-    const job = await findOwn(store, req.params.export_id, req.principal as Principal)
+    const job = await ops.findOwn(req, req.params.export_id)
     if (job.status !== 'succeeded' || job.size === null) {
       throw new AppError('EXPORT_NOT_FOUND', `Export ${job.id} has no file: it is ${job.status}.`, job.status === 'failed' ? {} : { headers: { 'retry-after': POLL_AFTER_S } })
     }
@@ -161,7 +152,7 @@ async function * fileBytes (store: Store, id: number, from: number, to: number):
 function exportJobs ({ config, store, log, metrics, jobs, resources, clock }: PartContext): ExportWorker[] {
   const source = resources.find(r => r.exportable !== undefined)?.exportable
   if (source === undefined) throw new Error('exports need an exportable resource in the registry')
-  const runs = new Counter({ name: 'export_runs_total', help: 'Export runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [metrics] })
+  const runs = runCounter(metrics, 'export')
   return [new ExportWorker({
     store,
     log: log.child({ component: 'exports' }),

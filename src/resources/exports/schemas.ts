@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { CALLBACK_URL_MAX } from '../../facilities/events/index.ts'
-import { LinkSchema, TimestampSchema } from '../../http/contract/schemas.ts'
-import { EXPORT_FORMATS, EXPORT_STATUSES, FILTER_STATUSES } from './export.ts'
+import { LinkSchema, OperationStatusSchema, TimestampSchema } from '../../http/contract/schemas.ts'
+import { EXPORT_FORMATS, FILTER_STATUSES } from './export.ts'
 
 export const ExportIdParamsSchema = Type.Object({
   export_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The export\'s id.' }),
@@ -26,7 +26,7 @@ export type CreateExportBody = Static<typeof CreateExportBodySchema>
 const NullableTimestamp = Type.Union([TimestampSchema, Type.Null()])
 
 const fields = {
-  status: Type.Unsafe<typeof EXPORT_STATUSES[number]>({ type: 'string', enum: [...EXPORT_STATUSES], description: '`pending` → `running` → `succeeded` or `failed`.' }),
+  status: OperationStatusSchema,
   progress: Type.Integer({ minimum: 0, maximum: 100, description: 'Per cent of the matching posts written; 100 once succeeded.' }),
   format: Type.Unsafe<typeof EXPORT_FORMATS[number]>({ type: 'string', enum: [...EXPORT_FORMATS] }),
   filter: FilterSchema,

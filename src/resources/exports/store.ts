@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely'
-import type { LeasedColumns } from '../../store/leased-rows.ts'
+import type { LeasedColumns, OperationQueue } from '../../store/leased-rows.ts'
 import type { ExportJob, ExportLease, ExportRequest, FilterStatus } from './export.ts'
 
 /** The lease's columns (LeasedColumns: id, owner, status, attempts, lease, times) and its own. */
@@ -36,31 +36,20 @@ export type ExportOutcome =
   | { readonly status: 'failed', readonly error: string }
 
 /**
- * Export jobs, a durable queue with leases, and their files in byte ranges. The worker's methods take
- * the lease it holds and do nothing (false, null) once that lease was lost to another worker.
+ * Export jobs, a durable queue with leases (OperationQueue: a claim also deletes any file a previous
+ * run left; `release` keeps its note in `error`), and their files in byte ranges. The worker's
+ * methods take the lease it holds and do nothing (false, null) once that lease was lost to another worker.
  */
-export interface ExportStore {
+export interface ExportStore extends OperationQueue<ExportJob> {
   create (owner: string, request: ExportRequest, version: { apiVersion: number, linkBase: string }, now: Date): Promise<ExportJob>
   /** The job if it exists and belongs to `owner`. */
   findById (id: number, owner: string): Promise<ExportJob | null>
-  /**
-   * Takes the oldest job that is pending, or running under a lease that has expired (its worker died),
-   * with fewer than `maxAttempts` runs: it becomes `running` under a new lease until `now + leaseMs`,
-   * and any file a previous run left is deleted. Run it in a unit of work; of several claimants one wins.
-   */
-  claim (now: Date, leaseMs: number, maxAttempts: number): Promise<ExportLease | null>
-  /** Jobs whose lease expired after their last allowed run: failed, with a reason. Run it in a unit of work. */
-  expire (now: Date, maxAttempts: number): Promise<ExportJob[]>
   /** Sets how many posts the run will export, and extends the lease. */
   begin (lease: ExportLease, total: number, leaseUntil: Date, now: Date): Promise<boolean>
   /** Appends a stretch of the file (when given), records progress and extends the lease, together. */
   append (lease: ExportLease, chunk: { seq: number, start: number, data: Uint8Array } | null, exported: number, leaseUntil: Date, now: Date): Promise<boolean>
-  /** Extends the lease alone (a page slow to read). False when it was lost. */
-  renew (lease: ExportLease, leaseUntil: Date, now: Date): Promise<boolean>
   /** Ends the run: the final state, and the lease cleared. Null when the lease was lost. */
   finish (lease: ExportLease, outcome: ExportOutcome, now: Date): Promise<ExportJob | null>
-  /** Gives the job back to the queue (a shutdown, or a run that failed and may be retried). */
-  release (lease: ExportLease, error: string | null, countAttempt: boolean, now: Date): Promise<boolean>
   /** Up to `limit` stretches of a file that overlap bytes `from`–`to` (inclusive), in order. */
   readChunks (id: number, from: number, to: number, limit: number): Promise<FileChunk[]>
   /** Deletes jobs (and their files) that finished before `cutoff`; returns how many. */

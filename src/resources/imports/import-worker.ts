@@ -1,26 +1,19 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import type { FastifyBaseLogger } from 'fastify'
-import type { Counter } from 'prom-client'
-import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import type { Bylines, ImageCatalogue, ImageIntake, Importable, Services, ImportableItem, ImportableOutcome } from '../../http/contract/resources.ts'
-import type { Lease, LeasedJob } from '../../jobs/job.ts'
 import type { HeldLease } from '../../jobs/lease.ts'
+import { type Operation, OperationJob, type OperationRunning } from '../../jobs/operation.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
 import { type Entry, ImportFailure } from './entries.ts'
 import { readGhost } from './ghost-reader.ts'
-import { type ImportLease, type ImportReport, warn } from './import.ts'
+import { type ImportJob, type ImportLease, type ImportReport, warn } from './import.ts'
 import { ImageImporter } from './image-importer.ts'
 import { inlineMapper, mappedAhead, threadMapper } from './post-mapper.ts'
 import type { ImportStep } from './store.ts'
 import { type ByteCounter, utf8Text } from './text.ts'
 import { readWxr } from './wxr-reader.ts'
 
-export interface ImportWorkerOptions {
-  /** What leases are timed by (the composition root's, src/context.ts). */
-  readonly clock: Clock
-  readonly store: Store
-  readonly log: FastifyBaseLogger
+export interface ImportWorkerOptions extends OperationRunning {
   readonly config: Config
   /** The collection the posts go to. */
   readonly target: Importable
@@ -32,13 +25,8 @@ export interface ImportWorkerOptions {
   readonly intake?: ImageIntake
   /** What the parts' services made (the intake works with them). */
   readonly services: Services
-  readonly leaseMs: number
-  readonly maxAttempts: number
-  readonly pollMs: number
   /** Posts written per transaction. */
   readonly batchSize: number
-  /** Counts finished runs by outcome: succeeded, failed, retried, interrupted. */
-  readonly runs: Counter<'outcome'>
 }
 
 /** The worker's job name: wake it after committing a new import. */
@@ -82,238 +70,205 @@ async function * withNotes (entries: AsyncIterable<Entry>, notes: Entry[]): Asyn
 }
 
 /**
- * Runs import jobs from the store's queue, one at a time per instance. A run reads the stored file
- * as a stream (WXR with saxes, Ghost JSON with stream-json), maps each post, and writes posts in
- * batches: each batch, the source identities of its posts and the job's place in the file and
- * report commit in one transaction with a renewed lease. A worker that dies leaves a lease that
- * expires; any instance then claims the job and goes on after the last committed batch, so no post
- * is written twice (and the identities would find it if it were read again).
+ * Import jobs as an operation of the core (src/jobs/operation.ts), one at a time per instance. A
+ * run reads the stored file as a stream (WXR with saxes, Ghost JSON with stream-json), maps each
+ * post, and writes posts in batches: each batch, the source identities of its posts and the job's
+ * place in the file and report commit in one transaction with a renewed lease. A run taken up
+ * again after its runner died goes on after the last committed batch, so no post is written twice
+ * (and the identities would find it if it were read again).
  */
-export class ImportWorker implements LeasedJob<ImportLease> {
-  readonly name = IMPORTS_JOB
-  readonly pollMs: number
-  readonly lease: Lease<ImportLease>
-  private lastSweep = 0
-
-  private now (): Date { return this.opts.clock.now() }
-
-  constructor (private readonly opts: ImportWorkerOptions) {
-    this.pollMs = opts.pollMs
-    const { store, runs } = opts
-    this.lease = {
-      ms: opts.leaseMs,
-      // A post's images may take longer than a lease (each up to IMPORT_IMAGE_TIMEOUT_MS): it is renewed meanwhile.
-      renew: async (lease, until) => await store.imports.renew(lease, until, this.now()),
-      handBack: async lease => {
-        runs.inc({ outcome: 'interrupted' })
-        await store.imports.release(lease, false, this.now())
-      },
-      lost: () => { runs.inc({ outcome: 'interrupted' }) },
-      failed: async (lease, err) => { await this.failed(lease, err) },
-      fields: lease => ({ import_id: lease.job.id, attempt: lease.job.attempts }),
-    }
+export class ImportWorker extends OperationJob<ImportJob> {
+  constructor (opts: ImportWorkerOptions) {
+    super(importOperation(opts))
   }
+}
 
-  /** Deletes orphan uploads now and then, gives up the jobs interrupted too often, then claims the next one. */
-  async claim (now: Date, leaseMs: number): Promise<ImportLease | null> {
-    if (now.getTime() - this.lastSweep >= SWEEP_INTERVAL_MS) {
-      this.lastSweep = now.getTime()
-      await this.opts.store.imports.sweepUploads(new Date(now.getTime() - ORPHAN_UPLOAD_MS))
-    }
-    return await this.opts.store.transaction(async uow => {
-      for (const job of await uow.imports.expire(now, this.opts.maxAttempts)) {
-        this.opts.log.warn({ import_id: job.id, attempts: job.attempts }, 'import given up: interrupted too often')
-        this.opts.runs.inc({ outcome: 'failed' })
-      }
-      return await uow.imports.claim(now, leaseMs, this.opts.maxAttempts)
-    })
+function importOperation (opts: ImportWorkerOptions): Operation<ImportJob> {
+  const { store, clock, log, leaseMs, maxAttempts, pollMs, runs } = opts
+  const now = () => clock.now()
+  const kept = ' What it wrote before stays, and importing the file again goes on from there.'
+  return {
+    name: IMPORTS_JOB,
+    noun: 'import',
+    // A post's images may take longer than a lease (each up to IMPORT_IMAGE_TIMEOUT_MS): the runner renews it meanwhile.
+    store,
+    clock,
+    log,
+    leaseMs,
+    maxAttempts,
+    pollMs,
+    runs,
+    queue: r => r.imports,
+    sweep: { everyMs: SWEEP_INTERVAL_MS, run: async at => { await store.imports.sweepUploads(new Date(at.getTime() - ORPHAN_UPLOAD_MS)) } },
+    startFields: job => ({ position: job.position }),
+    run: async (lease, held) => { await write(opts, lease, held) },
+    // Ends the job as failed, keeping the report its committed batches made.
+    async fail (lease, failure) {
+      const job = await store.imports.findById(lease.job.id, lease.job.owner) ?? lease.job
+      await store.transaction(async uow => {
+        await uow.imports.finish(lease, { status: 'failed', failure }, { position: job.position, progress: job.progress, report: job.report, seenTags: job.seenTags }, now())
+      })
+    },
+    // A file that cannot be imported fails at once.
+    refusal: err => err instanceof ImportFailure ? err.message : null,
+    givenUp: job => `The import failed on the service's side ${job.attempts} times and was given up; the logs have the details (import_id ${job.id}).${kept}`,
   }
+}
 
-  async run (lease: ImportLease, held: HeldLease): Promise<void> {
-    this.opts.log.info({ import_id: lease.job.id, attempt: lease.job.attempts, position: lease.job.position }, 'import started')
-    await this.write(lease, held)
-    this.opts.runs.inc({ outcome: 'succeeded' })
+function fetchOptions (config: Config) {
+  return {
+    allowLoopback: config.eventLog.webhookAllowLoopback,
+    // Media takes no larger file.
+    maxBytes: Math.min(config.imports.imageMaxBytes, config.media.maxBytes),
+    timeoutMs: config.imports.imageTimeoutMs,
+    maxRedirects: config.imports.imageMaxRedirects,
   }
+}
 
-  /** A run failed: a file that cannot be imported fails at once; our side's failure is tried again, until its last attempt. */
-  private async failed (lease: ImportLease, err: unknown): Promise<void> {
-    if (err instanceof ImportFailure) {
-      await this.fail(lease, err.message)
-      this.opts.log.info({ import_id: lease.job.id, reason: err.message }, 'import failed: the file cannot be imported')
-      return
-    }
-    if (lease.job.attempts < this.opts.maxAttempts) {
-      await this.opts.store.imports.release(lease, true, this.now())
-      this.opts.runs.inc({ outcome: 'retried' })
-    } else {
-      await this.fail(lease, `The import failed on the service's side ${lease.job.attempts} times and was given up; the logs have the details (import_id ${lease.job.id}). What it wrote before stays, and importing the file again goes on from there.`)
-    }
+/** One run, from the job's committed position to the file's end. */
+async function write (opts: ImportWorkerOptions, lease: ImportLease, held: HeldLease): Promise<void> {
+  const { signal } = held
+  const { store, target, config, batchSize } = opts
+  const now = () => opts.clock.now()
+  const job = lease.job
+  let report: ImportReport = structuredClone(job.report)
+  let seen = new Set(job.seenTags)
+  const counter: ByteCounter = { bytes: 0 }
+  const notes: Entry[] = []
+  const note = (offset: number) => {
+    notes.push({ kind: 'warning', item: 'file', message: `Bytes near byte ${offset} are not UTF-8; they were read as U+FFFD (�).` })
   }
-
-  private fetchOptions () {
-    const { config } = this.opts
-    return {
-      allowLoopback: config.eventLog.webhookAllowLoopback,
-      // Media takes no larger file.
-      maxBytes: Math.min(config.imports.imageMaxBytes, config.media.maxBytes),
-      timeoutMs: config.imports.imageTimeoutMs,
-      maxRedirects: config.imports.imageMaxRedirects,
-    }
-  }
-
-  /** Ends the job as failed, keeping the report its committed batches made. */
-  private async fail (lease: ImportLease, failure: string): Promise<void> {
-    const current = await this.opts.store.imports.findById(lease.job.id, lease.job.owner)
-    const job = current ?? lease.job
-    await this.opts.store.transaction(async uow => {
-      await uow.imports.finish(lease, { status: 'failed', failure }, { position: job.position, progress: job.progress, report: job.report, seenTags: job.seenTags }, this.now())
-    })
-    this.opts.runs.inc({ outcome: 'failed' })
-  }
-
-  private async write (lease: ImportLease, held: HeldLease): Promise<void> {
-    const { signal } = held
-    const { store, target, config, batchSize } = this.opts
-    const job = lease.job
-    let report: ImportReport = structuredClone(job.report)
-    let seen = new Set(job.seenTags)
-    const counter: ByteCounter = { bytes: 0 }
-    const notes: Entry[] = []
-    const note = (offset: number) => {
-      notes.push({ kind: 'warning', item: 'file', message: `Bytes near byte ${offset} are not UTF-8; they were read as U+FFFD (�).` })
-    }
-    let passes = 0
-    // Ghost's reader reads the file twice: its first pass's notes would be its second's again.
-    const open = () => utf8Text(uploadBytes(store, job.uploadId), counter, passes++ === 0 || job.source === 'wordpress' ? note : () => {})
-    const { intake } = this.opts
-    // The runner renews the lease while a post's images are fetched: a fetch stops once it was lost.
-    const keepAlive = async () => { held.throwIfLost() }
-    const importer = config.imports.fetchImages && !job.dryRun && intake !== undefined
-      ? new ImageImporter({ store, services: this.opts.services, config, intake, owner: job.owner, clock: this.opts.clock, log: this.opts.log.child({ import_id: job.id }), fetch: this.fetchOptions(), keepAlive })
-      : null
-    // A post names its feature image by the id of an attachment, which may come after it: a first reading gathers them.
-    const attachments = new Map<string, string>()
-    if (importer !== null && job.source === 'wordpress') {
-      try {
-        for await (const entry of readWxr(utf8Text(uploadBytes(store, job.uploadId), { bytes: 0 }, () => {}), attachments)) {
-          if (entry.kind === 'post') signal.throwIfAborted()
-        }
-      } catch (err) {
-        // The reading that follows reports what is wrong with the file.
-        if (!(err instanceof ImportFailure)) throw err
-      }
-    }
-    const entries = withNotes(job.source === 'wordpress' ? readWxr(open(), attachments) : readGhost(open), notes)
-    const readBytes = Math.max(1, job.size * (job.source === 'ghost' ? 2 : 1))
-    const progress = () => Math.min(99, Math.floor(counter.bytes / readBytes * 100))
-
-    let pending: Pending[] = []
-    let index = 0
-    let stepped = job.position
-
-    const flush = async () => {
-      const batch = pending
-      pending = []
-      const next = structuredClone(report)
-      const nextSeen = new Set(seen)
-      const apply = (outcomes: ImportableOutcome[]) => {
-        outcomes.forEach((o, i) => {
-          const { label, item } = batch[i]!
-          if (o.outcome === 'skipped') {
-            next.posts.skipped++
-            warn(next, label, o.reason)
-            return
-          }
-          next.posts[o.outcome]++
-          next.redirects += o.redirects
-          for (const tag of item.tags) nextSeen.add(tag.toLowerCase())
-        })
-        next.tags = nextSeen.size
-      }
-      const step = (): ImportStep => ({ position: index, progress: progress(), report: next, seenTags: [...nextSeen] })
-      const write = async (uow: UnitOfWork) => {
-        const existing = await uow.imports.identities(job.source, batch.map(p => p.key))
-        return await target.write(uow, batch.map(p => ({ ...p.item, existing: existing.get(p.key) ?? null })), job.owner, config, this.opts.clock, this.opts.images, this.opts.bylines)
-      }
-      if (job.dryRun) {
-        let outcomes: ImportableOutcome[] = []
-        try {
-          await store.transaction(async uow => { throw new DryRunDone(await write(uow)) })
-        } catch (err) {
-          if (!(err instanceof DryRunDone)) throw err
-          outcomes = err.outcomes
-        }
-        apply(outcomes)
-        await store.transaction(async uow => {
-          if (!await uow.imports.step(lease, step(), held.until(), this.now())) held.lose()
-        })
-      } else {
-        await store.transaction(async uow => {
-          const outcomes = await write(uow)
-          apply(outcomes)
-          // A key appears once per batch (a repeated one starts the next batch), as one row per statement needs.
-          await uow.imports.remember(job.source, outcomes.flatMap((o, i) => o.outcome === 'skipped' ? [] : [{ sourceId: batch[i]!.key, rowId: o.id }]), job.id)
-          if (!await uow.imports.step(lease, step(), held.until(), this.now())) held.lose()
-        })
-      }
-      report = next
-      seen = nextSeen
-      stepped = index
-    }
-
-    const ctx = { source: job.source, now: this.now(), owner: job.owner }
-    const mapper = config.imports.workerThread ? threadMapper() : inlineMapper
-    // On the event loop a post is mapped when its turn comes: mapping ahead would hold the loop for many at once.
-    const depth = config.imports.workerThread ? Math.max(MAP_AHEAD, 2 * batchSize) : 1
-    let read = 0
-    // What an earlier run committed is not done again (nor mapped).
-    const ahead = mappedAhead(entries, depth, e => ++read > job.position && e.kind === 'post' ? mapper.map(e.post, ctx) : null)
+  let passes = 0
+  // Ghost's reader reads the file twice: its first pass's notes would be its second's again.
+  const open = () => utf8Text(uploadBytes(store, job.uploadId), counter, passes++ === 0 || job.source === 'wordpress' ? note : () => {})
+  const { intake } = opts
+  // The runner renews the lease while a post's images are fetched: a fetch stops once it was lost.
+  const keepAlive = async () => { held.throwIfLost() }
+  const importer = config.imports.fetchImages && !job.dryRun && intake !== undefined
+    ? new ImageImporter({ store, services: opts.services, config, intake, owner: job.owner, clock: opts.clock, log: opts.log.child({ import_id: job.id }), fetch: fetchOptions(config), keepAlive })
+    : null
+  // A post names its feature image by the id of an attachment, which may come after it: a first reading gathers them.
+  const attachments = new Map<string, string>()
+  if (importer !== null && job.source === 'wordpress') {
     try {
-      for await (const { entry, mapped: mapping } of ahead) {
-        signal.throwIfAborted()
-        index++
-        if (index <= job.position) continue
-        if (entry.kind === 'warning') warn(report, entry.item, entry.message)
-        else if (entry.kind === 'other') {
-          report.not_imported[entry.what] += entry.count
-          if (entry.what !== 'comments' && entry.what !== 'users' && entry.what !== 'settings') report.posts.skipped += entry.count
-        } else {
-          // Converting a post on the event loop takes a millisecond or more: requests are served between posts.
-          await nextTurn()
-          let mapped = await mapping!
-          let featureImage: string | undefined
-          if (importer !== null && !('skipped' in mapped)) {
-            const fetched = await importer.apply(entry.post, entry.label, report)
-            if (fetched.post !== entry.post) mapped = await mapper.map(fetched.post, ctx)
-            featureImage = fetched.featureImage
-          }
-          for (const w of mapped.warnings) warn(report, entry.label, w)
-          if ('skipped' in mapped) {
-            report.posts.skipped++
-            warn(report, entry.label, mapped.skipped)
-          } else {
-            // The same entry twice in one batch would be created twice: the first is written before the second is looked up.
-            if (pending.some(p => p.key === entry.key)) {
-              index--
-              await flush()
-              index++
-            }
-            pending.push({ key: entry.key, label: entry.label, item: featureImage === undefined ? mapped.item : { ...mapped.item, featureImage } })
-          }
+      for await (const entry of readWxr(utf8Text(uploadBytes(store, job.uploadId), { bytes: 0 }, () => {}), attachments)) {
+        if (entry.kind === 'post') signal.throwIfAborted()
+      }
+    } catch (err) {
+      // The reading that follows reports what is wrong with the file.
+      if (!(err instanceof ImportFailure)) throw err
+    }
+  }
+  const entries = withNotes(job.source === 'wordpress' ? readWxr(open(), attachments) : readGhost(open), notes)
+  const readBytes = Math.max(1, job.size * (job.source === 'ghost' ? 2 : 1))
+  const progress = () => Math.min(99, Math.floor(counter.bytes / readBytes * 100))
+
+  let pending: Pending[] = []
+  let index = 0
+  let stepped = job.position
+
+  const flush = async () => {
+    const batch = pending
+    pending = []
+    const next = structuredClone(report)
+    const nextSeen = new Set(seen)
+    const apply = (outcomes: ImportableOutcome[]) => {
+      outcomes.forEach((o, i) => {
+        const { label, item } = batch[i]!
+        if (o.outcome === 'skipped') {
+          next.posts.skipped++
+          warn(next, label, o.reason)
+          return
         }
-        if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES) {
-          await flush()
-          await nextTurn()
+        next.posts[o.outcome]++
+        next.redirects += o.redirects
+        for (const tag of item.tags) nextSeen.add(tag.toLowerCase())
+      })
+      next.tags = nextSeen.size
+    }
+    const step = (): ImportStep => ({ position: index, progress: progress(), report: next, seenTags: [...nextSeen] })
+    const write = async (uow: UnitOfWork) => {
+      const existing = await uow.imports.identities(job.source, batch.map(p => p.key))
+      return await target.write(uow, batch.map(p => ({ ...p.item, existing: existing.get(p.key) ?? null })), job.owner, config, opts.clock, opts.images, opts.bylines)
+    }
+    if (job.dryRun) {
+      let outcomes: ImportableOutcome[] = []
+      try {
+        await store.transaction(async uow => { throw new DryRunDone(await write(uow)) })
+      } catch (err) {
+        if (!(err instanceof DryRunDone)) throw err
+        outcomes = err.outcomes
+      }
+      apply(outcomes)
+      await store.transaction(async uow => {
+        if (!await uow.imports.step(lease, step(), held.until(), now())) held.lose()
+      })
+    } else {
+      await store.transaction(async uow => {
+        const outcomes = await write(uow)
+        apply(outcomes)
+        // A key appears once per batch (a repeated one starts the next batch), as one row per statement needs.
+        await uow.imports.remember(job.source, outcomes.flatMap((o, i) => o.outcome === 'skipped' ? [] : [{ sourceId: batch[i]!.key, rowId: o.id }]), job.id)
+        if (!await uow.imports.step(lease, step(), held.until(), now())) held.lose()
+      })
+    }
+    report = next
+    seen = nextSeen
+    stepped = index
+  }
+
+  const ctx = { source: job.source, now: now(), owner: job.owner }
+  const mapper = config.imports.workerThread ? threadMapper() : inlineMapper
+  // On the event loop a post is mapped when its turn comes: mapping ahead would hold the loop for many at once.
+  const depth = config.imports.workerThread ? Math.max(MAP_AHEAD, 2 * batchSize) : 1
+  let read = 0
+  // What an earlier run committed is not done again (nor mapped).
+  const ahead = mappedAhead(entries, depth, e => ++read > job.position && e.kind === 'post' ? mapper.map(e.post, ctx) : null)
+  try {
+    for await (const { entry, mapped: mapping } of ahead) {
+      signal.throwIfAborted()
+      index++
+      if (index <= job.position) continue
+      if (entry.kind === 'warning') warn(report, entry.item, entry.message)
+      else if (entry.kind === 'other') {
+        report.not_imported[entry.what] += entry.count
+        if (entry.what !== 'comments' && entry.what !== 'users' && entry.what !== 'settings') report.posts.skipped += entry.count
+      } else {
+        // Converting a post on the event loop takes a millisecond or more: requests are served between posts.
+        await nextTurn()
+        let mapped = await mapping!
+        let featureImage: string | undefined
+        if (importer !== null && !('skipped' in mapped)) {
+          const fetched = await importer.apply(entry.post, entry.label, report)
+          if (fetched.post !== entry.post) mapped = await mapper.map(fetched.post, ctx)
+          featureImage = fetched.featureImage
+        }
+        for (const w of mapped.warnings) warn(report, entry.label, w)
+        if ('skipped' in mapped) {
+          report.posts.skipped++
+          warn(report, entry.label, mapped.skipped)
+        } else {
+          // The same entry twice in one batch would be created twice: the first is written before the second is looked up.
+          if (pending.some(p => p.key === entry.key)) {
+            index--
+            await flush()
+            index++
+          }
+          pending.push({ key: entry.key, label: entry.label, item: featureImage === undefined ? mapped.item : { ...mapped.item, featureImage } })
         }
       }
-    } finally {
-      await mapper.close()
+      if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES) {
+        await flush()
+        await nextTurn()
+      }
     }
-    if (pending.length > 0 || index > stepped) await flush()
-    const done = await store.transaction(async uow => await uow.imports.finish(lease, { status: 'succeeded' }, {
-      position: index, progress: 100, report, seenTags: [...seen],
-    }, this.now()))
-    if (done === null) held.lose()
-    this.opts.log.info({ import_id: job.id, report: { ...report, warnings: report.warnings.length } }, 'import succeeded')
+  } finally {
+    await mapper.close()
   }
+  if (pending.length > 0 || index > stepped) await flush()
+  const done = await store.transaction(async uow => await uow.imports.finish(lease, { status: 'succeeded' }, {
+    position: index, progress: 100, report, seenTags: [...seen],
+  }, now()))
+  if (done === null) held.lose()
+  opts.log.info({ import_id: job.id, report: { ...report, warnings: report.warnings.length } }, 'import succeeded')
 }

@@ -1,5 +1,4 @@
-export const IMPORT_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const
-export type ImportStatus = typeof IMPORT_STATUSES[number]
+import type { Held, OperationRecord } from '../../store/leased-rows.ts'
 
 export const IMPORT_SOURCES = ['wordpress', 'ghost'] as const
 export type ImportSource = typeof IMPORT_SOURCES[number]
@@ -57,12 +56,9 @@ export interface Upload {
 }
 
 /** An import job as the store keeps it. Only its owner (an admin) sees it. */
-export interface ImportJob {
-  readonly id: number
-  readonly owner: string
+export interface ImportJob extends OperationRecord {
   readonly source: ImportSource
   readonly dryRun: boolean
-  readonly status: ImportStatus
   readonly uploadId: string
   readonly size: number
   /** Entries of the file already written (and their report committed with them): where a resumed run goes on. */
@@ -72,18 +68,7 @@ export interface ImportJob {
   /** The case-folded tags counted in `report.tags` so far. */
   readonly seenTags: readonly string[]
   readonly failure: string | null
-  readonly attempts: number
-  readonly createdAt: string
-  readonly updatedAt: string
-  readonly finishedAt: string | null
 }
 
 /** A worker's hold on a job: every write it makes names the token, and fails once the lease was lost. */
-export interface ImportLease {
-  readonly job: ImportJob
-  readonly token: string
-}
-
-export function isFinished (status: ImportStatus): boolean {
-  return status === 'succeeded' || status === 'failed'
-}
+export type ImportLease = Held<ImportJob>

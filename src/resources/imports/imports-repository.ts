@@ -1,16 +1,14 @@
 import type { Kysely, Selectable } from 'kysely'
-import { LeasedRows } from '../../store/leased-rows.ts'
-import { type Database, type DialectParts, iso } from '../../store/tables.ts'
+import { OperationRows, operationRecord } from '../../store/leased-rows.ts'
+import type { Database, DialectParts } from '../../store/tables.ts'
 import type { ImportJob, ImportLease, ImportReport, ImportSource, Upload } from './import.ts'
 import type { ImportsTable, ImportStep, ImportStore } from './store.ts'
 
 function toJob (row: Selectable<ImportsTable>): ImportJob {
   return {
-    id: Number(row.id),
-    owner: row.owner,
+    ...operationRecord(row),
     source: row.source,
     dryRun: Number(row.dry_run) === 1,
-    status: row.status,
     uploadId: row.upload_id,
     size: Number(row.size),
     position: Number(row.position),
@@ -18,19 +16,15 @@ function toJob (row: Selectable<ImportsTable>): ImportJob {
     report: JSON.parse(row.report) as ImportReport,
     seenTags: JSON.parse(row.seen_tags) as string[],
     failure: row.failure,
-    attempts: Number(row.attempts),
-    createdAt: iso(row.created_at),
-    updatedAt: iso(row.updated_at),
-    finishedAt: row.finished_at === null ? null : iso(row.finished_at),
   }
 }
 
 /** The imports, import_uploads and import_sources tables. */
 export class ImportsRepository implements ImportStore {
-  private readonly leased: LeasedRows<Selectable<ImportsTable>>
+  private readonly rows: OperationRows<Selectable<ImportsTable>, ImportJob>
 
   constructor (private readonly db: Kysely<Database>, private readonly dialect: DialectParts) {
-    this.leased = new LeasedRows(db, dialect, 'imports')
+    this.rows = new OperationRows(db, dialect, 'imports', toJob)
   }
 
   async appendUpload (uploadId: string, seq: number, data: Uint8Array, now: Date): Promise<void> {
@@ -58,7 +52,7 @@ export class ImportsRepository implements ImportStore {
   }
 
   async create (owner: string, upload: Upload, dryRun: boolean, report: ImportReport, now: Date): Promise<ImportJob> {
-    return toJob(await this.leased.create(owner, {
+    return await this.rows.create(owner, {
       source: upload.source,
       dry_run: dryRun ? 1 : 0,
       upload_id: upload.id,
@@ -67,25 +61,23 @@ export class ImportsRepository implements ImportStore {
       report: JSON.stringify(report),
       seen_tags: '[]',
       failure: null,
-    }, now))
+    }, now)
   }
 
   async findById (id: number, owner: string): Promise<ImportJob | null> {
-    const row = await this.leased.find(id, owner)
-    return row ? toJob(row) : null
+    return await this.rows.find(id, owner)
   }
 
   async claim (now: Date, leaseMs: number, maxAttempts: number): Promise<ImportLease | null> {
-    const held = await this.leased.claim(now, leaseMs, maxAttempts)
-    return held === null ? null : { job: toJob(held.row), token: held.token }
+    return await this.rows.claim(now, leaseMs, maxAttempts)
   }
 
   async expire (now: Date, maxAttempts: number): Promise<ImportJob[]> {
-    const rows = await this.leased.expire(now, maxAttempts, {
+    const jobs = await this.rows.expire(now, maxAttempts, {
       failure: `The import was interrupted ${maxAttempts} times (its worker stopped or lost its lease); it was given up. What it wrote before stays, and importing the file again goes on from there.`,
     })
-    for (const row of rows) await this.deleteUpload(row.upload_id)
-    return rows.map(toJob)
+    for (const job of jobs) await this.deleteUpload(job.uploadId)
+    return jobs
   }
 
   private stepValues (step: ImportStep) {
@@ -93,21 +85,22 @@ export class ImportsRepository implements ImportStore {
   }
 
   async step (lease: ImportLease, step: ImportStep, leaseUntil: Date, now: Date): Promise<boolean> {
-    return await this.leased.step(lease.job.id, lease.token, this.stepValues(step), leaseUntil, now)
+    return await this.rows.step(lease, this.stepValues(step), leaseUntil, now)
   }
 
   async renew (lease: ImportLease, leaseUntil: Date, now: Date): Promise<boolean> {
-    return await this.leased.renew(lease.job.id, lease.token, leaseUntil, now)
+    return await this.rows.renew(lease, leaseUntil, now)
   }
 
   async finish (lease: ImportLease, outcome: { status: 'succeeded' } | { status: 'failed', failure: string }, step: ImportStep, now: Date): Promise<ImportJob | null> {
-    const row = await this.leased.finish(lease.job.id, lease.token, outcome.status, { ...this.stepValues(step), failure: outcome.status === 'failed' ? outcome.failure : null }, now)
-    if (row) await this.deleteUpload(row.upload_id)
-    return row ? toJob(row) : null
+    const job = await this.rows.finish(lease, outcome.status, { ...this.stepValues(step), failure: outcome.status === 'failed' ? outcome.failure : null }, now)
+    if (job !== null) await this.deleteUpload(job.uploadId)
+    return job
   }
 
+  // Nothing of an import's shows a note while it waits: what its run got to stays in its report.
   async release (lease: ImportLease, countAttempt: boolean, now: Date): Promise<boolean> {
-    return await this.leased.release(lease.job.id, lease.token, countAttempt, now)
+    return await this.rows.release(lease, countAttempt, now)
   }
 
   async identities (source: ImportSource, sourceIds: readonly string[]): Promise<Map<string, number>> {

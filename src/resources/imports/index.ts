@@ -2,17 +2,15 @@ import { createHash, randomUUID } from 'node:crypto'
 import type { Readable } from 'node:stream'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { Counter } from 'prom-client'
 import type { Clock } from '../../clock.ts'
 import type { Principal } from '../../domain/principal.ts'
 import { AppError } from '../../errors.ts'
-import { sendRepresentation } from '../../http/toolkit/conditional.ts'
+import { operationRoutes } from '../../http/toolkit/operation-routes.ts'
+import { runCounter } from '../../jobs/operation.ts'
 import type { PartContext, Resource, RouteContext } from '../../http/contract/resources.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../http/contract/schemas.ts'
-import { linkBase } from '../../http/protocol/versioning.ts'
-import { answerWrite } from '../../http/toolkit/write.ts'
 import type { Store } from '../../store/store.ts'
-import { emptyReport, type ImportJob, isFinished, type Upload } from './import.ts'
+import { emptyReport, type ImportJob, type Upload } from './import.ts'
 import { IMPORTS_JOB, ImportWorker } from './import-worker.ts'
 import { importsProblems } from './problems.ts'
 import { importEtag, renderImport } from './representation.ts'
@@ -22,7 +20,6 @@ import { type Declared, SNIFF_BYTES, sniff } from './sniff.ts'
 import { importsStore } from './store-module.ts'
 
 const ADMIN = { requiredScope: 'admin' }
-const POLL_AFTER_S = '1'
 const XML_TYPES = ['application/xml', 'text/xml', 'application/rss+xml']
 const JSON_TYPE = 'application/json'
 export const IMPORT_TYPES = [...XML_TYPES, JSON_TYPE]
@@ -92,18 +89,22 @@ async function storeBody (store: Store, clock: Clock, req: FastifyRequest, paylo
   return sha256
 }
 
-async function findOwn (store: Store, id: number, principal: Principal): Promise<ImportJob> {
-  const job = await store.imports.findById(id, principal.subject)
-  if (job === null) throw new AppError('IMPORT_NOT_FOUND', `No import ${id} exists, or it is not yours.`)
-  return job
-}
-
 /** POST /imports and GET /imports/{id}: a 202 job, polled for its progress and report. */
 async function importRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
   const { version, store } = ctx
   const max = ctx.config.imports.maxBytes
   const JobRef = Type.Ref(IMPORT_VERSIONS[version])
   const tags = ['imports']
+  const ops = operationRoutes<ImportJob>({
+    kind: 'imports',
+    job: IMPORTS_JOB,
+    store,
+    jobs: ctx.jobs,
+    find: async (id, owner) => await store.imports.findById(id, owner),
+    notFound: id => new AppError('IMPORT_NOT_FOUND', `No import ${id} exists, or it is not yours.`),
+    render: (job, base) => renderImport(job, version, base),
+    etag: (job, base, digest) => importEtag(job, version, base, digest),
+  })
 
   // The file is the body: its own parsers, in a scope of its own, so no other route takes these types.
   await app.register(async scope => {
@@ -128,12 +129,7 @@ async function importRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
       const upload = uploads.get(req)
       if (upload === undefined) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `This endpoint takes the export file as ${IMPORT_TYPES.join(' or ')}.`)
       const principal = req.principal as Principal
-      const base = linkBase(req)
-      return await answerWrite(ctx.store, req, reply, async uow => {
-        const job = await uow.imports.create(principal.subject, upload, req.query.dry_run === true, emptyReport(), ctx.clock.now())
-        uow.onCommit(() => { ctx.jobs.wake(IMPORTS_JOB) })
-        return { status: 202, body: renderImport(job, version, base), location: `${base}/imports/${job.id}`, etag: importEtag(job, version, base, req.server.representations.digest('imports')) }
-      })
+      return await ops.accept(req, reply, async uow => await uow.imports.create(principal.subject, upload, req.query.dry_run === true, emptyReport(), ctx.clock.now()))
     })
 
     scope.get<{ Params: ImportIdParams }>('/imports/:import_id', ctx.route({
@@ -145,12 +141,7 @@ async function importRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
         params: ImportIdParamsSchema,
         response: { 200: JobRef, 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS, 403, 404, 422) },
       },
-    }), async (req, reply) => {
-      const job = await findOwn(store, req.params.import_id, req.principal as Principal)
-      if (!isFinished(job.status)) reply.header('retry-after', POLL_AFTER_S)
-      const base = linkBase(req)
-      return sendRepresentation(req, reply, renderImport(job, version, base), { etag: importEtag(job, version, base, req.server.representations.digest('imports')), audience: 'private' })
-    })
+    }), async (req, reply) => await ops.poll(req, reply, req.params.import_id))
   })
 }
 
@@ -162,7 +153,7 @@ function importJobs ({ config, store, log, metrics, resources, services, clock }
   const intake = resources.find(r => r.imageIntake !== undefined)?.imageIntake
   const bylines = resources.find(r => r.bylines !== undefined)?.bylines
   if (config.imports.fetchImages && intake === undefined) throw new Error('IMPORT_FETCH_IMAGES needs a resource that takes images in (media) in the registry')
-  const runs = new Counter({ name: 'import_runs_total', help: 'Import runs by outcome (succeeded, failed, retried, interrupted)', labelNames: ['outcome'], registers: [metrics] })
+  const runs = runCounter(metrics, 'import')
   const { leaseMs, maxAttempts, pollMs } = config.imports
   // On SQLite a batch's transaction holds the event loop: small ones keep reads served beside an import.
   const batchSize = config.imports.batchSize ?? (store.kind === 'sqlite' ? 2 : 10)

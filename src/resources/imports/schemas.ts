@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox'
-import { LinkSchema } from '../../http/contract/schemas.ts'
-import { IMPORT_SOURCES, IMPORT_STATUSES, NOT_IMPORTED, WARNINGS_MAX } from './import.ts'
+import { LinkSchema, OperationStatusSchema } from '../../http/contract/schemas.ts'
+import { IMPORT_SOURCES, NOT_IMPORTED, WARNINGS_MAX } from './import.ts'
 
 export const ImportIdParamsSchema = Type.Object({
   import_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The import\'s id.' }),
@@ -40,7 +40,7 @@ const ReportSchema = Type.Object({
 }, { additionalProperties: false })
 
 const fields = {
-  status: Type.Unsafe<typeof IMPORT_STATUSES[number]>({ type: 'string', enum: [...IMPORT_STATUSES], description: '`pending` → `running` → `succeeded` or `failed`.' }),
+  status: OperationStatusSchema,
   source: Type.Unsafe<typeof IMPORT_SOURCES[number]>({ type: 'string', enum: [...IMPORT_SOURCES], description: 'The file\'s kind, judged by its bytes.' }),
   dry_run: Type.Boolean({ description: 'Whether the import only reports what it would do.' }),
   progress: Type.Integer({ minimum: 0, maximum: 100, description: 'Per cent of the file read; 100 once finished.' }),
