@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto'
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify'
 import type { AppContext } from '../context.ts'
 import { AppError } from '../errors.ts'
 import { type ArticleObject, articleObject, type Article, imageObject, jsonLd, ogImageOf, type PaginationObject, pageObjects, perPageOf, type Profile, type Settings, siteObject } from './objects.ts'
@@ -62,7 +62,15 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
   const log = root.child({ component: 'site' })
   const base = config.site.baseUrl ?? `http://${config.host}:${config.site.port ?? 0}`
   const cache = new PageCache()
-  const app = Fastify({ loggerInstance: log, disableRequestLogging: true, ignoreDuplicateSlashes: false, return503OnClosing: true })
+  const app = Fastify({
+    loggerInstance: log,
+    // Pages are logged when they fail; a line per page read would be most of the log.
+    logController: new LogController({ disableRequestLogging: true }),
+    trustProxy: config.trustProxy,
+    exposeHeadRoutes: true,
+    return503OnClosing: true,
+    routerOptions: { maxParamLength: 200 },
+  })
   app.decorateRequest('abandoned', null as unknown as AbortSignal)
   app.addHook('onRequest', async req => { (req as { abandoned: AbortSignal }).abandoned = AbortSignal.timeout(config.requestTimeoutMs) })
 

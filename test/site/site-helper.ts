@@ -1,3 +1,4 @@
+import type { FastifyBaseLogger } from 'fastify'
 import { buildSite, type Site } from '../../src/site/site.ts'
 import { buildTestApp, freePort, json, type StoreKind, type TestApp } from '../helper.ts'
 
@@ -12,13 +13,14 @@ export interface TestSite {
   close (): Promise<void>
 }
 
-export async function buildTestSite (kind: StoreKind, env: Record<string, string> = {}): Promise<TestSite> {
+/** `log`: the site's logger instead of the app's (a test that reads what it logs). */
+export async function buildTestSite (kind: StoreKind, env: Record<string, string> = {}, log?: FastifyBaseLogger): Promise<TestSite> {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const t = await buildTestApp(kind, { SITE_PORT: String(port), SITE_BASE_URL: url, HOST: '127.0.0.1', RATE_LIMIT_MAX: '0', ...env })
   let site: Site
   try {
-    site = await buildSite(t.context, t.app)
+    site = await buildSite(log === undefined ? t.context : { ...t.context, log }, t.app)
     await site.app.listen({ port, host: '127.0.0.1' })
   } catch (err) {
     await t.close()
