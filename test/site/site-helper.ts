@@ -13,11 +13,14 @@ export interface TestSite {
   close (): Promise<void>
 }
 
-/** `log`: the site's logger instead of the app's (a test that reads what it logs). */
-export async function buildTestSite (kind: StoreKind, env: Record<string, string> = {}, log?: FastifyBaseLogger): Promise<TestSite> {
+/**
+ * `log`: the site's logger instead of the app's (a test that reads what it logs); `databaseUrl`:
+ * another instance's database (two instances behind a load balancer).
+ */
+export async function buildTestSite (kind: StoreKind, env: Record<string, string> = {}, log?: FastifyBaseLogger, databaseUrl?: string): Promise<TestSite> {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
-  const t = await buildTestApp(kind, { SITE_PORT: String(port), SITE_BASE_URL: url, HOST: '127.0.0.1', RATE_LIMIT_MAX: '0', ...env })
+  const t = await buildTestApp(kind, { SITE_PORT: String(port), SITE_BASE_URL: url, HOST: '127.0.0.1', RATE_LIMIT_MAX: '0', ...env }, databaseUrl === undefined ? {} : { url: () => databaseUrl })
   let site: Site
   try {
     site = await buildSite(log === undefined ? t.context : { ...t.context, log }, t.app)
