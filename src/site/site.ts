@@ -251,11 +251,8 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
     })
   })
 
-  const articlePage = async (slug: string): Promise<CachedPage> => {
-    const found = await services.articles.bySlug(slug)
-    if (found === null) throw new NotFound()
-    if ('movedTo' in found) return redirect(`/${found.movedTo}`)
-    const a = found.article
+  /** The page of one article: its own, or (`preview`) what a preview link shows, marked as such. */
+  const articleHtml = async (a: Article, preview: boolean): Promise<string> => {
     const [s, who] = await Promise.all([settings(), people([a])])
     const post = articleObject(a, who, base)
     const ogImage = a.featureImage === null ? null : ogImageOf(a.featureImage, base)
@@ -270,12 +267,25 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
       mainEntityOfPage: a.canonicalUrl ?? `${base}/${a.slug}`,
       description: a.metaDescription ?? a.excerpt,
     }
-    return html(await render('post', pageObjects({
-      site: siteObject(s, base),
-      page: pageObject(s, { kind: 'post', heading: a.title, title: a.metaTitle ?? undefined, description: a.metaDescription ?? a.excerpt, path: `/${a.slug}`, canonical: a.canonicalUrl, image: post.feature_image, imageFacts: a.featureImage, ld }),
-      post,
-    })))
+    const page = pageObject(s, { kind: 'post', heading: a.title, title: a.metaTitle ?? undefined, description: a.metaDescription ?? a.excerpt, path: `/${a.slug}`, canonical: a.canonicalUrl, image: post.feature_image, imageFacts: a.featureImage, ld, ...(preview ? { robots: 'noindex, nofollow' } : {}) })
+    return await render('post', pageObjects({ site: siteObject(s, base), page: { ...page, preview }, post }))
   }
+
+  const articlePage = async (slug: string): Promise<CachedPage> => {
+    const found = await services.articles.bySlug(slug)
+    if (found === null) throw new NotFound()
+    if ('movedTo' in found) return redirect(`/${found.movedTo}`)
+    return html(await articleHtml(found.article, false))
+  }
+
+  // A preview link: the post's page, marked, never kept by anyone (the URL itself is the secret).
+  app.get<{ Params: { token: string } }>('/p/:token', async (req, reply) => {
+    reply.header('cache-control', 'private, no-store').header('x-robots-tag', 'noindex, nofollow').header('referrer-policy', 'no-referrer')
+    const found = req.params.token.length > 200 ? null : await services.articles.preview(req.params.token)
+    if (found === null) return await notFoundPage(reply, 'private, no-store')
+    if ('publishedAs' in found) return await reply.code(308).header('location', `/${found.publishedAs}`).send()
+    return await reply.code(200).header('content-type', HTML).send(await articleHtml(found.article, true))
+  })
 
   // The theme's files, under content-hashed names; the accent colour's sheet is named by the colour.
   app.get<{ Params: { name: string } }>('/assets/:name', async (req, reply) => {
@@ -343,13 +353,13 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
     return await reply.code(301).header('location', `/${to}`).header('cache-control', PAGE_CACHE_CONTROL).send()
   })
 
-  const notFoundPage = async (reply: FastifyReply) => {
+  const notFoundPage = async (reply: FastifyReply, cacheControl = NOT_FOUND_CACHE_CONTROL) => {
     const s = await settings()
     const body = await render('error', pageObjects({
       site: siteObject(s, base),
       page: { ...pageObject(s, { kind: 'error', heading: 'Page not found', path: '/404', robots: 'noindex', ld: { '@type': 'WebPage', name: 'Page not found' } }), status: 404 },
     }))
-    return await reply.code(404).header('content-type', HTML).header('cache-control', NOT_FOUND_CACHE_CONTROL).send(body)
+    return await reply.code(404).header('content-type', HTML).header('cache-control', cacheControl).send(body)
   }
   const failed = async (reply: FastifyReply) => await reply.code(500).header('content-type', HTML).header('cache-control', 'no-store').send(BUILTIN_500)
 

@@ -112,6 +112,43 @@ for (const kind of await storeKinds()) {
       assert.equal((await s.get('/assets/nothing.css')).status, 404)
     })
 
+    it('shows a preview link as the post\'s page, marked, never cached; 308 once published; 404 unknown', async () => {
+      const admin = await s.t.auth('ann', ['admin'])
+      const draft = await publish(s.t, { title: 'Secret draft', status: 'draft' })
+      const link = JSON.parse((await s.t.request({ method: 'POST', url: `/posts/${draft.id as number}/preview-links`, headers: admin, payload: {} })).body)
+      const res = await s.get(`/p/${link.token as string}`)
+      assert.equal(res.status, 200)
+      assert.equal(res.headers.get('cache-control'), 'private, no-store')
+      assert.equal(res.headers.get('x-robots-tag'), 'noindex, nofollow')
+      assert.equal(res.headers.get('referrer-policy'), 'no-referrer')
+      const html = await res.text()
+      assert.match(html, /<h1>Secret draft<\/h1>/)
+      assert.match(html, /This is a preview/)
+      assert.match(html, /<meta name="robots" content="noindex, nofollow">/)
+      const unknown = await s.get('/p/not-a-token')
+      assert.equal(unknown.status, 404)
+      assert.equal(unknown.headers.get('cache-control'), 'private, no-store')
+      const put = await s.t.request({ method: 'PATCH', url: `/posts/${draft.id as number}`, headers: { ...admin, 'content-type': 'application/merge-patch+json' }, payload: { status: 'published' } })
+      assert.equal(put.statusCode, 200, put.body)
+      const moved = await s.get(`/p/${link.token as string}`)
+      assert.equal(moved.status, 308)
+      assert.equal(moved.headers.get('location'), `/${draft.slug as string}`)
+    })
+
+    it('serves the feeds and the sitemap', async () => {
+      const atom = await s.get('/feed.atom')
+      assert.equal(atom.status, 200)
+      assert.match(atom.headers.get('content-type') ?? '', /application\/atom\+xml/)
+      assert.match(await atom.text(), /Hello world/)
+      const etag = atom.headers.get('etag')!
+      assert.equal((await s.get('/feed.atom', { headers: { 'if-none-match': etag } })).status, 304)
+      assert.equal((await s.get('/feed.json')).status, 200)
+      assert.equal((await s.get('/feed.atom?tag=News')).status, 200)
+      const map = await s.get('/sitemap.xml')
+      assert.equal(map.status, 200)
+      assert.match(await map.text(), /<urlset/)
+    })
+
     it('does not serve the API, nor the API the site', async () => {
       assert.equal((await s.get('/posts')).status, 404)
       assert.equal((await s.t.request({ method: 'GET', url: '/tag/news' })).statusCode, 404)

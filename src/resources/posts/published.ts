@@ -1,8 +1,10 @@
 import { deriveSlug } from '../../domain/slug.ts'
 import type { ImageFacts, PartContext, Services } from '../../http/contract/resources.ts'
+import type { Principal } from '../../domain/principal.ts'
 import type { Store } from '../../store/store.ts'
 import type { Post, PostSummary } from './post.ts'
 import { PostService } from './post-service.ts'
+import { hashToken, pinnedPost } from './preview-links.ts'
 import { searchCatchUp } from './search-indexer.ts'
 import type { PostFilter } from './store.ts'
 
@@ -51,6 +53,12 @@ export interface Articles {
   bySlug (slug: string): Promise<{ readonly article: Article } | { readonly movedTo: string } | null>
   /** The tag whose slug (its name folded as a post's slug is) this is, among published posts; else null. */
   tag (slug: string): Promise<ArticleTag | null>
+  /**
+   * What a preview link shows (any status; a pinned link, its revision's fields over the post), or
+   * `{ publishedAs }` for a link not pinned to a post since published; null for an unknown, expired
+   * or revoked token, or a deleted post.
+   */
+  preview (token: string): Promise<{ readonly article: Article } | { readonly publishedAs: string } | null>
 }
 
 declare module '../../http/contract/resources.ts' { interface Services { readonly articles: Articles } }
@@ -91,8 +99,10 @@ function articleOf (p: PostSummary & { contentHtml?: string }): Article {
 
 class PublishedArticles implements Articles {
   private readonly reader: PostService
+  private readonly clock: PartContext['clock']
 
   constructor (private readonly store: Store, ctx: PartContext) {
+    this.clock = ctx.clock
     this.reader = new PostService(store, { revisionsKeep: ctx.config.editorial.revisionsKeep, clock: ctx.clock, searchCurrent: searchCatchUp(store) })
   }
 
@@ -126,7 +136,20 @@ class PublishedArticles implements Articles {
     const tag = page.items.find(t => deriveSlug(t.name) === slug)
     return tag === undefined ? null : { name: tag.name, slug, count: tag.count }
   }
+
+  async preview (token: string) {
+    const link = await this.store.previewLinks.findByTokenHash(hashToken(token), this.clock.now())
+    if (link === null) return null
+    const post = await this.store.posts.findById(link.postId, LINK_HOLDER)
+    if (post === null) return null
+    if (link.revision === null) return post.status === 'published' ? { publishedAs: post.slug } : { article: articleOf(post) }
+    const revision = await this.store.revisions.find(link.postId, link.revision)
+    return revision === null ? null : { article: articleOf(pinnedPost(post, revision)) }
+  }
 }
+
+/** Whoever holds a preview link sees the post as its author would. */
+const LINK_HOLDER: Principal = { subject: 'preview-link', scopes: new Set(['admin']), kind: 'api-key' }
 
 /** The posts' service for other faces: `services.articles`. */
 export function articleServices (ctx: PartContext): Partial<Services> {
