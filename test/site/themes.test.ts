@@ -52,7 +52,12 @@ describe('a theme that does not parse', () => {
     }
   })
 
-  it('refuses a theme without one of the page templates, or a folder that is not there', () => {
+  it('reads the example theme (examples/theme/)', () => {
+    const theme = new Theme(path.join(ROOT, 'examples/theme'))
+    assert.ok(theme.assetPath('style.css') !== null)
+  })
+
+  it('refuses a folder that is not there', () => {
     assert.throws(() => new Theme('/nonexistent/theme'), ConfigError)
   })
 })
