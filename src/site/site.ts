@@ -212,7 +212,7 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
       if (p.total === 0) throw new NotFound()
       return await render('author', pageObjects({
         site: siteObject(s, base),
-        page: pageObject(s, { kind: 'author', heading: person.name, description: person.bio !== '' ? person.bio : `Written by ${person.name}.`, path: at(n), image: imageObject(avatar),  ld: { '@type': 'ProfilePage', mainEntity: { '@type': 'Person', name: person.name, url: `${base}/author/${slug}`, ...(person.website === null ? {} : { sameAs: person.website }) } } }),
+        page: pageObject(s, { kind: 'author', heading: person.name, description: person.bio !== '' ? person.bio : `Written by ${person.name}.`, path: at(n), image: imageObject(avatar), ld: { '@type': 'ProfilePage', mainEntity: { '@type': 'Person', name: person.name, url: `${base}/author/${slug}`, ...(person.website === null ? {} : { sameAs: person.website }) } } }),
         list,
         pagination: p,
         author: { name: person.name, slug, bio: person.bio, website: person.website, avatar: imageObject(avatar), url: `/author/${slug}` },
