@@ -10,7 +10,8 @@ import { postEvents } from './events.ts'
 import type { Post, PostInput } from './post.ts'
 import { PostService } from './post-service.ts'
 import { postsFieldCodes } from './problems.ts'
-import { deriveSlug, isSiteWord, isSlug } from '../../domain/slug.ts'
+import { deriveSlug, isSlug } from '../../domain/slug.ts'
+import { isSiteWord } from './site-words.ts'
 import { normaliseTags } from './tags.ts'
 
 function inputOf (item: ImportableItem): PostInput {
