@@ -3,8 +3,7 @@ import fs from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import * as chromeLauncher from 'chrome-launcher'
 import lighthouse from 'lighthouse'
-import { type Browser, chromium } from 'playwright-core'
-import { CHROMIUM, cspViolations, LAUNCH_ARGS, seriousViolations } from '../admin/browser.ts'
+import { CHROMIUM } from '../admin/browser.ts'
 import { json, underCI } from '../helper.ts'
 import { png } from '../resources/media/images.ts'
 import { buildTestSite, publish, type TestSite } from './site-helper.ts'
@@ -18,15 +17,9 @@ const BROWSER_IMAGES = 'image/avif,image/webp,image/apng,image/svg+xml,image/*,*
 /** The categories Lighthouse scores, each to be at least 95 in its mobile profile. */
 const CATEGORIES = ['performance', 'accessibility', 'best-practices', 'seo'] as const
 
-/**
- * The reading site in a real browser: axe-core on every page kind (no serious or critical
- * violation), nothing scrolling sideways at 320 px, no script and no refusal of the page's policy,
- * and Lighthouse's mobile scores on the home page and a post of a blog with 20 posts with feature
- * images.
- */
-describe('the reading site in Chromium', { skip: missing }, () => {
+/** Lighthouse's mobile scores on the home page and a post of a blog of 20 posts with feature images. */
+describe('the reading site under Lighthouse', { skip: missing }, () => {
   let s: TestSite
-  let browser: Browser
   let slug: string
   before(async () => {
     s = await buildTestSite('sqlite')
@@ -42,48 +35,8 @@ describe('the reading site in Chromium', { skip: missing }, () => {
       const post = await publish(s.t, { title: `A post about the field, part ${i}`, authors: ['ann'], tags: ['Field', `Part ${i % 3}`], feature_image: image.id, content }, admin)
       slug = post.slug
     }
-    await s.t.searchIndexed()
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS })
   })
-  after(async () => {
-    await browser?.close()
-    await s?.close()
-  })
-
-  const pages = (): Record<string, string> => ({
-    home: '/',
-    'home, page 2': '/page/2',
-    post: `/${slug}`,
-    tag: '/tag/field',
-    author: '/author/ann',
-    search: '/search?q=field',
-    'not found': '/no-such-page',
-  })
-
-  for (const scheme of ['light', 'dark'] as const) {
-    it(`has no serious or critical axe violation on any page kind, runs no script, and scrolls nothing sideways at 320 px (${scheme})`, async () => {
-      const context = await browser.newContext({ viewport: { width: 320, height: 640 }, colorScheme: scheme })
-      try {
-        const page = await context.newPage()
-        const scripts: string[] = []
-        const errors: string[] = []
-        page.on('request', req => { if (req.resourceType() === 'script') scripts.push(req.url()) })
-        page.on('console', msg => { if (msg.type() === 'error') errors.push(msg.text()) })
-        await page.addInitScript('window.__csp = []; document.addEventListener("securitypolicyviolation", e => { window.__csp.push(e.violatedDirective + " " + (e.blockedURI || e.sample)) }, true)')
-        for (const [name, path] of Object.entries(pages())) {
-          await page.goto(`${s.url}${path}`, { waitUntil: 'load' })
-          assert.deepEqual(await cspViolations(page), [], `${name}: the page's policy refused nothing`)
-          assert.deepEqual(await seriousViolations(page, errors), [], `${name} (${path})`)
-          const wide = await page.evaluate('document.documentElement.scrollWidth') as number
-          assert.ok(wide <= 320, `${name}: ${wide} px wide at 320`)
-        }
-        assert.deepEqual(scripts, [], 'no page loads a script')
-        assert.deepEqual(errors.filter(e => !e.includes('404')), [], 'no error in the console but the 404 page\'s own status')
-      } finally {
-        await context.close()
-      }
-    })
-  }
+  after(async () => { await s?.close() })
 
   it('scores at least 95 in each of Lighthouse\'s categories (mobile) on the home page and a post', async () => {
     const chrome = await chromeLauncher.launch({ chromePath: CHROMIUM, chromeFlags: ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run'] })
