@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import type { Page } from 'playwright-core'
+import { cspViolations, editorMissing, type EditorWorld, seriousViolations, startEditorWorld } from './browser.ts'
+
+const OWNER_PASSWORD = 'a long pass phrase for olive'
+
+async function signIn (page: Page, email: string, password: string): Promise<void> {
+  await page.goto('/admin')
+  await page.getByLabel('Email').fill(email)
+  await page.getByLabel('Password', { exact: true }).fill(password)
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click()
+  await page.getByRole('heading', { level: 1, name: 'Posts' }).waitFor()
+}
+
+describe('the Staff screen and a team\'s roles in the editor, in Chromium', { skip: editorMissing() }, () => {
+  let w: EditorWorld
+  let admin: { authorization: string }
+  before(async () => {
+    w = await startEditorWorld()
+    await w.t.request({ method: 'POST', url: '/setup', payload: { token: w.t.context.services.identity.setupToken, name: 'Olive', email: 'olive@example.com', password: OWNER_PASSWORD } })
+    admin = await w.t.auth('root', ['admin'])
+  })
+  after(async () => { await w?.close() })
+
+  it('invites a contributor who accepts in another browser; the admin changes their role and removes them', async () => {
+    const owner = await w.open()
+    await signIn(owner.page, 'olive@example.com', OWNER_PASSWORD)
+    await owner.page.getByRole('link', { name: 'Staff' }).click()
+    await owner.page.getByRole('heading', { level: 1, name: 'Staff' }).waitFor()
+    await owner.page.getByRole('cell', { name: 'Olive' }).waitFor()
+    await owner.page.getByLabel('Email').fill('cora@example.com')
+    await owner.page.getByLabel('Role', { exact: true }).selectOption('contributor')
+    await owner.page.getByRole('button', { name: 'Invite' }).click()
+    const url = owner.page.getByLabel('Invitation URL')
+    await url.waitFor()
+    assert.equal(await url.getAttribute('readonly'), '')
+    const link = await url.inputValue()
+    assert.match(link, /^http:\/\/127\.0\.0\.1:\d+\/admin\/invite#.+/)
+    assert.deepEqual(await seriousViolations(owner.page, owner.errors), [], 'axe on the Staff screen')
+
+    // The invitation, accepted in a browser of its own.
+    const cora = await w.open()
+    await cora.page.goto(link)
+    await cora.page.getByLabel('Name').fill('Cora')
+    await cora.page.getByLabel('Password').fill('a long pass phrase for cora')
+    await cora.page.getByRole('button', { name: 'Accept invitation' }).click()
+    await cora.page.getByRole('heading', { level: 1, name: 'Posts' }).waitFor()
+    assert.equal(await cora.page.getByRole('link', { name: 'Staff' }).count(), 0, 'no Staff link for a contributor')
+
+    // The admin sees her, and makes her an author.
+    await owner.page.reload()
+    await owner.page.getByRole('heading', { level: 1, name: 'Staff' }).waitFor()
+    await owner.page.getByLabel('Role of Cora').selectOption('author')
+    await owner.page.getByRole('status').filter({ hasText: 'Cora is now author' }).waitFor()
+    const listed = (await w.t.request({ method: 'GET', url: '/users?q=cora', headers: admin })).json()[0]
+    assert.equal(listed.role, 'author')
+
+    await owner.page.getByRole('button', { name: 'Remove Cora' }).click()
+    await owner.page.getByRole('status').filter({ hasText: 'Cora removed' }).waitFor()
+    assert.equal(await owner.page.getByRole('cell', { name: 'Cora' }).count(), 0)
+    assert.deepEqual(await cspViolations(owner.page), [], 'no Content-Security-Policy violation on the Staff screen')
+    assert.deepEqual([...owner.errors, ...cora.errors].filter(e => !/status of 401/.test(e)), [], 'no script errors')
+    await owner.context.close()
+    await cora.context.close()
+  })
+})
