@@ -23,7 +23,7 @@ describe('the Staff screen and a team\'s roles in the editor, in Chromium', { sk
   })
   after(async () => { await w?.close() })
 
-  it('invites a contributor who accepts in another browser; the admin changes their role and removes them', async () => {
+  it('invites a contributor who accepts in another browser and may only write drafts; an editor sets authors; the admin changes her role, suspends her (her open editor says so) and removes her', async () => {
     const owner = await w.open()
     await signIn(owner.page, 'olive@example.com', OWNER_PASSWORD)
     await owner.page.getByRole('link', { name: 'Staff' }).click()
@@ -47,20 +47,56 @@ describe('the Staff screen and a team\'s roles in the editor, in Chromium', { sk
     await cora.page.getByRole('button', { name: 'Accept invitation' }).click()
     await cora.page.getByRole('heading', { level: 1, name: 'Posts' }).waitFor()
     assert.equal(await cora.page.getByRole('link', { name: 'Staff' }).count(), 0, 'no Staff link for a contributor')
+    // A contributor writes drafts: Status offers nothing else, and there is no Authors field.
+    await cora.page.getByRole('button', { name: 'New post' }).click()
+    const status = cora.page.getByLabel('Status')
+    await status.waitFor()
+    assert.deepEqual(await status.locator('option').allTextContents(), ['draft'])
+    assert.equal(await cora.page.getByLabel('Authors', { exact: true }).count(), 0)
+    // A published post of hers opens to be read.
+    const published = (await w.t.request({ method: 'POST', url: '/posts', headers: admin, payload: { title: 'Out already', content: 'Published.', status: 'published', authors: ['cora'] } })).json()
+    await cora.page.goto(`/admin#/posts/${published.id as number}`)
+    await cora.page.getByText('you can read it, not change it').waitFor()
+    assert.ok(await cora.page.getByRole('button', { name: 'Save', exact: true }).isDisabled())
+    assert.ok(await cora.page.getByLabel('Title', { exact: true }).isDisabled())
+    assert.equal(await cora.page.getByRole('textbox', { name: 'Content' }).getAttribute('contenteditable'), 'false')
+    assert.deepEqual(await seriousViolations(cora.page, cora.errors), [], 'axe on a read-only post')
+
+    // An editor (the owner here) names a post's authors.
+    await owner.page.getByRole('button', { name: 'New post' }).click()
+    await owner.page.getByLabel('Title', { exact: true }).fill('Written together')
+    const authors = owner.page.getByLabel('Authors', { exact: true })
+    await authors.fill('cora')
+    await authors.press('Enter')
+    await owner.page.getByRole('button', { name: 'Save', exact: true }).click()
+    await owner.page.getByRole('status').filter({ hasText: 'Saved' }).waitFor()
+    const together = (await w.t.request({ method: 'GET', url: '/posts?q=together&fields=title,authors', headers: admin })).json()[0]
+    assert.deepEqual(together.authors, ['olive', 'cora'])
+    await owner.page.goto('/admin#/staff')
 
     // The admin sees her, and makes her an author.
-    await owner.page.reload()
     await owner.page.getByRole('heading', { level: 1, name: 'Staff' }).waitFor()
     await owner.page.getByLabel('Role of Cora').selectOption('author')
     await owner.page.getByRole('status').filter({ hasText: 'Cora is now author' }).waitFor()
     const listed = (await w.t.request({ method: 'GET', url: '/users?q=cora', headers: admin })).json()[0]
     assert.equal(listed.role, 'author')
 
+    // Suspended, her open editor says so within seconds (not at her next save).
+    await cora.page.goto('/admin#/posts/new')
+    await cora.page.getByLabel('Title', { exact: true }).fill('Typed before the suspension')
+    await owner.page.getByRole('button', { name: 'Suspend Cora' }).click()
+    await owner.page.getByRole('status').filter({ hasText: 'Cora is suspended' }).waitFor()
+    const told = Date.now()
+    await cora.page.getByRole('alert').filter({ hasText: 'suspended your account' }).waitFor({ timeout: 10_000 })
+    process.stdout.write(`the suspended editor said so after ${Date.now() - told} ms\n`)
+    await cora.page.getByLabel('Email').waitFor()
+
     await owner.page.getByRole('button', { name: 'Remove Cora' }).click()
     await owner.page.getByRole('status').filter({ hasText: 'Cora removed' }).waitFor()
     assert.equal(await owner.page.getByRole('cell', { name: 'Cora' }).count(), 0)
     assert.deepEqual(await cspViolations(owner.page), [], 'no Content-Security-Policy violation on the Staff screen')
-    assert.deepEqual([...owner.errors, ...cora.errors].filter(e => !/status of 401/.test(e)), [], 'no script errors')
+    // The browser logs the refusals: the suspended session's 401s, and the 409 of removing an author of posts before she is replaced.
+    assert.deepEqual([...owner.errors, ...cora.errors].filter(e => !/status of (401|409)/.test(e)), [], 'no script errors')
     await owner.context.close()
     await cora.context.close()
   })

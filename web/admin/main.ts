@@ -30,7 +30,7 @@ let save: (() => void) | null = null
 
 /** Which screen the address names: each a function making it, the people's screens loaded on demand. */
 const SCREENS: { pattern: RegExp, open: (m: RegExpExecArray) => Promise<{ element: HTMLElement, save?: () => void }> }[] = [
-  { pattern: /^#\/posts\/(new|\d+)$/, open: async m => editorScreen(shell, m[1] === 'new' ? null : Number(m[1])) },
+  { pattern: /^#\/posts\/(new|\d+)$/, open: async m => editorScreen(shell, m[1] === 'new' ? null : Number(m[1]), signedInPerson()) },
   { pattern: /^#\/profile$/, open: async () => ({ element: (await import('./profile.ts')).profileScreen(shell) }) },
   { pattern: /^#\/staff$/, open: async () => ({ element: (await import('./staff.ts')).staffScreen(shell, signedInPerson()) }) },
 ]
