@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import { generate } from 'otplib'
 import type { Page } from 'playwright-core'
@@ -34,7 +35,9 @@ describe('a person\'s Profile in the editor, in Chromium', { skip: editorMissing
     await signInWithPassword(page)
     await page.getByRole('heading', { level: 1, name: 'Posts' }).waitFor()
     const scripts = async () => await page.evaluate('performance.getEntriesByType("resource").map(e => e.name).filter(n => n.endsWith(".js"))') as string[]
-    const before = await scripts()
+    const { lazy } = JSON.parse(fs.readFileSync(new URL('../../dist/admin/manifest.json', import.meta.url), 'utf8')) as { lazy: { file: string, screen: string }[] }
+    const profileFile = lazy.find(l => l.screen === 'profile')!.file
+    assert.ok(!(await scripts()).some(u => u.endsWith(profileFile)), 'the Profile screen\'s code is not loaded with the list')
 
     await page.getByRole('link', { name: 'Profile' }).click()
     await page.getByRole('heading', { level: 1, name: 'Profile' }).waitFor()
@@ -43,7 +46,7 @@ describe('a person\'s Profile in the editor, in Chromium', { skip: editorMissing
     await page.getByLabel('Website').fill('https://ada.example')
     await page.getByRole('button', { name: 'Save profile' }).click()
     await page.getByRole('status').filter({ hasText: 'Profile saved' }).waitFor()
-    assert.ok((await scripts()).length > before.length, 'the Profile screen\'s code was loaded when it opened')
+    assert.ok((await scripts()).some(u => u.endsWith(profileFile)), 'the Profile screen\'s code was loaded when it opened')
     const me = (await w.t.request({ method: 'GET', url: '/users?q=ada', headers: await w.t.auth('root', ['admin']) })).json()[0]
     assert.deepEqual([me.name, me.bio, me.website], ['Ada Lovelace', 'Wrote the first program.', 'https://ada.example'])
     await page.getByRole('button', { name: 'Sign out Chrome on Linux' }).waitFor()
