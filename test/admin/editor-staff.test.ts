@@ -76,6 +76,8 @@ describe('the Staff screen and a team\'s roles in the editor, in Chromium', { sk
 
     // The admin sees her, and makes her an author.
     await owner.page.getByRole('heading', { level: 1, name: 'Staff' }).waitFor()
+    await owner.page.getByLabel('Role of Cora').waitFor()
+    assert.deepEqual(await seriousViolations(owner.page, owner.errors), [], 'axe on the Staff screen with an admin\'s controls')
     await owner.page.getByLabel('Role of Cora').selectOption('author')
     await owner.page.getByRole('status').filter({ hasText: 'Cora is now author' }).waitFor()
     const listed = (await w.t.request({ method: 'GET', url: '/users?q=cora', headers: admin })).json()[0]
@@ -92,6 +94,7 @@ describe('the Staff screen and a team\'s roles in the editor, in Chromium', { sk
     await cora.page.getByLabel('Email').waitFor()
 
     await owner.page.getByRole('button', { name: 'Remove Cora' }).click()
+    await owner.page.getByRole('dialog').getByRole('button', { name: 'Remove user' }).click()
     await owner.page.getByRole('status').filter({ hasText: 'Cora removed' }).waitFor()
     assert.equal(await owner.page.getByRole('cell', { name: 'Cora' }).count(), 0)
     assert.deepEqual(await cspViolations(owner.page), [], 'no Content-Security-Policy violation on the Staff screen')

@@ -43,6 +43,20 @@ export function staffScreen (shell: Shell, me: User | null): HTMLElement {
       await load()
     })())
   }
+  // Removing asks once, as deleting a post does: it cannot be undone.
+  const confirm = h('dialog', { class: 'confirm', 'aria-labelledby': 'remove-title' })
+  const askRemove = (u: User, from: HTMLElement) => {
+    const yes = h('button', { type: 'button', class: 'danger' }, 'Remove user')
+    const no = h('button', { type: 'button' }, 'Cancel')
+    confirm.replaceChildren(
+      h('h2', { id: 'remove-title' }, `Remove ${u.name}?`),
+      h('p', {}, 'Their account ends; the posts they wrote stay, with you as their author in their place. This cannot be undone.'),
+      h('div', { class: 'actions' }, yes, no))
+    no.addEventListener('click', () => { confirm.close(); from.focus() })
+    yes.addEventListener('click', () => { confirm.close(); remove(u) })
+    confirm.showModal()
+    no.focus()
+  }
   const remove = (u: User) => {
     start((async () => {
       try {
@@ -78,7 +92,7 @@ export function staffScreen (shell: Shell, me: User | null): HTMLElement {
           type: 'button',
           onclick: () => { patch(u, { status: suspended ? 'active' : 'suspended' }, suspended ? `${u.name} is active again` : `${u.name} is suspended`) },
         }, `${suspended ? 'Reinstate' : 'Suspend'} ${u.name}`),
-        h('button', { type: 'button', class: 'danger', onclick: () => { remove(u) } }, `Remove ${u.name}`)))
+        h('button', { type: 'button', class: 'danger', onclick: (e: Event) => { askRemove(u, e.currentTarget as HTMLElement) } }, `Remove ${u.name}`)))
     } else if (admin) {
       cells.push(h('td', {}))
     }
@@ -130,5 +144,5 @@ export function staffScreen (shell: Shell, me: User | null): HTMLElement {
   })
 
   start(load())
-  return h('section', { class: 'screen staff-screen' }, heading, h('div', { class: 'table-wrap' }, table), invite)
+  return h('section', { class: 'screen staff-screen' }, heading, h('div', { class: 'table-wrap' }, table), invite, confirm)
 }
