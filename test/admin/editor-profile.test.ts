@@ -51,6 +51,8 @@ describe('a person\'s Profile in the editor, in Chromium', { skip: editorMissing
     assert.deepEqual([me.name, me.bio, me.website], ['Ada Lovelace', 'Wrote the first program.', 'https://ada.example'])
     await page.getByRole('button', { name: 'Sign out Chrome on Linux' }).waitFor()
     assert.deepEqual(await seriousViolations(page, errors), [], 'axe on the Profile screen')
+    await page.setViewportSize({ width: 375, height: 812 })
+    assert.equal(await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'), 0, 'nothing scrolls sideways at 375 px')
 
     // A passkey, from Chromium's virtual authenticator.
     await page.getByRole('button', { name: 'Add a passkey' }).click()

@@ -93,6 +93,13 @@ describe('the Staff screen and a team\'s roles in the editor, in Chromium', { sk
     process.stdout.write(`the suspended editor said so after ${Date.now() - told} ms\n`)
     await cora.page.getByLabel('Email').waitFor()
 
+    // At 375 px wide, nothing scrolls sideways and each control lies within the page.
+    await owner.page.setViewportSize({ width: 375, height: 812 })
+    assert.equal(await owner.page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'), 0, 'nothing scrolls sideways at 375 px')
+    for (const name of ['Reinstate Cora', 'Remove Cora', 'Invite']) {
+      const box = await owner.page.getByRole('button', { name }).boundingBox()
+      assert.ok(box !== null && box.x >= 0 && box.x + box.width <= 375.5, `${name} lies within the 375 px: ${JSON.stringify(box)}`)
+    }
     await owner.page.getByRole('button', { name: 'Remove Cora' }).click()
     await owner.page.getByRole('dialog').getByRole('button', { name: 'Remove user' }).click()
     await owner.page.getByRole('status').filter({ hasText: 'Cora removed' }).waitFor()
