@@ -1,6 +1,12 @@
 /** One entry of a 422's `errors`: the field (a path such as `title` or `tags/0`) and why. */
 export interface FieldProblem { readonly field: string, readonly code: string, readonly message: string }
 
+/** A failure in a person's words: a problem's detail and the field errors it lists, or the error's message. */
+export function failureText (err: unknown): string {
+  if (!(err instanceof Problem)) return err instanceof Error ? err.message : String(err)
+  return err.errors.length > 0 ? `${err.detail} ${err.errors.map(e => `${e.field}: ${e.message}`).join('; ')}` : err.detail
+}
+
 /** An answer of the service that is not a success, read from its problem details. */
 export class Problem extends Error {
   constructor (
@@ -95,7 +101,7 @@ export function sessionEndedWhy (): string | null {
   if (refusedAs === null) return null
   return refusedAs === 'USER_SUSPENDED'
     ? 'An admin suspended your account. Unsaved text stays in this tab.'
-    : 'The service ended your session: an admin suspended your account or changed it, or it was signed out elsewhere. Unsaved text stays in this tab.'
+    : 'The service ended your session: an admin suspended your account, or it was signed out elsewhere. Unsaved text stays in this tab.'
 }
 
 /** Ends the session on the service (its refresh cookie is then refused), then here. */

@@ -1,6 +1,6 @@
 import { startRegistration } from '@simplewebauthn/browser'
 import QRCode from 'qrcode'
-import { credential, endSessionOnService, Problem } from './api.ts'
+import { credential, endSessionOnService, failureText, Problem } from './api.ts'
 import { field, h, start, when } from './dom.ts'
 import { deviceOf, mediaImage, upload } from './media.ts'
 import { forgetPerson, type User } from './people.ts'
@@ -30,12 +30,6 @@ function qrCode (text: string, label: string): SVGSVGElement {
   for (const [k, v] of [['width', size], ['height', size], ['class', 'qr-back']] as const) back.setAttribute(k, String(v))
   svg.append(back, path)
   return svg
-}
-
-/** The problem's words, or the field errors it lists. */
-function said (err: unknown): string {
-  if (!(err instanceof Problem)) return (err as Error).message
-  return err.errors.length > 0 ? `${err.detail} ${err.errors.map(e => `${e.field}: ${e.message}`).join('; ')}` : err.detail
 }
 
 /**
@@ -70,7 +64,7 @@ export function profileScreen (shell: Shell): HTMLElement {
       avatarInput.value = ''
       drawAvatar()
       shell.say('Image uploaded: Save profile to keep it')
-    }, (err: unknown) => { shell.alert(`The image was not uploaded: ${said(err)}`) })
+    }, (err: unknown) => { shell.alert(`The image was not uploaded: ${failureText(err)}`) })
   })
   const show = (u: User, tag: string | null) => {
     me = u
@@ -103,7 +97,7 @@ export function profileScreen (shell: Shell): HTMLElement {
       shell.alert(null)
       shell.say('Profile saved')
     }, (err: unknown) => {
-      shell.alert(err instanceof Problem && err.status === 412 ? 'Not saved: your profile changed in another tab. Reload to see it.' : `Not saved: ${said(err)}`)
+      shell.alert(err instanceof Problem && err.status === 412 ? 'Not saved: your profile changed in another tab. Reload to see it.' : `Not saved: ${failureText(err)}`)
     })
   })
 
@@ -121,7 +115,7 @@ export function profileScreen (shell: Shell): HTMLElement {
             shell.say(`Passkey ${p.name} removed`)
             await loadPasskeys()
             addPasskey.focus()
-          }, (err: unknown) => { shell.alert(said(err)) })
+          }, (err: unknown) => { shell.alert(failureText(err)) })
         },
       }, `Remove passkey ${p.name}`))))
     if (body.length === 0) passkeys.append(h('li', { class: 'meta' }, 'No passkey yet.'))
@@ -143,7 +137,7 @@ export function profileScreen (shell: Shell): HTMLElement {
           shell.say(`Passkey ${pkName} added`)
           await loadPasskeys()
         } catch (err) {
-          shell.alert(`No passkey added: ${said(err)}`)
+          shell.alert(`No passkey added: ${failureText(err)}`)
         }
       })())
     },
@@ -166,7 +160,7 @@ export function profileScreen (shell: Shell): HTMLElement {
       shell.say('Password changed: your other sessions ended')
       await loadSessions()
     }, (err: unknown) => {
-      shell.alert(err instanceof Problem && err.code === 'WRONG_PASSWORD' ? 'Not changed: the current password is not right.' : `Not changed: ${said(err)}`)
+      shell.alert(err instanceof Problem && err.code === 'WRONG_PASSWORD' ? 'Not changed: the current password is not right.' : `Not changed: ${failureText(err)}`)
       current.focus()
     })
   })
@@ -184,7 +178,7 @@ export function profileScreen (shell: Shell): HTMLElement {
         shell.api.call<{ secret: string, otpauth_url: string }>('POST', '/users/me/two-factor', {}).then(({ body }) => {
           shell.alert(null)
           askCode(body.secret, body.otpauth_url)
-        }, (err: unknown) => { shell.alert(said(err)) })
+        }, (err: unknown) => { shell.alert(failureText(err)) })
       },
     }, 'Turn on two-factor')
     twoFactor.replaceChildren(h('p', {}, 'With two-factor codes on, a password sign-in also asks for a code from an authenticator app.'), turnOn)
@@ -209,7 +203,7 @@ export function profileScreen (shell: Shell): HTMLElement {
         shell.say('Two-factor codes are on')
         twoFactor.querySelector<HTMLElement>('#recovery-title')?.focus()
       }, (err: unknown) => {
-        shell.alert(err instanceof Problem && err.status === 401 ? 'That code is not right: try the one the app shows now.' : said(err))
+        shell.alert(err instanceof Problem && err.status === 401 ? 'That code is not right: try the one the app shows now.' : failureText(err))
         code.focus()
       })
     })
@@ -241,7 +235,7 @@ export function profileScreen (shell: Shell): HTMLElement {
             shell.api.call('DELETE', `/sessions/${encodeURIComponent(s.id)}`).then(async () => {
               shell.say(`${device} is signed out`)
               await loadSessions()
-            }, (err: unknown) => { shell.alert(said(err)) })
+            }, (err: unknown) => { shell.alert(failureText(err)) })
           },
         }, `Sign out ${device}`))
     }))
@@ -265,7 +259,7 @@ export function profileScreen (shell: Shell): HTMLElement {
   }).catch((err: unknown) => {
     section.replaceChildren(heading, h('p', {}, err instanceof Problem && err.status === 403
       ? 'This is the profile of a person: signed in with an API key, there is none.'
-      : `Your profile could not be read: ${said(err)}`))
+      : `Your profile could not be read: ${failureText(err)}`))
   })
   return section
 }

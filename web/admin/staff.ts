@@ -1,15 +1,10 @@
-import { linkOf, Problem } from './api.ts'
+import { failureText, linkOf, Problem } from './api.ts'
 import { field, h, start } from './dom.ts'
 import { atLeast, ROLES, type User } from './people.ts'
 import type { Shell } from './shell.ts'
 
 /** The answer to `POST /invitations`: the link to pass on is `url`. */
 interface Invitation { id: string, email: string, role: string, url: string, expires_at: string }
-
-function said (err: unknown): string {
-  if (!(err instanceof Problem)) return (err as Error).message
-  return err.errors.length > 0 ? `${err.detail} ${err.errors.map(e => `${e.field}: ${e.message}`).join('; ')}` : err.detail
-}
 
 /**
  * `Staff` (editors and above): every user with their role and status, an invitation's form
@@ -38,7 +33,7 @@ export function staffScreen (shell: Shell, me: User | null): HTMLElement {
         shell.alert(null)
         shell.say(done)
       } catch (err) {
-        shell.alert(`Not changed: ${said(err)}`)
+        shell.alert(`Not changed: ${failureText(err)}`)
       }
       await load()
     })())
@@ -70,7 +65,7 @@ export function staffScreen (shell: Shell, me: User | null): HTMLElement {
         shell.alert(null)
         shell.say(`${u.name} removed`)
       } catch (err) {
-        shell.alert(`Not removed: ${said(err)}`)
+        shell.alert(`Not removed: ${failureText(err)}`)
       }
       await load()
     })())
@@ -109,7 +104,7 @@ export function staffScreen (shell: Shell, me: User | null): HTMLElement {
         path = linkOf(answer.headers.get('link'), 'next')
       }
     } catch (err) {
-      shell.alert(said(err))
+      shell.alert(failureText(err))
       return
     }
     rows.replaceChildren(...users.map(rowOf))
@@ -138,7 +133,7 @@ export function staffScreen (shell: Shell, me: User | null): HTMLElement {
       shell.alert(null)
       shell.say(`Invitation made for ${body.email}`)
     }, (err: unknown) => {
-      shell.alert(err instanceof Problem && err.code === 'EMAIL_TAKEN' ? 'Not invited: someone with this email writes here already.' : `Not invited: ${said(err)}`)
+      shell.alert(err instanceof Problem && err.code === 'EMAIL_TAKEN' ? 'Not invited: someone with this email writes here already.' : `Not invited: ${failureText(err)}`)
       email.focus()
     })
   })
