@@ -59,6 +59,8 @@ describe('the Staff screen and a team\'s roles in the editor, in Chromium', { sk
     await cora.page.getByText('you can read it, not change it').waitFor()
     assert.ok(await cora.page.getByRole('button', { name: 'Save', exact: true }).isDisabled())
     assert.ok(await cora.page.getByLabel('Title', { exact: true }).isDisabled())
+    assert.equal(await cora.page.getByLabel('Status').inputValue(), 'published')
+    assert.ok(await cora.page.getByText('Unsaved changes').isHidden(), 'nothing to save in a post opened to be read')
     assert.equal(await cora.page.getByRole('textbox', { name: 'Content' }).getAttribute('contenteditable'), 'false')
     assert.deepEqual(await seriousViolations(cora.page, cora.errors), [], 'axe on a read-only post')
 

@@ -289,6 +289,9 @@ export function editorScreen (shell: Shell, postId: number | null, me: User | nu
   const readOnlyNote = h('p', { class: 'note', hidden: true }, 'This post has been published: as a contributor you can read it, not change it.')
   function readOnly (on: boolean): void {
     readOnlyNote.hidden = !on
+    // The post's own status shows, though a contributor may not choose it.
+    const shown = post?.status ?? 'draft'
+    if (on && !Array.from(status.options).some(o => o.value === shown)) status.append(h('option', { value: shown }, shown))
     for (const c of [...Object.values(controls), featureInput, tags.input]) c.disabled = on || (c === publishAt && contributor)
     for (const b of [saveButton, deleteButton]) b.disabled = on
     md.setReadOnly(on)
