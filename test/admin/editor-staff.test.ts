@@ -63,6 +63,7 @@ describe('the Staff screen and a team\'s roles in the editor, in Chromium', { sk
     assert.ok(await cora.page.getByText('Unsaved changes').isHidden(), 'nothing to save in a post opened to be read')
     assert.equal(await cora.page.getByRole('textbox', { name: 'Content' }).getAttribute('contenteditable'), 'false')
     assert.deepEqual(await seriousViolations(cora.page, cora.errors), [], 'axe on a read-only post')
+    assert.deepEqual(await cspViolations(cora.page), [], 'no Content-Security-Policy violation in the contributor\'s editor')
 
     // An editor (the owner here) names a post's authors.
     await owner.page.getByRole('button', { name: 'New post' }).click()
