@@ -326,7 +326,8 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
         const v = req.headers[h]
         if (typeof v === 'string') headers[h] = v
       }
-      const res = await api.inject({ method: 'GET', url: req.url, headers })
+      // The reader's address, so that the API's rate limit counts each reader, not the site.
+      const res = await api.inject({ method: 'GET', url: req.url, headers, remoteAddress: req.ip })
       if (res.statusCode === 404) throw new NotFound()
       for (const h of ['content-type', 'etag', 'last-modified', 'cache-control', 'vary']) {
         const v = res.headers[h]

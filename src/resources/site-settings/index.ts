@@ -56,8 +56,8 @@ declare module '../../http/contract/resources.ts' { interface Services { readonl
 const ImageSchema = Type.Union([Type.Object({
   id: Type.String({ maxLength: 100 }),
   url: Type.String({ maxLength: 200 }),
-  width: Type.Integer({ minimum: 1 }),
-  height: Type.Integer({ minimum: 1 }),
+  width: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+  height: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
   alt: Type.String({ maxLength: 500 }),
   placeholder: Type.String({ maxLength: 2000 }),
   srcset: Type.String({ maxLength: 4000 }),
