@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify'
 import type { AppContext } from '../context.ts'
+import { Counter } from 'prom-client'
 import { AppError } from '../errors.ts'
 import { type ArticleObject, articleObject, type Article, imageObject, jsonLd, ogImageOf, type PaginationObject, pageObjects, perPageOf, type Profile, type Settings, siteObject } from './objects.ts'
 import { type CachedPage, PageCache } from './page-cache.ts'
@@ -62,6 +63,7 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
   const log = root.child({ component: 'site' })
   const base = config.site.baseUrl ?? `http://${config.host}:${config.site.port ?? 0}`
   const cache = new PageCache()
+  const reads = new Counter({ name: 'site_page_cache_reads_total', help: 'Pages of the reading site asked for, by whether the page cache had them', labelNames: ['result'], registers: [context.metrics] })
   const app = Fastify({
     loggerInstance: log,
     // Pages are logged when they fail; a line per page read would be most of the log.
@@ -122,7 +124,11 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
   const answer = async (req: FastifyRequest, reply: FastifyReply, make: () => Promise<CachedPage>) => {
     const key = req.url
     const hit = cache.get(key)
-    if (hit !== undefined) return send(req, reply, hit, PAGE_CACHE_CONTROL)
+    if (hit !== undefined) {
+      reads.inc({ result: 'hit' })
+      return send(req, reply, hit, PAGE_CACHE_CONTROL)
+    }
+    reads.inc({ result: 'miss' })
     const generation = cache.generation
     const page = await make()
     cache.set(key, page, generation)
@@ -288,13 +294,14 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
   })
 
   // The theme's files, under content-hashed names; the accent colour's sheet is named by the colour.
-  app.get<{ Params: { name: string } }>('/assets/:name', async (req, reply) => {
-    const accent = ACCENT_CSS.exec(req.params.name)
+  app.get<{ Params: { '*': string } }>('/assets/*', async (req, reply) => {
+    const name = req.params['*']
+    const accent = ACCENT_CSS.exec(name)
     if (accent !== null) {
       const body = `:root{--accent:#${accent[1]!}}\n`
       return await reply.header('cache-control', IMMUTABLE).header('etag', etagOf(body)).type('text/css; charset=utf-8').send(body)
     }
-    const asset = theme.asset(req.params.name)
+    const asset = theme.asset(name)
     if (asset === undefined) throw new NotFound()
     reply.header('cache-control', IMMUTABLE).header('etag', asset.etag)
     if (notModified(req, asset.etag)) return await reply.code(304).send()

@@ -68,7 +68,7 @@ const Language = Type.String({ maxLength: 35, pattern: '^[A-Za-z]{2,3}(-[A-Za-z0
 const Accent = Type.String({ maxLength: 7, pattern: '^#[0-9a-fA-F]{6}$', 'x-error-code': 'INVALID_FORMAT', description: '`#rrggbb`.' })
 const NavLink = Type.Object({
   label: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
-  url: Type.String({ minLength: 1, maxLength: 2000, pattern: '^(/|[Hh][Tt][Tt][Pp][Ss]?://)[^\\s]*$', 'x-error-code': 'INVALID_FORMAT', description: 'A path on the site (`/about`) or an http/https URL.' }),
+  url: Type.String({ minLength: 1, maxLength: 2000, pattern: '^(/(?![/\\\\])|[Hh][Tt][Tt][Pp][Ss]?://)[^\\s]*$', 'x-error-code': 'INVALID_FORMAT', description: 'A path on the site (`/about`, not `//…`) or an http/https URL.' }),
 }, { additionalProperties: false })
 const Navigation = Type.Array(NavLink, { maxItems: 20 })
 const PerPage = Type.Integer({ minimum: 1, maximum: 50 })
