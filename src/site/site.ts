@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify'
-import type { AppContext } from '../context.ts'
 import { Counter } from 'prom-client'
+import type { AppContext } from '../context.ts'
 import { AppError } from '../errors.ts'
 import { type ArticleObject, articleObject, type Article, imageObject, jsonLd, ogImageOf, type PaginationObject, pageObjects, perPageOf, type Profile, type Settings, siteObject } from './objects.ts'
 import { type CachedPage, PageCache } from './page-cache.ts'
@@ -15,7 +15,7 @@ const CSP = "default-src 'self'; img-src 'self' data:; frame-ancestors 'self'"
 const SEARCH_MAX = 200
 const PAGE_PATTERN = /^[1-9][0-9]{0,8}$/
 const ACCENT_CSS = /^accent-([0-9a-f]{6})\.css$/
-/** Paths the site answers itself; anything else goes to the catch-all (a permalink, or 404). */
+/** What a page that failed to render answers: nothing of the theme, the failure or the machine. */
 const BUILTIN_500 = '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Something went wrong</title></head><body><h1>Something went wrong</h1><p>The page could not be shown. Please try again later.</p></body></html>\n'
 
 /** The reading site and what its tests look at. */
@@ -52,7 +52,7 @@ function pageNumber (raw: string | undefined): number | null {
 class NotFound extends Error {}
 
 /**
- * Builds the reading site (CONTRACT-free: docs/site.md): a Fastify instance of its own, which
+ * Builds the reading site (docs/site.md): a Fastify instance of its own, which
  * `server.ts` listens with on SITE_PORT beside the API. Its pages are made from the parts' public
  * services and rendered by the theme; they are kept in this instance's page cache until the event
  * log says something changed. `api` answers the feeds and the sitemap, which the site serves as
@@ -73,6 +73,7 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
     return503OnClosing: true,
     routerOptions: { maxParamLength: 200 },
   })
+  // The image routes the site shares with the API give up on a variant when this fires.
   app.decorateRequest('abandoned', null as unknown as AbortSignal)
   app.addHook('onRequest', async req => { (req as { abandoned: AbortSignal }).abandoned = AbortSignal.timeout(config.requestTimeoutMs) })
 
@@ -93,7 +94,8 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
   app.addHook('onRequest', async (req, reply) => {
     const { path, query } = pathOf(req)
     if (path.length > 1 && path.endsWith('/')) {
-      const to = path.replace(/\/+$/, '') || '/'
+      // One leading slash: `//elsewhere.example/` must not lead to another origin.
+      const to = `/${path.replace(/^\/+/, '').replace(/\/+$/, '')}`
       return await reply.code(301).header('location', `${to}${query}`).header('cache-control', PAGE_CACHE_CONTROL).send()
     }
   })
