@@ -154,7 +154,7 @@ async function siteRoutes (app: FastifyInstance, ctx: RouteContext): Promise<voi
   const send = (req: FastifyRequest, r: SiteSettingsRead) => ({ id: 'site', revision: r.revision, updatedAt: r.updatedAt })
 
   app.get('/site', ctx.route({
-    schema: { tags, summary: 'The site\'s settings', description: 'Public. The reading site\'s title, description, language, images, accent colour, navigation and paging, with its URL.', response: { 200: ref, 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS) } },
+    schema: { tags, summary: 'The site\'s settings', description: 'Public. The reading site\'s title, description, language, images, accent colour, navigation and paging, with its URL.', response: { 200: ref, 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS, 422) } },
   }), async (req, reply) => {
     const r = await ctx.services.siteSettings.read()
     return sendResource(req, reply, KIND, send(req, r), represent(r), 'public')
