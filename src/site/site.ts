@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify'
+import { Counter } from 'prom-client'
 import type { AppContext } from '../context.ts'
 import { AppError } from '../errors.ts'
 import { type ArticleObject, articleObject, type Article, imageObject, jsonLd, ogImageOf, type PaginationObject, pageObjects, perPageOf, type Profile, type Settings, siteObject } from './objects.ts'
@@ -14,7 +15,7 @@ const CSP = "default-src 'self'; img-src 'self' data:; frame-ancestors 'self'"
 const SEARCH_MAX = 200
 const PAGE_PATTERN = /^[1-9][0-9]{0,8}$/
 const ACCENT_CSS = /^accent-([0-9a-f]{6})\.css$/
-/** Paths the site answers itself; anything else goes to the catch-all (a permalink, or 404). */
+/** What a page that failed to render answers: nothing of the theme, the failure or the machine. */
 const BUILTIN_500 = '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Something went wrong</title></head><body><h1>Something went wrong</h1><p>The page could not be shown. Please try again later.</p></body></html>\n'
 
 /** The reading site and what its tests look at. */
@@ -51,7 +52,7 @@ function pageNumber (raw: string | undefined): number | null {
 class NotFound extends Error {}
 
 /**
- * Builds the reading site (CONTRACT-free: docs/site.md): a Fastify instance of its own, which
+ * Builds the reading site (docs/site.md): a Fastify instance of its own, which
  * `server.ts` listens with on SITE_PORT beside the API. Its pages are made from the parts' public
  * services and rendered by the theme; they are kept in this instance's page cache until the event
  * log says something changed. `api` answers the feeds and the sitemap, which the site serves as
@@ -62,6 +63,7 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
   const log = root.child({ component: 'site' })
   const base = config.site.baseUrl ?? `http://${config.host}:${config.site.port ?? 0}`
   const cache = new PageCache()
+  const reads = new Counter({ name: 'site_page_cache_reads_total', help: 'Pages of the reading site asked for, by whether the page cache had them', labelNames: ['result'], registers: [context.metrics] })
   const app = Fastify({
     loggerInstance: log,
     // Pages are logged when they fail; a line per page read would be most of the log.
@@ -71,6 +73,7 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
     return503OnClosing: true,
     routerOptions: { maxParamLength: 200 },
   })
+  // The image routes the site shares with the API give up on a variant when this fires.
   app.decorateRequest('abandoned', null as unknown as AbortSignal)
   app.addHook('onRequest', async req => { (req as { abandoned: AbortSignal }).abandoned = AbortSignal.timeout(config.requestTimeoutMs) })
 
@@ -91,7 +94,8 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
   app.addHook('onRequest', async (req, reply) => {
     const { path, query } = pathOf(req)
     if (path.length > 1 && path.endsWith('/')) {
-      const to = path.replace(/\/+$/, '') || '/'
+      // One leading slash: `//elsewhere.example/` must not lead to another origin.
+      const to = `/${path.replace(/^\/+/, '').replace(/\/+$/, '')}`
       return await reply.code(301).header('location', `${to}${query}`).header('cache-control', PAGE_CACHE_CONTROL).send()
     }
   })
@@ -122,7 +126,11 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
   const answer = async (req: FastifyRequest, reply: FastifyReply, make: () => Promise<CachedPage>) => {
     const key = req.url
     const hit = cache.get(key)
-    if (hit !== undefined) return send(req, reply, hit, PAGE_CACHE_CONTROL)
+    if (hit !== undefined) {
+      reads.inc({ result: 'hit' })
+      return send(req, reply, hit, PAGE_CACHE_CONTROL)
+    }
+    reads.inc({ result: 'miss' })
     const generation = cache.generation
     const page = await make()
     cache.set(key, page, generation)
@@ -288,13 +296,14 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
   })
 
   // The theme's files, under content-hashed names; the accent colour's sheet is named by the colour.
-  app.get<{ Params: { name: string } }>('/assets/:name', async (req, reply) => {
-    const accent = ACCENT_CSS.exec(req.params.name)
+  app.get<{ Params: { '*': string } }>('/assets/*', async (req, reply) => {
+    const name = req.params['*']
+    const accent = ACCENT_CSS.exec(name)
     if (accent !== null) {
       const body = `:root{--accent:#${accent[1]!}}\n`
       return await reply.header('cache-control', IMMUTABLE).header('etag', etagOf(body)).type('text/css; charset=utf-8').send(body)
     }
-    const asset = theme.asset(req.params.name)
+    const asset = theme.asset(name)
     if (asset === undefined) throw new NotFound()
     reply.header('cache-control', IMMUTABLE).header('etag', asset.etag)
     if (notModified(req, asset.etag)) return await reply.code(304).send()
@@ -326,7 +335,8 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
         const v = req.headers[h]
         if (typeof v === 'string') headers[h] = v
       }
-      const res = await api.inject({ method: 'GET', url: req.url, headers })
+      // The reader's address, so that the API's rate limit counts each reader, not the site.
+      const res = await api.inject({ method: 'GET', url: req.url, headers, remoteAddress: req.ip })
       if (res.statusCode === 404) throw new NotFound()
       for (const h of ['content-type', 'etag', 'last-modified', 'cache-control', 'vary']) {
         const v = res.headers[h]

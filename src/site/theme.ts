@@ -93,8 +93,6 @@ export class Theme {
   private readonly liquid: Liquid
   private readonly assets = new Map<string, Asset>()
   private readonly assetNames = new Map<string, string>()
-  /** Changes with any file of the theme: part of every page's ETag. */
-  readonly digest: string
 
   constructor (overrideDir: string | null) {
     const files = filesOf(defaultThemeDir())
@@ -103,10 +101,8 @@ export class Theme {
       for (const [k, v] of filesOf(overrideDir)) files.set(k, v)
     }
     const templates: Record<string, string> = {}
-    const digest: string[] = []
-    for (const [rel, file] of [...files].sort(([a], [b]) => a < b ? -1 : 1)) {
+    for (const [rel, file] of files) {
       const body = fs.readFileSync(file)
-      digest.push(rel, hash('sha256', body, 'hex'))
       if (rel.startsWith('assets/')) {
         const name = rel.slice('assets/'.length)
         const served = hashedName(name, body)
@@ -116,7 +112,6 @@ export class Theme {
         templates[rel] = body.toString('utf8')
       }
     }
-    this.digest = hash('sha256', digest.join('\n'), 'base64url').slice(0, 16)
     for (const name of PAGE_TEMPLATES) {
       if (templates[`${name}.liquid`] === undefined) throw new ConfigError('SITE_THEME_DIR', `${name}.liquid: missing`)
     }

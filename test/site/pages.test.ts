@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { storeKinds } from '../helper.ts'
+import { png } from '../resources/media/images.ts'
 import { buildTestSite, publish, type TestSite } from './site-helper.ts'
 
 for (const kind of await storeKinds()) {
@@ -69,6 +70,9 @@ for (const kind of await storeKinds()) {
       const slash = await s.get(`/${first.slug as string}/`)
       assert.equal(slash.status, 301)
       assert.equal(slash.headers.get('location'), `/${first.slug as string}`)
+      const elsewhere = await s.get('//elsewhere.example/')
+      assert.equal(elsewhere.status, 301)
+      assert.equal(elsewhere.headers.get('location'), '/elsewhere.example', 'never to another origin')
       const permalink = await s.get(`/2019/05/${first.slug as string}`)
       assert.equal(permalink.status, 301)
       assert.equal(permalink.headers.get('location'), `/${first.slug as string}`)
@@ -110,6 +114,17 @@ for (const kind of await storeKinds()) {
       assert.equal(sheet.status, 200)
       assert.equal(sheet.headers.get('cache-control'), 'public, max-age=31536000, immutable')
       assert.equal((await s.get('/assets/nothing.css')).status, 404)
+    })
+
+    it('sends the settings\' icon as the favicon once there is one', async () => {
+      const admin = await s.t.auth('ann', ['admin'])
+      const m = JSON.parse((await s.t.request({ method: 'POST', url: '/media', headers: { ...admin, 'content-type': 'image/png' }, payload: await png(64, 64) })).body)
+      const patched = await s.t.request({ method: 'PATCH', url: '/site', headers: { ...admin, 'content-type': 'application/merge-patch+json' }, payload: { icon: m.id } })
+      assert.equal(patched.statusCode, 200, patched.body)
+      const icon = await s.get('/favicon.ico')
+      assert.equal(icon.status, 302)
+      assert.match(icon.headers.get('location') ?? '', new RegExp(`^/media/${m.id as string}/image`))
+      await s.t.request({ method: 'PATCH', url: '/site', headers: { ...admin, 'content-type': 'application/merge-patch+json' }, payload: { icon: null } })
     })
 
     it('shows a preview link as the post\'s page, marked, never cached; 308 once published; 404 unknown', async () => {

@@ -56,8 +56,8 @@ declare module '../../http/contract/resources.ts' { interface Services { readonl
 const ImageSchema = Type.Union([Type.Object({
   id: Type.String({ maxLength: 100 }),
   url: Type.String({ maxLength: 200 }),
-  width: Type.Integer({ minimum: 1 }),
-  height: Type.Integer({ minimum: 1 }),
+  width: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+  height: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
   alt: Type.String({ maxLength: 500 }),
   placeholder: Type.String({ maxLength: 2000 }),
   srcset: Type.String({ maxLength: 4000 }),
@@ -68,7 +68,7 @@ const Language = Type.String({ maxLength: 35, pattern: '^[A-Za-z]{2,3}(-[A-Za-z0
 const Accent = Type.String({ maxLength: 7, pattern: '^#[0-9a-fA-F]{6}$', 'x-error-code': 'INVALID_FORMAT', description: '`#rrggbb`.' })
 const NavLink = Type.Object({
   label: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
-  url: Type.String({ minLength: 1, maxLength: 2000, pattern: '^(/|[Hh][Tt][Tt][Pp][Ss]?://)[^\\s]*$', 'x-error-code': 'INVALID_FORMAT', description: 'A path on the site (`/about`) or an http/https URL.' }),
+  url: Type.String({ minLength: 1, maxLength: 2000, pattern: '^(/(?![/\\\\])|[Hh][Tt][Tt][Pp][Ss]?://)[^\\s]*$', 'x-error-code': 'INVALID_FORMAT', description: 'A path on the site (`/about`, not `//…`) or an http/https URL.' }),
 }, { additionalProperties: false })
 const Navigation = Type.Array(NavLink, { maxItems: 20 })
 const PerPage = Type.Integer({ minimum: 1, maximum: 50 })
@@ -154,7 +154,7 @@ async function siteRoutes (app: FastifyInstance, ctx: RouteContext): Promise<voi
   const send = (req: FastifyRequest, r: SiteSettingsRead) => ({ id: 'site', revision: r.revision, updatedAt: r.updatedAt })
 
   app.get('/site', ctx.route({
-    schema: { tags, summary: 'The site\'s settings', description: 'Public. The reading site\'s title, description, language, images, accent colour, navigation and paging, with its URL.', response: { 200: ref, 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS) } },
+    schema: { tags, summary: 'The site\'s settings', description: 'Public. The reading site\'s title, description, language, images, accent colour, navigation and paging, with its URL.', response: { 200: ref, 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS, 422) } },
   }), async (req, reply) => {
     const r = await ctx.services.siteSettings.read()
     return sendResource(req, reply, KIND, send(req, r), represent(r), 'public')

@@ -47,7 +47,7 @@ for (const kind of await storeKinds()) {
     })
 
     it('refuses bad values with 422 and field errors', async () => {
-      for (const [field, value] of [['accent_color', 'red'], ['posts_per_page', 51], ['posts_per_page', 0], ['language', 'not a tag'], ['navigation', Array.from({ length: 21 }, () => ({ label: 'a', url: '/a' }))], ['navigation', [{ label: 'x', url: 'javascript:alert(1)' }]], ['logo', 'nosuchmedia'], ['colour', 'x']] as const) {
+      for (const [field, value] of [['accent_color', 'red'], ['posts_per_page', 51], ['posts_per_page', 0], ['language', 'not a tag'], ['navigation', Array.from({ length: 21 }, () => ({ label: 'a', url: '/a' }))], ['navigation', [{ label: 'x', url: 'javascript:alert(1)' }]], ['navigation', [{ label: 'x', url: '//elsewhere.example' }]], ['logo', 'nosuchmedia'], ['colour', 'x']] as const) {
         const res = await t.request({ method: 'PATCH', url: '/site', headers: { ...admin, 'content-type': MERGE }, payload: { [field]: value } })
         assert.equal(res.statusCode, 422, `${field}: ${res.body}`)
         assert.ok(Array.isArray(json(res).errors), res.body)
