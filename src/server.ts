@@ -68,6 +68,9 @@ export async function startServer (config: Config): Promise<{ app: FastifyInstan
     await store.close().catch(() => {})
     throw err
   }
+  // Where to go, once everything listens: to the terminal, never to the log stream.
+  process.stderr.write(`\nThe API: ${config.publicBaseUrl}/ (its reference at /docs), the editor: ${config.publicBaseUrl}/admin` +
+    `${config.site.baseUrl === null ? '' : `, the site: ${config.site.baseUrl}/`}\n`)
   // Only once listening, so that a start that fails leaves no key that nobody saw.
   if (config.bootstrapAdminKey) {
     const token = await bootstrapAdminKey(config, store)
