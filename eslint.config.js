@@ -19,6 +19,8 @@ const LAYERS = [
   ['./src/resources', './src/facilities', './src/routes'],
   ['./src/registry.ts'],
   ['./src/context.ts', './src/app.ts'],
+  // The reading site: a face beside the API's, built from the same context.
+  ['./src/site'],
   ['./src/server.ts', './src/cli'],
 ]
 const upward = LAYERS.slice(0, -1).map((target, i) => ({

@@ -6,6 +6,7 @@
  * Why: loading ~1 000 module files (Kysely alone is ~260, TypeBox ~200) was most of start-up;
  * resolving, opening, reading and compiling them one by one took 0.7 s of a 1.0–1.4 s start on
  * the benchmark machine. One file starts in about half the time (docs/performance.md, Start-up).
+ * It then copies the default theme of the reading site beside it (`dist/site/theme/`).
  * Nothing is minified or renamed: stack traces keep the functions' names, and
  * `dist/blog.js.map` maps them back to the sources (`node --enable-source-maps`).
  *
@@ -55,3 +56,6 @@ const bundle = path.join(ROOT, 'dist/blog.js')
 const source = fs.readFileSync(bundle, 'utf8')
 if (/\\[\u0080-\uffff]/.test(source)) throw new Error('dist/blog.js has a character beyond ASCII after a backslash: write it as an escape in its source')
 fs.writeFileSync(bundle, source.replace(/[\u0080-\uffff]/g, c => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))
+
+// The default theme is data the site reads at start (src/site/theme.ts looks beside the bundle).
+fs.cpSync(path.join(ROOT, 'src/site/theme'), path.join(ROOT, 'dist/site/theme'), { recursive: true })

@@ -34,7 +34,7 @@ export interface Config extends ResourceSettings {
    * The reading site: its listener (SITE_PORT; null when 0, the site off) and the origin readers
    * reach it at (SITE_BASE_URL; default `http://HOST:SITE_PORT`; null when the site is off).
    */
-  readonly site: { readonly port: number | null, readonly baseUrl: string | null }
+  readonly site: { readonly port: number | null, readonly baseUrl: string | null, readonly themeDir: string | null }
   /** `sqlite:<file>` or `postgres://…` */
   readonly databaseUrl: string
   readonly storeKind: 'sqlite' | 'postgres'
@@ -224,19 +224,20 @@ function host (env: Env): string {
   return raw
 }
 
-/** SITE_PORT (default 3001; 0: no site), apart from PORT and METRICS_PORT, and SITE_BASE_URL. */
+/** SITE_PORT (default 3001; 0: no site), apart from PORT and METRICS_PORT, SITE_BASE_URL, and SITE_THEME_DIR (the folder over the default theme). */
 function site (env: Env, hostName: string, apiPort: number, metricsPort: number | null): Config['site'] {
   const port = int(env, 'SITE_PORT', 3001, 0, 65535)
-  if (port === 0) return Object.freeze({ port: null, baseUrl: null })
+  const themeDir = str(env, 'SITE_THEME_DIR')
+  if (port === 0) return Object.freeze({ port: null, baseUrl: null, themeDir })
   if (port === apiPort) throw new ConfigError('SITE_PORT', `must differ from PORT (${apiPort}): the site is served on a listener of its own`)
   if (port === metricsPort) throw new ConfigError('SITE_PORT', `must differ from METRICS_PORT (${port})`)
   const raw = url(env, 'SITE_BASE_URL', ['http:', 'https:'])
-  if (raw === null) return Object.freeze({ port, baseUrl: `http://${isIP(hostName) === 6 ? `[${hostName}]` : hostName}:${port}` })
+  if (raw === null) return Object.freeze({ port, baseUrl: `http://${isIP(hostName) === 6 ? `[${hostName}]` : hostName}:${port}`, themeDir })
   const parsed = new URL(raw)
   if (parsed.search !== '' || parsed.hash !== '' || parsed.username !== '' || parsed.password !== '' || parsed.pathname !== '/') {
     throw new ConfigError('SITE_BASE_URL', 'must be an origin, such as https://blog.example.com, without path, query, fragment or credentials')
   }
-  return Object.freeze({ port, baseUrl: parsed.origin })
+  return Object.freeze({ port, baseUrl: parsed.origin, themeDir })
 }
 
 /** PUBLIC_BASE_URL: an http(s) URL without query or fragment; default `http://HOST:PORT`. */

@@ -6,6 +6,7 @@ import { ordersResource } from './resources/orders/index.ts'
 import { exportsResource } from './resources/exports/index.ts'
 import { importsResource } from './resources/imports/index.ts'
 import { mediaResource } from './resources/media/index.ts'
+import { siteSettingsResource } from './resources/site-settings/index.ts'
 
 /** Every facility (a part the core and the other parts use; it may carry routes): adding one is its folder plus one line here. */
 export const FACILITIES: readonly Facility[] = [eventsFacility, identityFacility]
@@ -17,6 +18,7 @@ export const RESOURCES: readonly Resource[] = [
   exportsResource,
   importsResource,
   mediaResource,
+  siteSettingsResource,
 ]
 
 /**

@@ -4,6 +4,7 @@ import { type Config, ConfigError } from './config.ts'
 import { generateApiKey } from './http/pipeline/auth.ts'
 import { createContext } from './context.ts'
 import { buildMetricsApp } from './http/pipeline/metrics.ts'
+import { buildSite } from './site/site.ts'
 import type { Store } from './store/store.ts'
 
 const SHUTDOWN_GRACE_MS = 10_000
@@ -42,20 +43,28 @@ async function listen (app: FastifyInstance, host: string, port: number, setting
 }
 
 /**
- * Opens the store, builds the app and listens, and the metrics listener when METRICS_PORT is set;
- * SIGTERM/SIGINT drain in-flight requests, close both listeners and the store, exit 0.
+ * Opens the store, builds the app and listens, the reading site's listener unless SITE_PORT is 0,
+ * and the metrics listener when METRICS_PORT is set; SIGTERM/SIGINT drain in-flight requests,
+ * close the listeners and the store, exit 0. A theme that does not parse stops the start.
  */
-export async function startServer (config: Config): Promise<{ app: FastifyInstance, store: Store, metrics: FastifyInstance | null }> {
+export async function startServer (config: Config): Promise<{ app: FastifyInstance, store: Store, metrics: FastifyInstance | null, site: FastifyInstance | null }> {
   const context = await createContext(config)
   const store = context.store
-  const app = await buildApp(context)
-  const metrics = config.metrics.port === null ? null : await buildMetricsApp(context.metrics, config.metrics, app.log)
+  let app: FastifyInstance | null = null
+  let site: FastifyInstance | null = null
+  let metrics: FastifyInstance | null = null
   try {
+    app = await buildApp(context)
+    // Before any listener: a theme that does not parse stops the start with nothing served.
+    if (config.site.port !== null) site = (await buildSite(context, app)).app
+    metrics = config.metrics.port === null ? null : await buildMetricsApp(context.metrics, config.metrics, app.log)
     await listen(app, config.host, config.port, { port: 'PORT', host: 'HOST' })
+    if (site !== null) await listen(site, config.host, config.site.port!, { port: 'SITE_PORT', host: 'HOST' })
     if (metrics !== null) await listen(metrics, config.metrics.host, config.metrics.port!, { port: 'METRICS_PORT', host: 'METRICS_HOST' })
   } catch (err) {
     await metrics?.close().catch(() => {})
-    await app.close().catch(() => {})
+    await site?.close().catch(() => {})
+    await app?.close().catch(() => {})
     await store.close().catch(() => {})
     throw err
   }
@@ -91,7 +100,10 @@ export async function startServer (config: Config): Promise<{ app: FastifyInstan
     }, SHUTDOWN_GRACE_MS + 5000)
     force.unref()
     app.server.closeIdleConnections?.()
-    app.close()
+    site?.server.closeIdleConnections?.()
+    // The site reads through the API's services: it closes first.
+    Promise.resolve(site?.close())
+      .then(async () => { await app.close() })
       // Scrapes go on while requests drain; the listener closes before the store.
       .then(async () => { await metrics?.close() })
       .then(async () => { await store.close() })
@@ -102,5 +114,5 @@ export async function startServer (config: Config): Promise<{ app: FastifyInstan
   }
   process.once('SIGTERM', () => { shutdown('SIGTERM') })
   process.once('SIGINT', () => { shutdown('SIGINT') })
-  return { app, store, metrics }
+  return { app, store, metrics, site }
 }

@@ -101,6 +101,16 @@ export function newUserId (): string {
  * with refresh tokens that rotate and betray their reuse, two-factor codes, invitations, resets,
  * and the throttle. Every rule about people lives here; resources ask it who a request is.
  */
+/** What anyone may see of a person: their public profile (`avatar` a media id). */
+export interface PublicProfile {
+  readonly id: string
+  readonly slug: string
+  readonly name: string
+  readonly bio: string
+  readonly website: string | null
+  readonly avatar: string | null
+}
+
 export class IdentityService {
   readonly keys: SigningKeys
   readonly revocations: Revocations
@@ -482,6 +492,29 @@ export class IdentityService {
   }
 
   // Users
+
+  /**
+   * A person's public profile by slug, for the reading site: `{ profile }` (no email, role or
+   * status), `{ movedTo }` for a former slug, or null.
+   */
+  async profile (slug: string): Promise<{ readonly profile: PublicProfile } | { readonly movedTo: string } | null> {
+    const user = await this.store.identity.userBySlug(slug)
+    if (user === null) {
+      const moved = await this.store.identity.userByAlias(slug)
+      return moved === null ? null : { movedTo: moved.slug }
+    }
+    return { profile: { id: user.id, slug: user.slug, name: user.name, bio: user.bio, website: user.website, avatar: user.avatar } }
+  }
+
+  /** The public profiles of these slugs (current ones), by slug. */
+  async profiles (slugs: readonly string[]): Promise<ReadonlyMap<string, PublicProfile>> {
+    const out = new Map<string, PublicProfile>()
+    for (const slug of new Set(slugs)) {
+      const u = await this.store.identity.userBySlug(slug)
+      if (u !== null) out.set(slug, { id: u.id, slug: u.slug, name: u.name, bio: u.bio, website: u.website, avatar: u.avatar })
+    }
+    return out
+  }
 
   async user (id: string): Promise<UserRecord> {
     const user = await this.store.identity.userById(id)

@@ -125,6 +125,11 @@ export interface Resource extends Part {
   unversionedRoutes? (app: FastifyInstance, ctx: PartContext): Promise<void>
   /** The paths `unversionedRoutes` answer (`/feed.atom`; `*`: any rest), whose `/vN/…` aliases are rewritten. */
   readonly unversionedPaths?: readonly string[]
+  /**
+   * Public routes it serves on the reading site's listener too (the files a page shows), so that a
+   * page's images come from the page's own origin (found by this capability, never by name).
+   */
+  siteRoutes? (app: FastifyInstance, ctx: PartContext): Promise<void>
   /** Further links of the API index, by relation (`feed_atom: '/feed.atom'`). */
   readonly links?: Readonly<Record<string, string>>
   /** A collection another resource may write out whole (found by this capability, never by name). */

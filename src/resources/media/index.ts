@@ -282,7 +282,7 @@ function negotiatedFormat (accept: string | undefined): Format | null {
 
 interface ImageQuery { w?: number, format?: typeof S.IMAGE_FORMATS[number], q?: number }
 
-/** `/file` and `/image`: public, the same in every version, cached by anyone for a year. */
+/** Uploads (`/uploads`) and the public `/file` and `/image`, the same in every version (the files cached by anyone for a year). */
 async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store, readonly services: Services, readonly clock: Clock }): Promise<void> {
   const { store, config } = ctx
   const library = ctx.services.mediaLibrary
@@ -291,6 +291,16 @@ async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config,
     const m = await store.transaction(async uow => await recordUpload(uow, library, prepared, { owner, filename, alt, caption: '' }, ctx.clock.now()))
     return m.id
   })
+  await publicFileRoutes(app, ctx, true)
+}
+
+/**
+ * `/file` and `/image` alone, the same on the API's listener (`documented`: with their OpenAPI
+ * description) and on the reading site's, so that a page's images come from its own origin.
+ */
+async function publicFileRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store, readonly services: Services }, documented: boolean): Promise<void> {
+  const { store, config } = ctx
+  const library = ctx.services.mediaLibrary
   const config_ = { ignoresCredentials: true }
   const imageTypes = Object.values(FORMATS)
   const binary = (description: string, extra: Record<string, unknown> = {}) => ({
@@ -331,14 +341,16 @@ async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config,
   app.get<{ Params: S.MediaIdParams }>('/media/:media_id/file', {
     compress: false,
     config: config_,
-    schema: {
-      tags,
-      summary: 'The stored file of a media',
-      description: 'Public. The bytes as uploaded, less their metadata. Byte ranges as an export\'s file (206, 416). `Cache-Control: public, max-age=31536000, immutable`, a strong ETag, 304, `X-Content-Type-Options: nosniff`. A deleted media answers 404.',
-      params: S.MediaIdParamsSchema,
-      produces: imageTypes,
-      response: responses,
-    },
+    schema: documented
+      ? {
+          tags,
+          summary: 'The stored file of a media',
+          description: 'Public. The bytes as uploaded, less their metadata. Byte ranges as an export\'s file (206, 416). `Cache-Control: public, max-age=31536000, immutable`, a strong ETag, 304, `X-Content-Type-Options: nosniff`. A deleted media answers 404.',
+          params: S.MediaIdParamsSchema,
+          produces: imageTypes,
+          response: responses,
+        }
+      : { params: S.MediaIdParamsSchema },
   }, async (req, reply) => {
     const m = await findPublic(req.params.media_id)
     return send(req, reply, m, m.sha256, m.bytes, formatOf(m.contentType))
@@ -347,15 +359,17 @@ async function fileRoutes (app: FastifyInstance, ctx: { readonly config: Config,
   app.get<{ Params: S.MediaIdParams, Querystring: ImageQuery }>('/media/:media_id/image', {
     compress: false,
     config: config_,
-    schema: {
-      tags,
-      summary: 'A variant of a media\'s image',
-      description: `Public. \`w\`: one of ${config.media.widths.join(', ')} (a width above the original's gives the original's); \`format\`: \`auto\` (default: AVIF or WebP when Accept names it, else the original's format; \`Vary: Accept\`), \`webp\`, \`avif\`, \`jpeg\`, \`png\`; \`q\` 30–95 (default 75). Any other value: 422; no other transform is offered. Each variant is computed once across all instances and kept; cached like \`/file\`.`,
-      params: S.MediaIdParamsSchema,
-      querystring: S.imageQuerySchema(config.media.widths),
-      produces: imageTypes,
-      response: { ...responses, 200: binary('The variant.', { vary: { type: 'string', maxLength: 200 } }) },
-    },
+    schema: documented
+      ? {
+          tags,
+          summary: 'A variant of a media\'s image',
+          description: `Public. \`w\`: one of ${config.media.widths.join(', ')} (a width above the original's gives the original's); \`format\`: \`auto\` (default: AVIF or WebP when Accept names it, else the original's format; \`Vary: Accept\`), \`webp\`, \`avif\`, \`jpeg\`, \`png\`; \`q\` 30–95 (default 75). Any other value: 422; no other transform is offered. Each variant is computed once across all instances and kept; cached like \`/file\`.`,
+          params: S.MediaIdParamsSchema,
+          querystring: S.imageQuerySchema(config.media.widths),
+          produces: imageTypes,
+          response: { ...responses, 200: binary('The variant.', { vary: { type: 'string', maxLength: 200 } }) },
+        }
+      : { params: S.MediaIdParamsSchema, querystring: S.imageQuerySchema(config.media.widths) },
   }, async (req, reply) => {
     const m = await findPublic(req.params.media_id)
     const asked = req.query.format ?? 'auto'
@@ -392,6 +406,7 @@ export const mediaResource: Resource = {
   routes: mediaRoutes,
   unversionedRoutes: fileRoutes,
   unversionedPaths: ['/media/*/file', '/media/*/image', '/uploads', '/uploads/*'],
+  siteRoutes: async (app, ctx) => { await publicFileRoutes(app, ctx, false) },
   images: mediaCatalogue,
   imageIntake: mediaIntake,
   jobs: (ctx: PartContext) => [mediaSweep(ctx.store, ctx.services.mediaLibrary, ctx.config, ctx.log)],

@@ -31,6 +31,7 @@ import { answerDelete, answerWrite, writtenResource } from '../../http/toolkit/w
 import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } from '../../http/contract/schemas.ts'
 import { POST_EVENT_TYPES, postEvents } from './events.ts'
 import { postData, renderPost } from './representation.ts'
+import { articleServices } from './published.ts'
 import { revisionRoutes } from './revisions.ts'
 import { PREVIEW_LINK_SCHEMAS, previewLinkRoutes } from './preview-links.ts'
 import { editorialSettings } from './settings.ts'
@@ -269,6 +270,7 @@ export const postsResource: Resource = {
   eventTypes: POST_EVENT_TYPES,
   routes: postRoutes,
   jobs: postJobs,
+  services: articleServices,
   settings: editorialSettings,
   store: [postsStore, revisionsStore, previewLinksStore, aliasesStore],
   unversionedRoutes: async (app, ctx) => {
