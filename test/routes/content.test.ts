@@ -58,6 +58,20 @@ for (const kind of await storeKinds()) {
         assert.equal(json(res).code, 'SLUG_TAKEN')
       })
 
+      it('keeps the reading site\'s words from posts: given, 409 SLUG_TAKEN; derived, numbered; near words are free', async () => {
+        for (const word of ['page', 'tag', 'author', 'search', 'p', 'assets', 'media']) {
+          const given = await create({ title: 't', content: '', slug: word })
+          assert.equal(given.statusCode, 409, word)
+          assert.equal(json(given).code, 'SLUG_TAKEN')
+        }
+        assert.equal(json(await create({ title: 'Search', content: '' })).slug, 'search-2')
+        assert.equal(json(await create({ title: 'Pages', content: '' })).slug, 'pages')
+        const post = json(await create({ title: 'Authored', content: '' }))
+        const renamed = await patch(post.id, { slug: 'author' })
+        assert.equal(renamed.statusCode, 409)
+        assert.equal(json(renamed).code, 'SLUG_TAKEN')
+      })
+
       it('accepts a 100-character slug and refuses 101, and any other form, as INVALID_FORMAT', async () => {
         assert.equal((await create({ title: 't', content: '', slug: 'a'.repeat(100) })).statusCode, 201)
         assert.deepEqual(codes(json(await create({ title: 't', content: '', slug: 'b'.repeat(101) }))), ['slug:INVALID_FORMAT'])

@@ -121,4 +121,22 @@ for (const kind of await storeKinds()) {
       assert.equal(json(await s.t.request({ method: 'GET', url: '/posts?author=ada-lovelace' })).length, 2)
     })
   })
+  describe(`migrating a database whose posts hold the site's words as slugs (posts/0010-site-words) [${kind}]`, () => {
+    const s = startedAfterWriting(kind, 'posts/0010-site-words', async store => {
+      for (const [title, slug] of [['Page', 'page'], ['Page two', 'page-2'], ['Tags', 'tag'], ['Hello', 'hello']]) {
+        const at = '2026-01-01T00:00:00.000Z'
+        const ts = kind === 'postgres' ? sql`${at}::timestamptz` : sql`${at}`
+        const { rows } = await sql<{ id: number }>`INSERT INTO posts (title, content, status, author, created_at, updated_at, revision, slug, published_at) VALUES (${title}, '', 'published', 'ada', ${ts}, ${ts}, 1, ${slug}, ${ts}) RETURNING id`.execute(store.db)
+        await sql`INSERT INTO post_slugs (slug, post_id) VALUES (${slug}, ${rows[0]!.id})`.execute(store.db)
+      }
+    })
+
+    it('gives each such post the first free numbered slug, and its old slug leads to the new one', async () => {
+      const posts = json(await s.t.request({ method: 'GET', url: '/posts?sort=id&fields=title,slug' }))
+      assert.deepEqual(posts.map((p: { slug: string }) => p.slug), ['page-3', 'page-2', 'tag-2', 'hello'])
+      const moved = await s.t.request({ method: 'GET', url: '/posts/by-slug/page' })
+      assert.equal(moved.statusCode, 301)
+      assert.match(String(moved.headers.location), /\/posts\/by-slug\/page-3$/)
+    })
+  })
 }

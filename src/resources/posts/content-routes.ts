@@ -17,6 +17,7 @@ import { type ContentImages, EXCERPT_MAX, renderContent } from './markdown.ts'
 import { parseTagFilter, TAG_MAX, TAGS_MAX } from './tags.ts'
 import { CONTENT_MAX, TITLE_MAX } from './post.ts'
 import { AUTHORS_MAX } from './schemas.ts'
+import { publicUrls } from './public-urls.ts'
 
 export const TagSchema = Type.Object({
   name: Type.String({ maxLength: TAG_MAX, description: 'The tag, as first spelled (in byte order) among the posts holding it.' }),
@@ -133,6 +134,7 @@ function entryOf (p: Post, authors: readonly FeedAuthor[]): FeedEntry {
  */
 export async function feedRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store, readonly resources?: readonly Resource[] }): Promise<void> {
   const base = ctx.config.publicBaseUrl
+  const urls = publicUrls(ctx.config, base)
   const bylines = ctx.resources?.find(r => r.bylines !== undefined)?.bylines
   /** Each post's authors by name: its listed authors (their names now), else its credential's name. */
   const authorsOf = async (posts: readonly Post[]): Promise<FeedAuthor[][]> => {
@@ -140,7 +142,7 @@ export async function feedRoutes (app: FastifyInstance, ctx: { readonly config: 
     const people = bylines === undefined || slugs.length === 0 ? new Map<string, { name: string }>() : await bylines.find(ctx.store, slugs)
     return posts.map(p => p.authors.length === 0
       ? [{ name: p.author }]
-      : p.authors.map(s => ({ name: people.get(s)?.name ?? s, url: `${base}/authors/${s}` })))
+      : p.authors.map(s => ({ name: people.get(s)?.name ?? s, url: urls.author(s) })))
   }
   const feed = (format: 'atom' | 'json') => async (req: FastifyRequest<{ Querystring: FeedQuery }>, reply: FastifyReply) => {
     const tag = req.query.tag?.trim() ?? null
@@ -153,8 +155,8 @@ export async function feedRoutes (app: FastifyInstance, ctx: { readonly config: 
     const authors = await authorsOf(page.items)
     const entries = page.items.map((p, i) => entryOf(p, authors[i]!))
     const selfUrl = `${base}/feed.${format}${tag === null ? '' : `?tag=${encodeURIComponent(tag)}`}`
-    const meta = { baseUrl: base, selfUrl, tag }
-    const etag = strongEtag(`feed.${format}`, selfUrl, ...page.items.map((p, i) => `${p.id}:${p.revision}:${p.updatedAt}:${JSON.stringify(authors[i])}`))
+    const meta = { baseUrl: base, urls, selfUrl, tag }
+    const etag = strongEtag(`feed.${format}`, selfUrl, urls.home, ...page.items.map((p, i) => `${p.id}:${p.revision}:${p.updatedAt}:${JSON.stringify(authors[i])}`))
     const body = format === 'atom' ? atomFeed(entries, meta) : JSON.stringify(jsonFeed(entries, meta))
     return sendRepresentation(req, reply, body, {
       etag,
@@ -205,9 +207,10 @@ async function * publishedPages (store: Store, afterId: number, max: number): As
  */
 export async function sitemapRoutes (app: FastifyInstance, ctx: { readonly config: Config, readonly store: Store }): Promise<void> {
   const base = ctx.config.publicBaseUrl
+  const urls = publicUrls(ctx.config, base)
   const perFile = ctx.config.editorial.sitemapUrlsPerFile
   const send = (req: FastifyRequest, reply: FastifyReply, stats: PublishedStats, part: number, body: () => AsyncIterable<string> | Iterable<string>) => {
-    const etag = strongEtag('sitemap', base, perFile, part, stats.count, stats.newest ?? '', stats.idSum)
+    const etag = strongEtag('sitemap', base, urls.home, perFile, part, stats.count, stats.newest ?? '', stats.idSum)
     const opts = { etag, audience: 'everyone' as const, mediaType: SITEMAP_MEDIA_TYPE, cacheControl: SITEMAP_CACHE }
     const lastModified = stats.newest === null ? {} : { lastModified: new Date(stats.newest) }
     // Read lazily: a 304 drops the stream unread, and no post is read.
@@ -231,7 +234,7 @@ export async function sitemapRoutes (app: FastifyInstance, ctx: { readonly confi
     schema: schema('Sitemap of published posts', `Every published post (\`<loc>\` its public URL, \`<lastmod>\` its \`updated_at\`), for search engines. Past ${perFile} posts, a \`sitemapindex\` of \`/sitemap-posts-{n}.xml\` parts of ${perFile} each. Strong ETag, 304, \`Cache-Control: ${SITEMAP_CACHE}\`. No credential needed.`),
   }, async (req, reply) => {
     const stats = await ctx.store.posts.publishedStats()
-    if (stats.count <= perFile) return send(req, reply, stats, 0, () => urlset(base, publishedPages(ctx.store, 0, perFile)))
+    if (stats.count <= perFile) return send(req, reply, stats, 0, () => urlset(base, urls, publishedPages(ctx.store, 0, perFile)))
     return send(req, reply, stats, 0, () => sitemapIndex(base, Math.ceil(stats.count / perFile)))
   })
   app.get<{ Params: SitemapPartParams }>('/sitemap-posts-:n.xml', {
@@ -245,6 +248,6 @@ export async function sitemapRoutes (app: FastifyInstance, ctx: { readonly confi
     // The part's first post, found by its place; the rest follows by id.
     const first = n === 1 ? 0 : await ctx.store.posts.publishedIdAt((n - 1) * perFile - 1)
     if (first === null) throw new AppError('NOT_FOUND', `The sitemap has no part ${n}.`)
-    return send(req, reply, stats, n, () => urlset(base, publishedPages(ctx.store, first, perFile)))
+    return send(req, reply, stats, n, () => urlset(base, urls, publishedPages(ctx.store, first, perFile)))
   })
 }

@@ -1,4 +1,5 @@
 import { XMLBuilder } from 'fast-xml-parser'
+import type { PublicUrls } from './public-urls.ts'
 
 /** What a feed shows of a post. */
 export interface FeedEntry {
@@ -28,6 +29,8 @@ export interface FeedAuthor {
 export interface FeedMeta {
   /** PUBLIC_BASE_URL, without a trailing slash. */
   readonly baseUrl: string
+  /** Where readers find the blog's posts and authors (the reading site when it is on). */
+  readonly urls: PublicUrls
   /** The feed's own URL, as the client asked for it (with `?tag=`). */
   readonly selfUrl: string
   readonly tag: string | null
@@ -56,7 +59,7 @@ function xmlText (s: string): string {
   return s.replace(NOT_XML_CHAR, '')
 }
 
-const postUrl = (meta: FeedMeta, e: FeedEntry) => `${meta.baseUrl}/posts/by-slug/${e.slug}`
+const postUrl = (meta: FeedMeta, e: FeedEntry) => meta.urls.post(e.slug)
 const postId = (meta: FeedMeta, e: FeedEntry) => `${meta.baseUrl}/posts/${e.id}`
 
 /**
@@ -106,7 +109,7 @@ export function jsonFeed (entries: readonly FeedEntry[], meta: FeedMeta): Record
   return {
     version: 'https://jsonfeed.org/version/1.1',
     title: titleOf(meta),
-    home_page_url: meta.baseUrl === '' ? '/' : `${meta.baseUrl}/`,
+    home_page_url: meta.urls.home === '' ? '/' : `${meta.urls.home}/`,
     feed_url: meta.selfUrl,
     language: 'en',
     items: entries.map(e => ({

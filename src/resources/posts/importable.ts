@@ -10,7 +10,7 @@ import { postEvents } from './events.ts'
 import type { Post, PostInput } from './post.ts'
 import { PostService } from './post-service.ts'
 import { postsFieldCodes } from './problems.ts'
-import { deriveSlug, isSlug } from '../../domain/slug.ts'
+import { deriveSlug, isSiteWord, isSlug } from '../../domain/slug.ts'
 import { normaliseTags } from './tags.ts'
 
 function inputOf (item: ImportableItem): PostInput {
@@ -47,9 +47,9 @@ function reasonOf (err: AppError): string {
   return details.length > 0 ? details.join('; ') : err.message
 }
 
-/** The old slugs a written post claims: those that are slugs and not its own. */
+/** The old slugs a written post claims: those that are slugs, not its own and not the site's words. */
 function aliasClaims (post: Post, aliases: readonly string[]): { postId: number, slug: string }[] {
-  return [...new Set(aliases)].filter(a => a !== post.slug && isSlug(a)).map(slug => ({ postId: post.id, slug }))
+  return [...new Set(aliases)].filter(a => a !== post.slug && isSlug(a) && !isSiteWord(a)).map(slug => ({ postId: post.id, slug }))
 }
 
 type Written = { readonly outcome: 'created' | 'updated' | 'unchanged', readonly post: Post }

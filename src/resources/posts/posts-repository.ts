@@ -3,7 +3,7 @@ import { sql } from 'kysely'
 import type { NewPostWrite, Post, PostSortKey, PostStatus, PostSummary, PostWrite, SlugWrite } from './post.ts'
 import { isAdmin, may, type Viewer } from '../../domain/principal.ts'
 import { NULL_PUBLISHED_ASC, NULL_PUBLISHED_DESC } from './0001-content.ts'
-import { candidateNumber, firstFreeSlug, slugCandidate } from '../../domain/slug.ts'
+import { candidateNumber, firstFreeSlug, isSiteWord, slugCandidate } from '../../domain/slug.ts'
 import { tagKey } from './tags.ts'
 import { arg, type PreparedQueries, preparedQueries } from '../../store/prepared.ts'
 import { pageOf, pageQuery, pageValues } from '../../store/read-page.ts'
@@ -417,8 +417,9 @@ export class PostsRepository implements PostStore {
     return toPost(row!)
   }
 
-  /** Whether no post holds `slug`, as its current slug or an alias. */
+  /** Whether no post holds `slug`, as its current slug or an alias, and it is not one of the site's words. */
   private async slugFree (slug: string): Promise<boolean> {
+    if (isSiteWord(slug)) return false
     const rows = await this.prepared.get('slug-held', () => this.db.selectFrom('post_slugs').select('post_id')
       .where('slug', '=', arg<string>(0)))
       .execute(this.db, [slug])
@@ -428,8 +429,8 @@ export class PostsRepository implements PostStore {
   /**
    * Claims a slug for post `id`: an insert into post_slugs whose primary key settles any race (on
    * PostgreSQL a concurrent claim of the same slug waits for the other transaction, then conflicts).
-   * A given slug the post already holds (its current one, or an alias) is its own; another post's
-   * is taken (null). A derived one takes the first free of `base`, `base-2`, `base-3` …: the plain
+   * A given slug the post already holds (its current one, or an alias) is its own; another post's,
+   * or one of the site's words, is taken (null). A derived one (never a site's word) takes the first free of `base`, `base-2`, `base-3` …: the plain
    * one is tried first; when it is taken, the least number a deletion freed (post_slug_gaps), else
    * the base's counter (post_slug_counters), says which number to try, so a title many posts share
    * costs the same as a new one. A base without a counter yet reads the slugs taken once and starts
@@ -437,13 +438,15 @@ export class PostsRepository implements PostStore {
    */
   private async claimSlug (id: number, slug: SlugWrite): Promise<string | null> {
     if ('given' in slug) {
+      // The site's words are taken by the site, even where a post held one before it was renamed.
+      if (isSiteWord(slug.given)) return null
       if (await this.tryClaim(id, slug.given)) return slug.given
       const owner = await this.db.selectFrom('post_slugs').select('post_id').where('slug', '=', slug.given).executeTakeFirst()
       return owner !== undefined && Number(owner.post_id) === id ? slug.given : null
     }
     const base = slug.derived
     // Most titles are new: the plain slug is tried first, without reading what is taken.
-    if (await this.tryClaim(id, base)) return base
+    if (!isSiteWord(base) && await this.tryClaim(id, base)) return base
     for (;;) {
       // A gap is taken out as it is tried: found taken (a slug given since), it is gone all the same.
       const [gap] = await this.prepared.get('slug-gap-take', () => this.db.deleteFrom('post_slug_gaps')

@@ -15,6 +15,7 @@ import type { PreviewLink } from './preview-links-repository.ts'
 import { renderPost } from './representation.ts'
 import type { Revision } from './revision.ts'
 import { PostIdParamsSchema, type PostIdParams, POST_VERSIONS } from './schemas.ts'
+import { publicUrls } from './public-urls.ts'
 
 /** 32 random bytes: 256 bits, twice what a guess must beat. */
 const TOKEN_BYTES = 32
@@ -45,7 +46,7 @@ type CreatePreviewLinkBody = Static<typeof CreatePreviewLinkBodySchema>
 
 const linkFields = {
   id: LinkIdSchema,
-  url: Type.String({ maxLength: 300, description: 'The path that shows the preview: `/preview/{token}`. Absent from lists: the token is shown once.' }),
+  url: Type.String({ maxLength: 300, description: 'Where the preview is shown: the reading site\'s `{SITE_BASE_URL}/p/{token}` when the site is on, else the API\'s path `/preview/{token}`. Absent from lists: the token is shown once.' }),
   expires_at: { ...TimestampSchema, description: 'When the link stops working.' },
   revision: Type.Union([RevisionNumberSchema, Type.Null()], { description: 'The revision it shows; null: the post as it is.' }),
   created_at: { ...TimestampSchema, description: 'When the link was made.' },
@@ -147,7 +148,7 @@ export async function previewLinkRoutes (app: FastifyInstance, ctx: RouteContext
         createdAt: now,
         expiresAt: new Date(now.getTime() + expiresIn * 1000),
       })
-      const body = { ...listItem(link), token, url: `/preview/${token}` }
+      const body = { ...listItem(link), token, url: publicUrls(ctx.config, '').preview(token) }
       return { status: 201, body, location: `${linkBase(req)}/posts/${id}/preview-links/${link.id}` }
     })
   })
@@ -195,7 +196,7 @@ export async function previewLinkRoutes (app: FastifyInstance, ctx: RouteContext
     schema: {
       tags,
       summary: 'Read a post through a preview link',
-      description: 'No credential needed (an `Authorization` header is ignored). The post as its author sees it, whatever its status; a link pinned to a revision shows that revision\'s fields over the post, its HTML and excerpt made from the revision\'s content. Once the post is published, a link not pinned answers 308 to `/posts/by-slug/{slug}`. An unknown, expired or revoked token, or one whose post was deleted: 404 PREVIEW_NOT_FOUND. Always `Cache-Control: private, no-store`, `X-Robots-Tag: noindex, nofollow`, `Referrer-Policy: no-referrer`. Rate limited per token.',
+      description: 'No credential needed (an `Authorization` header is ignored). The post as its author sees it, whatever its status; a link pinned to a revision shows that revision\'s fields over the post, its HTML and excerpt made from the revision\'s content. Once the post is published, a link not pinned answers 308 to the post\'s public URL (`{SITE_BASE_URL}/{slug}` when the reading site is on, else `/posts/by-slug/{slug}`). An unknown, expired or revoked token, or one whose post was deleted: 404 PREVIEW_NOT_FOUND. Always `Cache-Control: private, no-store`, `X-Robots-Tag: noindex, nofollow`, `Referrer-Policy: no-referrer`. Rate limited per token.',
       params: TokenParamsSchema,
       response: {
         200: Type.Ref(v.post),
@@ -214,7 +215,7 @@ export async function previewLinkRoutes (app: FastifyInstance, ctx: RouteContext
     if (post === null) throw previewNotFound()
     if (link.revision === null) {
       if (post.status === 'published') {
-        return reply.code(308).header('location', `${linkBase(req)}/posts/by-slug/${post.slug}`).send()
+        return reply.code(308).header('location', publicUrls(ctx.config, linkBase(req)).post(post.slug)).send()
       }
       return sendPreview(req, reply, post, renderPost(post, version, linkBase(req)))
     }

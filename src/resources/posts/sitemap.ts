@@ -1,5 +1,6 @@
 import { XMLBuilder } from 'fast-xml-parser'
 import type { PublishedPost } from './store.ts'
+import type { PublicUrls } from './public-urls.ts'
 
 export const SITEMAP_MEDIA_TYPE = 'application/xml; charset=utf-8'
 const NS = 'http://www.sitemaps.org/schemas/sitemap/0.9'
@@ -25,18 +26,18 @@ const URLSET = wrapper('urlset', { '@xmlns': NS, '@xmlns:image': IMAGE_NS })
 const INDEX = wrapper('sitemapindex', { '@xmlns': NS })
 
 /** One `<url>`: the post's public URL (as the feeds give it), when it last changed, and its feature image. */
-export function urlEntry (baseUrl: string, post: PublishedPost): string {
+export function urlEntry (baseUrl: string, urls: PublicUrls, post: PublishedPost): string {
   const image = post.image === null ? {} : { 'image:image': { 'image:loc': `${baseUrl}${post.image}` } }
-  return xml.build({ url: { loc: `${baseUrl}/posts/by-slug/${post.slug}`, lastmod: post.updatedAt, ...image } }) as string
+  return xml.build({ url: { loc: urls.post(post.slug), lastmod: post.updatedAt, ...image } }) as string
 }
 
 /**
  * A `urlset` of the posts `pages` yields, page by page: the document is made as it is sent, so
  * memory holds one page whatever the number of posts.
  */
-export async function * urlset (baseUrl: string, pages: AsyncIterable<readonly PublishedPost[]>): AsyncGenerator<string> {
+export async function * urlset (baseUrl: string, urls: PublicUrls, pages: AsyncIterable<readonly PublishedPost[]>): AsyncGenerator<string> {
   yield URLSET.open
-  for await (const page of pages) yield page.map(p => urlEntry(baseUrl, p)).join('')
+  for await (const page of pages) yield page.map(p => urlEntry(baseUrl, urls, p)).join('')
   yield URLSET.close
 }
 

@@ -9,6 +9,7 @@ import * as m0006 from './0006-slug-counters.ts'
 import * as m0007 from './0007-search-queue.ts'
 import * as m0008 from './0008-write-indexes.ts'
 import * as m0009 from './0009-authors.ts'
+import * as m0010 from './0010-site-words.ts'
 import { PostsRepository } from './posts-repository.ts'
 import { PreviewLinksRepository, type PreviewLinkStore } from './preview-links-repository.ts'
 import type { PostStore, RevisionStore } from './store.ts'
@@ -29,6 +30,7 @@ export const postsStore: StoreModule = {
     'posts/0007-search-queue': m0007.migration,
     'posts/0008-write-indexes': m0008.migration,
     'posts/0009-authors': m0009.migration,
+    'posts/0010-site-words': m0010.migration,
   },
   repository: (db, dialect): PostStore => new PostsRepository(db, dialect),
 }
