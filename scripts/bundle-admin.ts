@@ -5,6 +5,8 @@
  * browsers keep a file for a year, the page is revalidated on every use.
  *
  * Minified (a browser downloads it), with linked source maps for the browser's developer tools.
+ * Split: what only some screens need (Profile, Staff: QR codes, passkey registration) is in chunks
+ * the page loads when one of them opens, so the list and the editor do not wait for them.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -22,7 +24,9 @@ const result = await build({
   outdir: ASSETS,
   entryNames: '[name]-[hash]',
   assetNames: '[name]-[hash]',
+  chunkNames: 'chunk-[hash]',
   bundle: true,
+  splitting: true,
   minify: true,
   format: 'esm',
   platform: 'browser',
@@ -38,6 +42,13 @@ const outputs = Object.keys(result.metafile.outputs).map(f => path.basename(f))
 const script = outputs.find(f => /^editor-.*\.js$/.test(f))
 const style = outputs.find(f => /^editor-.*\.css$/.test(f))
 if (script === undefined || style === undefined) throw new Error(`the editor's bundle lacks its script or style sheet: ${outputs.join(', ')}`)
+
+// Which files only a lazily opened screen loads (its module and what only it imports), for the
+// weight test: the list and the editor must not load them.
+const lazy = Object.entries(result.metafile.outputs)
+  .filter(([file, out]) => file.endsWith('.js') && out.entryPoint !== undefined && /web\/admin\/(profile|staff)\.ts$/.test(out.entryPoint))
+  .map(([file, out]) => ({ file: path.basename(file), screen: path.basename(out.entryPoint!, '.ts') }))
+fs.writeFileSync(path.join(OUT, 'manifest.json'), `${JSON.stringify({ script, style, lazy }, null, 2)}\n`)
 
 // The service's mark and name are those of /docs; the mark is inlined, so the first paint needs no further request.
 const template = fs.readFileSync(path.join(SOURCE, 'index.html'), 'utf8')

@@ -3,7 +3,7 @@ import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import { gzipSync } from 'node:zlib'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
-import { buildTestApp, type StoreKind, type TestApp, underCI } from '../helper.ts'
+import { buildTestApp, freePort, type StoreKind, type TestApp, underCI } from '../helper.ts'
 
 export const CHROMIUM = '/usr/bin/chromium'
 export const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
@@ -36,14 +36,19 @@ export interface EditorWorld {
   close (): Promise<void>
 }
 
-/** The service on a real socket (as the other browser tests start it) and Chromium. */
-export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<string, string> = {}): Promise<EditorWorld> {
-  const t = await buildTestApp(kind, { RATE_LIMIT_MAX: '0', ...env })
-  await t.app.listen({ port: 0, host: '127.0.0.1' })
+/**
+ * The service on a real socket (as the other browser tests start it) and Chromium. With
+ * `localhost`, the page is at `http://localhost:PORT` (PUBLIC_BASE_URL too): WebAuthn refuses an IP
+ * address as relying party, and the service makes `localhost` the one on loopback.
+ */
+export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: { localhost?: boolean } = {}): Promise<EditorWorld> {
+  const port = opts.localhost === true ? await freePort() : 0
+  const t = await buildTestApp(kind, { RATE_LIMIT_MAX: '0', ...(port === 0 ? {} : { PORT: String(port), PUBLIC_BASE_URL: `http://localhost:${port}` }), ...env })
+  await t.app.listen({ port, host: '127.0.0.1' })
   const address = t.app.server.address()
   assert.ok(address !== null && typeof address === 'object')
-  const origin = `http://127.0.0.1:${address.port}`
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS })
+  const origin = `http://${port === 0 ? '127.0.0.1' : 'localhost'}:${address.port}`
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: [...LAUNCH_ARGS, ...(port === 0 ? [] : ['--host-resolver-rules=MAP localhost 127.0.0.1'])] })
   return {
     t,
     origin,

@@ -1,6 +1,12 @@
 /** One entry of a 422's `errors`: the field (a path such as `title` or `tags/0`) and why. */
 export interface FieldProblem { readonly field: string, readonly code: string, readonly message: string }
 
+/** A failure in a person's words: a problem's detail and the field errors it lists, or the error's message. */
+export function failureText (err: unknown): string {
+  if (!(err instanceof Problem)) return err instanceof Error ? err.message : String(err)
+  return err.errors.length > 0 ? `${err.detail} ${err.errors.map(e => `${e.field}: ${e.message}`).join('; ')}` : err.detail
+}
+
 /** An answer of the service that is not a success, read from its problem details. */
 export class Problem extends Error {
   constructor (
@@ -27,6 +33,8 @@ const TOKEN_KEY = 'blog-editor.token'
  */
 let session: { token: string, timer: ReturnType<typeof setTimeout> | undefined } | null = null
 let refreshing: Promise<boolean> | null = null
+/** Why the service last refused to make the session's access token again (its problem code). */
+let refusedAs: string | null = null
 
 /** Whether this browser holds a session's cookie (a mark, not a secret): a reload then asks for its access token. */
 const SESSION_MARK = 'blog-editor.session'
@@ -55,6 +63,7 @@ export const credential = {
 /** A session started by a sign-in's answer (`refresh: "cookie"`): its access token, kept in memory. */
 export function startSession (answer: { access_token: string, expires_in: number }): void {
   endSession()
+  refusedAs = null
   sessionStorage.removeItem(TOKEN_KEY)
   localStorage.setItem(SESSION_MARK, '1')
   session = { token: answer.access_token, timer: setTimeout(() => { refreshSession().catch(() => {}) }, Math.max(5, answer.expires_in - 60) * 1000) }
@@ -68,7 +77,11 @@ export async function refreshSession (): Promise<boolean> {
   refreshing ??= (async () => {
     try {
       const res = await fetch('/sessions/refresh', { method: 'POST', headers: { accept: 'application/json' }, cache: 'no-store' })
-      if (!res.ok) { endSession(); return false }
+      if (!res.ok) {
+        refusedAs = res.status === 401 ? ((await res.json().catch(() => ({}))) as { code?: string }).code ?? 'SESSION_REVOKED' : null
+        endSession()
+        return false
+      }
       startSession(await res.json() as { access_token: string, expires_in: number })
       return true
     } catch {
@@ -78,6 +91,17 @@ export async function refreshSession (): Promise<boolean> {
     }
   })()
   return await refreshing
+}
+
+/**
+ * Why a person's session ended without them signing out, in their words: the service refused
+ * its refresh (an admin suspended the account, or it was signed out elsewhere).
+ */
+export function sessionEndedWhy (): string | null {
+  if (refusedAs === null) return null
+  return refusedAs === 'USER_SUSPENDED'
+    ? 'An admin suspended your account. Unsaved text stays in this tab.'
+    : 'The service ended your session: an admin suspended your account, or it was signed out elsewhere. Unsaved text stays in this tab.'
 }
 
 /** Ends the session on the service (its refresh cookie is then refused), then here. */
@@ -125,10 +149,11 @@ export class Api {
     const p = (parsed ?? {}) as { code?: string, detail?: string, title?: string, errors?: FieldProblem[] }
     const problem = new Problem(res.status, p.code ?? String(res.status), p.detail ?? p.title ?? res.statusText, p.errors ?? [])
     // A session's access token that expired (or a reload that lost it): made again once, the request retried.
-    if (res.status === 401 && credential.isSession() && !retried && await refreshSession()) return await this.call<T>(method, path, opts, true)
+    const wasSession = credential.isSession()
+    if (res.status === 401 && wasSession && !retried && await refreshSession()) return await this.call<T>(method, path, opts, true)
     if (res.status === 401 && token !== null) {
       credential.clear()
-      this.onSignedOut(problem.detail)
+      this.onSignedOut((wasSession ? sessionEndedWhy() : null) ?? problem.detail)
     }
     throw problem
   }

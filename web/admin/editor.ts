@@ -1,14 +1,14 @@
 import { diffLines } from 'diff'
 import { Problem } from './api.ts'
-import { field, h, showHtml, toLocalInput, start } from './dom.ts'
+import { field, h, showHtml, start } from './dom.ts'
 import { markdownEditor } from './markdown-editor.ts'
-import { derivedExcerpt, type FeatureImage, mediaImage, type Post, sameValues, SEO_FIELDS, type Values } from './post.ts'
+import { mediaImage, upload } from './media.ts'
+import { atLeast, type User } from './people.ts'
+import { derivedExcerpt, type FeatureImage, type Post, sameValues, SEO_FIELDS, TEXT_FIELDS, type TextKey, type Values, valuesOf } from './post.ts'
 import { previewLinksPanel } from './preview-links.ts'
 import { revisionsPanel } from './revisions.ts'
 import type { Shell } from './shell.ts'
-import { tagsField } from './tags-field.ts'
-
-const STATUSES = ['draft', 'scheduled', 'published', 'archived']
+import { authorsField, tagsField } from './tags-field.ts'
 
 interface Draft { base: string | null, values: Values }
 const draftKey = (id: number | null) => `blog-editor.draft.${id ?? 'new'}`
@@ -22,33 +22,9 @@ function readDraft (key: string): Draft | null {
   }
 }
 
-function valuesOf (p: Post): Values {
-  return {
-    title: p.title,
-    slug: p.slug ?? '',
-    status: p.status,
-    publish_at: toLocalInput(p.publish_at),
-    tags: p.tags ?? [],
-    excerpt: p.excerpt ?? '',
-    meta_title: p.meta_title ?? '',
-    meta_description: p.meta_description ?? '',
-    canonical_url: p.canonical_url ?? '',
-    content: p.content,
-    feature_image: p.feature_image == null ? null : { id: p.feature_image.id, url: p.feature_image.url ?? mediaImage(p.feature_image.id, 640), alt: p.feature_image.alt ?? '' },
-  }
-}
-
 export interface EditorScreen {
   readonly element: HTMLElement
   save (): void
-}
-
-/** A media made from an uploaded file (`POST /media`, the file as the form's part `file`). */
-async function upload (shell: Shell, file: File): Promise<{ id: string, alt: string }> {
-  const form = new FormData()
-  form.append('file', file, file.name)
-  const { body } = await shell.api.call<{ id: string, alt?: string | null }>('POST', '/media', { body: form })
-  return { id: body.id, alt: body.alt ?? '' }
 }
 
 /** Image alt text from a file name: `red-bike_2.jpg` → `red bike 2`. */
@@ -59,9 +35,10 @@ function altOf (name: string): string {
 /**
  * One post in the editor: every field, the Markdown with its preview from `POST /render`, images
  * into `/media`, saving with `If-Match`, the choice when someone else saved first, the unsaved
- * draft kept in the tab, revisions, preview links and delete.
+ * draft kept in the tab, revisions, preview links and delete. What `me` may do shapes it: an
+ * editor and above sets the authors; a contributor writes drafts only, and reads a published post.
  */
-export function editorScreen (shell: Shell, postId: number | null): EditorScreen {
+export function editorScreen (shell: Shell, postId: number | null, me: User | null = null): EditorScreen {
   let id = postId
   let post: Post | null = null
   /** The version the writer's text is based on: the If-Match of the next save. */
@@ -71,19 +48,20 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
 
   const heading = h('h1', { tabindex: -1 }, id === null ? 'New post' : 'Loading…')
   const note = h('p', { class: 'note', hidden: true })
-  const title = h('input', { type: 'text', required: true, maxlength: 200 })
-  const slug = h('input', { type: 'text', pattern: '[a-z0-9]+(-[a-z0-9]+)*', maxlength: 100, spellcheck: 'false', autocapitalize: 'none' })
-  const status = h('select', {}, ...STATUSES.map(s => h('option', { value: s }, s)))
-  const publishAt = h('input', { type: 'datetime-local', step: 1 })
-  const excerpt = h('textarea', { rows: 3, maxlength: 500 })
-  const metaTitle = h('input', { type: 'text', maxlength: 300 })
-  const metaDescription = h('textarea', { rows: 2, maxlength: 500 })
-  const canonical = h('input', { type: 'url', maxlength: 2000, inputmode: 'url' })
+  const controls = Object.fromEntries(TEXT_FIELDS.map(f => [f.key, f.control()])) as { [K in TextKey]: ReturnType<Extract<typeof TEXT_FIELDS[number], { key: K }>['control']> }
+  const { title, status, publish_at: publishAt, excerpt } = controls
+  const contributor = me?.role === 'contributor'
+  // A contributor writes drafts: publishing and scheduling are not theirs.
+  if (contributor) {
+    for (const option of Array.from(status.options)) if (option.value !== 'draft') option.remove()
+    publishAt.disabled = true
+  }
   const featureInput = h('input', { type: 'file', accept: 'image/jpeg,image/png,image/webp,image/avif,image/gif' })
   const featureShown = h('div', { class: 'feature-shown' })
   const preview = h('section', { class: 'preview', 'aria-label': 'Preview', role: 'region', tabindex: 0 })
   const dirty = h('span', { class: 'dirty', hidden: true }, 'Unsaved changes')
   const tags = tagsField(shell.api, () => { changed() })
+  const authors = atLeast(me?.role, 'editor') ? authorsField(shell.api, () => { changed() }) : null
   const md = markdownEditor({
     label: 'Content',
     onChange: () => { changed(); renderSoon() },
@@ -95,27 +73,15 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
   })
 
   const rows = {
-    title: field('Title', title),
-    slug: field('Slug', slug, 'Lower-case letters, digits and dashes. Empty: made from the title.'),
-    status: field('Status', status),
-    publish_at: field('Publish at', publishAt, 'With status scheduled: when the post goes out (your local time).'),
-    excerpt: field('Excerpt', excerpt, 'Empty: the beginning of the content.'),
-    meta_title: field('Meta title', metaTitle),
-    meta_description: field('Meta description', metaDescription),
-    canonical_url: field('Canonical URL', canonical),
+    ...Object.fromEntries(TEXT_FIELDS.map(f => [f.key, field(f.label, controls[f.key], 'hint' in f ? f.hint : undefined)])) as Record<TextKey, ReturnType<typeof field>>,
     feature_image: field('Feature image', featureInput),
   }
 
+  // In the order valuesOf makes them (values are compared as JSON).
   const values = (): Values => ({
-    title: title.value,
-    slug: slug.value,
-    status: status.value,
-    publish_at: publishAt.value,
+    ...Object.fromEntries(TEXT_FIELDS.map(f => [f.key, controls[f.key].value])) as Record<TextKey, string>,
     tags: tags.value(),
-    excerpt: excerpt.value,
-    meta_title: metaTitle.value,
-    meta_description: metaDescription.value,
-    canonical_url: canonical.value,
+    authors: authors?.value() ?? (post?.authors ?? (me === null ? [] : [me.slug])),
     content: md.text(),
     feature_image: featureImage,
   })
@@ -131,15 +97,9 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
 
   let loadedExcerpt: string | null = null
   const apply = (v: Values) => {
-    title.value = v.title
-    slug.value = v.slug
-    status.value = v.status
-    publishAt.value = v.publish_at
+    for (const f of TEXT_FIELDS) controls[f.key].value = v[f.key]
     tags.set(v.tags)
-    excerpt.value = v.excerpt
-    metaTitle.value = v.meta_title
-    metaDescription.value = v.meta_description
-    canonical.value = v.canonical_url
+    authors?.set(v.authors ?? [])
     md.setText(v.content)
     featureImage = v.feature_image
     drawFeature()
@@ -181,8 +141,9 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
   }
 
   const clearErrors = () => {
-    for (const r of [...Object.values(rows), { error: tags.error }]) { r.error.hidden = true; r.error.textContent = '' }
-    for (const input of [title, slug, status, publishAt, excerpt, metaTitle, metaDescription, canonical, featureInput, tags.input]) input.removeAttribute('aria-invalid')
+    const lists = authors === null ? [tags] : [tags, authors]
+    for (const r of [...Object.values(rows), ...lists]) { r.error.hidden = true; r.error.textContent = '' }
+    for (const input of [...Object.values(controls), featureInput, ...lists.map(l => l.input)]) input.removeAttribute('aria-invalid')
   }
   /** Each field's errors under it; those of fields without a place of their own (the content) in the alert. */
   const showErrors = (problem: Problem) => {
@@ -192,8 +153,9 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
     for (const e of problem.errors) {
       const name = e.field.split('/')[0] ?? ''
       const row = name in rows ? rows[name as keyof typeof rows] : null
-      const target = name === 'tags'
-        ? { error: tags.error, input: tags.input as HTMLElement }
+      const list = name === 'tags' ? tags : name === 'authors' ? authors : null
+      const target = list !== null
+        ? { error: list.error, input: list.input as HTMLElement }
         : row === null ? null : { error: row.error, input: row.row.querySelector<HTMLElement>('input,select,textarea') }
       if (target === null) {
         elsewhere.push(`${e.field === '' ? 'The post' : e.field}: ${e.message}`)
@@ -216,6 +178,9 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
     // Fields the service may not hold are sent only when it showed them or the writer filled them.
     for (const k of SEO_FIELDS) if ((post !== null && k in post) || v[k] !== '') b[k] = v[k] === '' ? null : v[k]
     if ((post !== null && 'feature_image' in post) || v.feature_image !== null) b.feature_image = v.feature_image?.id ?? null
+    // Authors are sent only when the writer changed them: the service keeps them otherwise.
+    const before = post?.authors ?? (me === null ? [] : [me.slug])
+    if (authors !== null && v.authors.length > 0 && v.authors.join(',') !== before.join(',')) b.authors = v.authors
     return b
   }
 
@@ -225,6 +190,8 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
     heading.textContent = p.title
     id = p.id
     for (const b of [revisionsButton, linkButton, deleteButton]) b.disabled = false
+    // A contributor cannot change a post once it has been published: it opens to be read.
+    readOnly(contributor && (p.status !== 'draft' || p.published_at != null))
   }
 
   const save = () => {
@@ -319,6 +286,17 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
     }, 'Put my version back'))
   }
 
+  const readOnlyNote = h('p', { class: 'note', hidden: true }, 'This post has been published: as a contributor you can read it, not change it.')
+  function readOnly (on: boolean): void {
+    readOnlyNote.hidden = !on
+    // The post's own status shows, though a contributor may not choose it.
+    const shown = post?.status ?? 'draft'
+    if (on && !Array.from(status.options).some(o => o.value === shown)) status.append(h('option', { value: shown }, shown))
+    for (const c of [...Object.values(controls), featureInput, tags.input]) c.disabled = on || (c === publishAt && contributor)
+    for (const b of [saveButton, deleteButton]) b.disabled = on
+    md.setReadOnly(on)
+  }
+
   const saveButton = h('button', { type: 'submit', class: 'primary', 'aria-keyshortcuts': 'Control+S Meta+S' }, 'Save')
   const revisionsButton = h('button', { type: 'button', disabled: id === null, 'aria-expanded': 'false' }, 'Revisions')
   const linkButton = h('button', { type: 'button', disabled: id === null }, 'Preview link')
@@ -394,7 +372,8 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
       h('span', { class: 'spacer' }),
       revisionsButton, linkButton, deleteButton),
     note,
-    h('div', { class: 'fields' }, rows.title.row, rows.slug.row, rows.status.row, rows.publish_at.row, tags.row),
+    readOnlyNote,
+    h('div', { class: 'fields' }, rows.title.row, rows.slug.row, rows.status.row, rows.publish_at.row, tags.row, authors?.row),
     h('div', { class: 'write' },
       h('div', { class: 'row content' }, h('span', { class: 'label', id: 'content-label' }, 'Content'), md.host),
       h('div', { class: 'row' }, h('h2', { class: 'label' }, 'Preview'), preview)),
@@ -407,7 +386,7 @@ export function editorScreen (shell: Shell, postId: number | null): EditorScreen
   form.addEventListener('input', event => { if (event.target !== featureInput) changed() })
   form.addEventListener('change', event => { if (event.target !== featureInput) changed() })
 
-  const blank = valuesOf({ id: 0, title: '', content: '', status: 'draft', updated_at: '' })
+  const blank = valuesOf({ id: 0, title: '', content: '', status: 'draft', updated_at: '', authors: me === null ? [] : [me.slug] })
 
   const restoreDraft = (fromServer: Values) => {
     const draft = readDraft(draftKey(id))

@@ -1,7 +1,7 @@
 import { defaultKeymap, history, historyKeymap } from '@codemirror/commands'
 import { markdown } from '@codemirror/lang-markdown'
 import { defaultHighlightStyle, syntaxHighlighting } from '@codemirror/language'
-import { EditorState } from '@codemirror/state'
+import { Compartment, EditorState } from '@codemirror/state'
 import { drawSelection, EditorView, keymap, placeholder } from '@codemirror/view'
 import { h } from './dom.ts'
 
@@ -10,6 +10,8 @@ export interface MarkdownEditor {
   readonly host: HTMLElement
   text (): string
   setText (text: string): void
+  /** Read-only: shown and selectable, not changed (a published post a contributor may not edit). */
+  setReadOnly (readOnly: boolean): void
 }
 
 export interface MarkdownEditorOptions {
@@ -55,6 +57,7 @@ export function markdownEditor (opts: MarkdownEditorOptions): MarkdownEditor {
 
   // Text put in by the page (a post loaded), not typed: no change to report.
   let silent = false
+  const editable = new Compartment()
   const view = new EditorView({
     root: shadow,
     parent: mount,
@@ -62,6 +65,7 @@ export function markdownEditor (opts: MarkdownEditorOptions): MarkdownEditor {
       doc: '',
       extensions: [
         history(),
+        editable.of([]),
         drawSelection(),
         markdown(),
         syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
@@ -100,6 +104,9 @@ export function markdownEditor (opts: MarkdownEditorOptions): MarkdownEditor {
     view,
     host,
     text: () => view.state.doc.toString(),
+    setReadOnly: (readOnly: boolean) => {
+      view.dispatch({ effects: editable.reconfigure(readOnly ? [EditorState.readOnly.of(true), EditorView.editable.of(false)] : []) })
+    },
     setText: (text: string) => {
       if (text === view.state.doc.toString()) return
       silent = true

@@ -1,4 +1,5 @@
-import { parseRendered } from './dom.ts'
+import { h, parseRendered, toLocalInput } from './dom.ts'
+import { mediaImage } from './media.ts'
 /** A post as the service shows it to its author (the members the editor reads). */
 export interface Post {
   id: number
@@ -7,8 +8,10 @@ export interface Post {
   status: string
   slug?: string
   tags?: string[]
+  authors?: string[]
   excerpt?: string
   publish_at?: string | null
+  published_at?: string | null
   meta_title?: string | null
   meta_description?: string | null
   canonical_url?: string | null
@@ -18,30 +21,65 @@ export interface Post {
 
 export interface FeatureImage { id: string, url?: string, alt?: string | null }
 
+export const STATUSES = ['draft', 'scheduled', 'published', 'archived']
+
+type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement
+
+/**
+ * A post's fields that are one control holding text, each listed once: its label and hint, its
+ * control, and the form's text for it from a post. The editor makes, fills, reads and marks them
+ * from this table; tags, authors, the content and the feature image have controls of their own.
+ */
+export const TEXT_FIELDS = [
+  { key: 'title', label: 'Title', of: (p: Post) => p.title, control: () => h('input', { type: 'text', required: true, maxlength: 200 }) },
+  {
+    key: 'slug',
+    label: 'Slug',
+    hint: 'Lower-case letters, digits and dashes. Empty: made from the title.',
+    of: (p: Post) => p.slug ?? '',
+    control: () => h('input', { type: 'text', pattern: '[a-z0-9]+(-[a-z0-9]+)*', maxlength: 100, spellcheck: 'false', autocapitalize: 'none' }),
+  },
+  { key: 'status', label: 'Status', of: (p: Post) => p.status, control: () => h('select', {}, ...STATUSES.map(s => h('option', { value: s }, s))) },
+  {
+    key: 'publish_at',
+    label: 'Publish at',
+    hint: 'With status scheduled: when the post goes out (your local time).',
+    of: (p: Post) => toLocalInput(p.publish_at),
+    control: () => h('input', { type: 'datetime-local', step: 1 }),
+  },
+  { key: 'excerpt', label: 'Excerpt', hint: 'Empty: the beginning of the content.', of: (p: Post) => p.excerpt ?? '', control: () => h('textarea', { rows: 3, maxlength: 500 }) },
+  { key: 'meta_title', label: 'Meta title', of: (p: Post) => p.meta_title ?? '', control: () => h('input', { type: 'text', maxlength: 300 }) },
+  { key: 'meta_description', label: 'Meta description', of: (p: Post) => p.meta_description ?? '', control: () => h('textarea', { rows: 2, maxlength: 500 }) },
+  { key: 'canonical_url', label: 'Canonical URL', of: (p: Post) => p.canonical_url ?? '', control: () => h('input', { type: 'url', maxlength: 2000, inputmode: 'url' }) },
+] as const satisfies readonly { key: string, label: string, hint?: string, of: (p: Post) => string, control: () => Control }[]
+
+export type TextKey = typeof TEXT_FIELDS[number]['key']
+
 /** What the writer edits, as the form holds it. */
-export interface Values {
-  title: string
-  slug: string
-  status: string
-  publish_at: string
+export type Values = Record<TextKey, string> & {
   tags: string[]
-  excerpt: string
-  meta_title: string
-  meta_description: string
-  canonical_url: string
+  authors: string[]
   content: string
   feature_image: FeatureImage | null
+}
+
+/** The form's values for a post as the service shows it. */
+export function valuesOf (p: Post): Values {
+  const text = Object.fromEntries(TEXT_FIELDS.map(f => [f.key, f.of(p)])) as Record<TextKey, string>
+  const image = p.feature_image
+  return {
+    ...text,
+    tags: p.tags ?? [],
+    authors: p.authors ?? [],
+    content: p.content,
+    feature_image: image == null ? null : { id: image.id, url: image.url ?? mediaImage(image.id, 640), alt: image.alt ?? '' },
+  }
 }
 
 export const SEO_FIELDS = ['meta_title', 'meta_description', 'canonical_url'] as const
 
 export function sameValues (a: Values, b: Values): boolean {
   return JSON.stringify(a) === JSON.stringify(b)
-}
-
-/** Where a media's image is shown at a width (the service makes and keeps each variant). */
-export function mediaImage (id: string, width: number): string {
-  return `/media/${encodeURIComponent(id)}/image?w=${width}`
 }
 
 /**

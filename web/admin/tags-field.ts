@@ -1,61 +1,74 @@
 import type { Api } from './api.ts'
 import { h, uid, start } from './dom.ts'
 
-export interface TagsField {
+export interface ChipsField {
   readonly row: HTMLElement
   readonly input: HTMLInputElement
   readonly error: HTMLElement
-  /** The tags, with what is typed but not yet ended counted as one. */
+  /** The items, with what is typed but not yet ended counted as one. */
   value (): string[]
-  set (tags: readonly string[]): void
+  set (items: readonly string[]): void
+}
+
+interface ChipsSpec {
+  readonly label: string
+  readonly hint: string
+  /** Names the list of items so far, and each item's removing button (`Remove tag <x>`). */
+  readonly listLabel: string
+  readonly removeLabel: string
+  /** An item as it is kept (a slug folded to lower case); the same key is the same item. */
+  readonly fold: (text: string) => string
+  readonly key: (item: string) => string
+  /** Suggestions for what is typed so far: the value to put in, and a label to show beside it. */
+  readonly suggest: (typed: string) => Promise<{ value: string, label?: string }[]>
 }
 
 /**
- * `Tags`: one text field; a comma, Enter or Tab ends the tag being typed. The tags so far stand
- * before it, each with a button removing it. Suggestions come from `GET /tags?q=<prefix>` (the
- * names in use, most used first) through the field's own list (`<datalist>`).
+ * One text field of items (tags, authors): a comma, Enter or Tab ends the item being typed. The
+ * items so far stand before it, each with a button removing it. Suggestions come through the
+ * field's own list (`<datalist>`).
  */
-export function tagsField (api: Api, onChange: () => void): TagsField {
-  let tags: string[] = []
-  const listId = uid('tag-suggestions')
-  const input = h('input', { id: uid('tags'), type: 'text', list: listId, autocomplete: 'off', enterkeyhint: 'done' })
+export function chipsField (spec: ChipsSpec, onChange: () => void): ChipsField {
+  let items: string[] = []
+  const listId = uid('suggestions')
+  const input = h('input', { id: uid('chips'), type: 'text', list: listId, autocomplete: 'off', enterkeyhint: 'done' })
   const suggestions = h('datalist', { id: listId })
-  const chips = h('ul', { class: 'chips', 'aria-label': 'Tags of this post' })
+  const chips = h('ul', { class: 'chips', 'aria-label': spec.listLabel })
   const error = h('p', { class: 'field-error', id: `${input.id}-error`, hidden: true })
-  const hint = h('p', { class: 'hint', id: `${input.id}-hint` }, 'A comma, Enter or Tab ends a tag.')
+  const hint = h('p', { class: 'hint', id: `${input.id}-hint` }, spec.hint)
   input.setAttribute('aria-describedby', `${hint.id} ${error.id}`)
+  const has = (text: string) => items.some(x => spec.key(x) === spec.key(text))
 
   const draw = () => {
-    chips.replaceChildren(...tags.map(tag => h('li', {},
-      h('span', {}, tag),
-      h('button', { type: 'button', class: 'chip-remove', 'aria-label': `Remove tag ${tag}`, onclick: () => { remove(tag) } }, '×'))))
-    chips.hidden = tags.length === 0
+    chips.replaceChildren(...items.map(item => h('li', {},
+      h('span', {}, item),
+      h('button', { type: 'button', class: 'chip-remove', 'aria-label': `${spec.removeLabel} ${item}`, onclick: () => { remove(item) } }, '×'))))
+    chips.hidden = items.length === 0
   }
-  const remove = (tag: string) => {
-    tags = tags.filter(t => t !== tag)
+  const remove = (item: string) => {
+    items = items.filter(t => t !== item)
     draw()
     onChange()
     input.focus()
   }
-  // Equal ignoring case is the same tag (the first spelling stays), as the service keeps them.
+  // Equal keys are the same item (the first spelling stays).
+  const parts = (text: string) => text.split(',').map(t => spec.fold(t.trim())).filter(t => t !== '')
   const add = (text: string): boolean => {
-    const parts = text.split(',').map(t => t.trim()).filter(t => t !== '')
-    for (const t of parts) if (!tags.some(x => x.toLowerCase() === t.toLowerCase())) tags.push(t)
+    const found = parts(text)
+    for (const t of found) if (!has(t)) items.push(t)
     input.value = ''
     draw()
-    if (parts.length > 0) onChange()
-    return parts.length > 0
+    if (found.length > 0) onChange()
+    return found.length > 0
   }
 
   let asked = 0
   const suggest = async () => {
-    const q = input.value.trim()
     const mine = ++asked
-    const path = q === '' ? '/tags?limit=20' : `/tags?limit=20&q=${encodeURIComponent(q)}`
     try {
-      const { body } = await api.call<{ name: string }[]>('GET', path)
+      const offered = await spec.suggest(input.value.trim())
       if (mine !== asked) return
-      suggestions.replaceChildren(...body.filter(t => !tags.some(x => x.toLowerCase() === t.name.toLowerCase())).map(t => h('option', { value: t.name })))
+      suggestions.replaceChildren(...offered.filter(o => !has(o.value)).map(o => h('option', { value: o.value, label: o.label ?? null })))
     } catch {
       // Suggestions are a help, never in the way: without them the field works the same.
     }
@@ -66,8 +79,8 @@ export function tagsField (api: Api, onChange: () => void): TagsField {
       // Tab with nothing typed moves on as usual.
       event.preventDefault()
       add(input.value)
-    } else if (event.key === 'Backspace' && input.value === '' && tags.length > 0) {
-      remove(tags[tags.length - 1]!)
+    } else if (event.key === 'Backspace' && input.value === '' && items.length > 0) {
+      remove(items[items.length - 1]!)
     }
   })
   input.addEventListener('input', () => {
@@ -78,20 +91,43 @@ export function tagsField (api: Api, onChange: () => void): TagsField {
   })
   input.addEventListener('focus', () => { start(suggest()) }, { once: true })
 
-  const row = h('div', { class: 'row' }, h('label', { for: input.id }, 'Tags'), chips, input, suggestions, hint, error)
+  const row = h('div', { class: 'row' }, h('label', { for: input.id }, spec.label), chips, input, suggestions, hint, error)
   draw()
   return {
     row,
     input,
     error,
-    value: () => {
-      const typed = input.value.split(',').map(t => t.trim()).filter(t => t !== '' && !tags.some(x => x.toLowerCase() === t.toLowerCase()))
-      return [...tags, ...typed]
-    },
+    value: () => [...items, ...parts(input.value).filter(t => !has(t))],
     set: (next: readonly string[]) => {
-      tags = [...next]
+      items = [...next]
       input.value = ''
       draw()
     },
   }
+}
+
+/** `Tags`: suggestions from `GET /tags?q=<prefix>` (the names in use, most used first); equal ignoring case is one tag, as the service keeps them. */
+export function tagsField (api: Api, onChange: () => void): ChipsField {
+  return chipsField({
+    label: 'Tags',
+    hint: 'A comma, Enter or Tab ends a tag.',
+    listLabel: 'Tags of this post',
+    removeLabel: 'Remove tag',
+    fold: t => t,
+    key: t => t.toLowerCase(),
+    suggest: async q => (await api.call<{ name: string }[]>('GET', q === '' ? '/tags?limit=20' : `/tags?limit=20&q=${encodeURIComponent(q)}`)).body.map(t => ({ value: t.name })),
+  }, onChange)
+}
+
+/** `Authors` (editors and above): users' slugs, the first the primary author; suggestions from `GET /users?q=` (name or email). */
+export function authorsField (api: Api, onChange: () => void): ChipsField {
+  return chipsField({
+    label: 'Authors',
+    hint: 'Their slugs, the first the primary author. A comma, Enter or Tab ends one.',
+    listLabel: 'Authors of this post',
+    removeLabel: 'Remove author',
+    fold: t => t.toLowerCase(),
+    key: t => t,
+    suggest: async q => (await api.call<{ slug: string, name: string }[]>('GET', `/users?limit=20&status=active${q === '' ? '' : `&q=${encodeURIComponent(q)}`}`)).body.map(u => ({ value: u.slug, label: u.name })),
+  }, onChange)
 }
