@@ -155,11 +155,14 @@ export function siteScreen (shell: Shell): HTMLElement {
 
   // The swatch shows the colour typed as an SVG fill: the page's policy refuses inline styles.
   const swatch = h('span', { class: 'swatch', 'aria-hidden': 'true' })
+  const pick = h('div', { class: 'pick' })
+  accent.replaceWith(pick)
+  pick.append(accent, swatch)
   const form = h('form', { class: 'site-form', novalidate: true, 'aria-labelledby': 'site-title' },
     h('fieldset', { class: 'fields' },
       h('legend', { id: 'site-title' }, 'The site'),
       rows.title.row, rows.language.row, rows.description.row,
-      h('div', { class: 'row accent' }, rows.accent_color.row, swatch),
+      rows.accent_color.row,
       rows.posts_per_page.row,
       h('div', { class: 'row' }, rows.logo.row, logoShown)),
     h('section', { class: 'panel', 'aria-labelledby': 'navigation-title' },
