@@ -96,6 +96,11 @@ describe('the Site screen in Chromium, with the reading site on its own listener
     await page.getByRole('button', { name: 'Save site' }).click()
     await page.getByRole('alert').filter({ hasText: 'changed the site\'s settings since you opened them' }).waitFor()
     assert.equal((await w.t.request({ method: 'GET', url: '/site' })).json().description, 'Theirs')
+    // At 375 px wide, nothing scrolls sideways.
+    await page.setViewportSize({ width: 375, height: 812 })
+    assert.equal(await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'), 0, 'nothing scrolls sideways at 375 px')
+    const save = await page.getByRole('button', { name: 'Save site' }).boundingBox()
+    assert.ok(save !== null && save.x >= 0 && save.x + save.width <= 375.5, `Save site lies within the 375 px: ${JSON.stringify(save)}`)
     assert.deepEqual(await cspViolations(page), [], 'no Content-Security-Policy violation on the Site screen')
     // The browser logs the refusals (the bad colour's 422, the stale save's 412) itself.
     assert.deepEqual(errors.filter(e => !/status of (412|422)/.test(e)), [], 'no script errors')
