@@ -107,11 +107,16 @@ describe('the Site screen in Chromium, with the reading site on its own listener
     await context.close()
   })
 
-  it('offers an editor no Site link', async () => {
+  it('offers an editor no Site link, and at its address the settings to read only', async () => {
     const { page, context } = await w.open()
     await signIn(page, 'eddie@example.com', EDITOR_PASSWORD)
     await page.getByRole('link', { name: 'Staff' }).waitFor()
     assert.equal(await page.getByRole('link', { name: 'Site', exact: true }).count(), 0)
+    // At the screen's address, the settings are there to read, not to change.
+    await page.goto('/admin#/site')
+    await page.getByText('Only an admin changes the site\'s settings').waitFor()
+    assert.ok(await page.getByRole('button', { name: 'Save site' }).isDisabled())
+    assert.ok(await page.getByLabel('Site title').isDisabled())
     await context.close()
   })
 })

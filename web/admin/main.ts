@@ -33,7 +33,7 @@ const SCREENS: { pattern: RegExp, open: (m: RegExpExecArray) => Promise<{ elemen
   { pattern: /^#\/posts\/(new|\d+)$/, open: async m => editorScreen(shell, m[1] === 'new' ? null : Number(m[1]), signedInPerson()) },
   { pattern: /^#\/profile$/, open: async () => ({ element: (await import('./profile.ts')).profileScreen(shell) }) },
   { pattern: /^#\/staff$/, open: async () => ({ element: (await import('./staff.ts')).staffScreen(shell, signedInPerson()) }) },
-  { pattern: /^#\/site$/, open: async () => ({ element: (await import('./site.ts')).siteScreen(shell) }) },
+  { pattern: /^#\/site$/, open: async () => ({ element: (await import('./site.ts')).siteScreen(shell, signedInPerson()) }) },
 ]
 
 let routed = 0

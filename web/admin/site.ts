@@ -1,6 +1,7 @@
 import { failureText, type FieldProblem, Problem } from './api.ts'
 import { field, h } from './dom.ts'
 import { mediaImage, upload } from './media.ts'
+import { atLeast, type User } from './people.ts'
 import type { Shell } from './shell.ts'
 
 interface NavLink { label: string, url: string }
@@ -22,9 +23,12 @@ interface NavRow { readonly element: HTMLFieldSetElement, readonly label: HTMLIn
 /**
  * `Site` (admins): the reading site's title, description, language, accent colour, paging, logo and
  * navigation, saved as one merge patch (`PATCH /site` with `If-Match`: a change made meanwhile is
- * never overwritten unseen); `View site` opens the site itself.
+ * never overwritten unseen); `View site` opens the site itself. A person below admin who opens its
+ * address reads the settings and is told they cannot change them; an API key is no person, and
+ * the service decides by its scopes.
  */
-export function siteScreen (shell: Shell): HTMLElement {
+export function siteScreen (shell: Shell, me: User | null): HTMLElement {
+  const mayChange = me === null || atLeast(me.role, 'admin')
   const heading = h('h1', { tabindex: -1 }, 'Site')
   let etag: string | null = null
   let logo: string | null = null
@@ -218,7 +222,11 @@ export function siteScreen (shell: Shell): HTMLElement {
   shell.api.call<Settings>('GET', '/site').then(({ body, headers }) => {
     show(body, headers.get('etag'))
     drawSwatch()
-    section.replaceChildren(heading, form)
+    if (mayChange) section.replaceChildren(heading, form)
+    else {
+      for (const control of Array.from(form.querySelectorAll<HTMLInputElement | HTMLButtonElement | HTMLTextAreaElement>('input,textarea,button'))) control.disabled = true
+      section.replaceChildren(heading, h('p', { class: 'note' }, 'Only an admin changes the site\'s settings: you can read them, not change them.'), form)
+    }
   }, (err: unknown) => {
     section.replaceChildren(heading, h('p', {}, `The site's settings could not be read: ${failureText(err)}`))
   })
