@@ -5,7 +5,7 @@
  * browsers keep a file for a year, the page is revalidated on every use.
  *
  * Minified (a browser downloads it), with linked source maps for the browser's developer tools.
- * Split: what only some screens need (Profile, Staff: QR codes, passkey registration) is in chunks
+ * Split: what only some screens need (Profile, Staff, Site: QR codes, passkey registration) is in chunks
  * the page loads when one of them opens, so the list and the editor do not wait for them.
  */
 import fs from 'node:fs'
@@ -46,7 +46,7 @@ if (script === undefined || style === undefined) throw new Error(`the editor's b
 // Which files only a lazily opened screen loads (its module and what only it imports), for the
 // weight test: the list and the editor must not load them.
 const lazy = Object.entries(result.metafile.outputs)
-  .filter(([file, out]) => file.endsWith('.js') && out.entryPoint !== undefined && /web\/admin\/(profile|staff)\.ts$/.test(out.entryPoint))
+  .filter(([file, out]) => file.endsWith('.js') && out.entryPoint !== undefined && /web\/admin\/(profile|staff|site)\.ts$/.test(out.entryPoint))
   .map(([file, out]) => ({ file: path.basename(file), screen: path.basename(out.entryPoint!, '.ts') }))
 fs.writeFileSync(path.join(OUT, 'manifest.json'), `${JSON.stringify({ script, style, lazy }, null, 2)}\n`)
 

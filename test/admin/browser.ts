@@ -3,6 +3,7 @@ import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import { gzipSync } from 'node:zlib'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
+import { buildSite, type Site } from '../../src/site/site.ts'
 import { buildTestApp, freePort, type StoreKind, type TestApp, underCI } from '../helper.ts'
 
 export const CHROMIUM = '/usr/bin/chromium'
@@ -31,6 +32,8 @@ export interface EditorWorld {
   readonly t: TestApp
   readonly origin: string
   readonly browser: Browser
+  /** With `site`: the reading site, on a listener of its own, and its origin (SITE_BASE_URL). */
+  readonly site?: { readonly app: Site, readonly url: string }
   /** A context of its own (its own sessionStorage), with every request and script error recorded. */
   open (opts?: { width?: number, height?: number }): Promise<Watched & { context: BrowserContext }>
   close (): Promise<void>
@@ -39,12 +42,31 @@ export interface EditorWorld {
 /**
  * The service on a real socket (as the other browser tests start it) and Chromium. With
  * `localhost`, the page is at `http://localhost:PORT` (PUBLIC_BASE_URL too): WebAuthn refuses an IP
- * address as relying party, and the service makes `localhost` the one on loopback.
+ * address as relying party, and the service makes `localhost` the one on loopback. With `site`, the
+ * reading site too (src/site/site.ts, as `npm start` runs it), on a port of its own.
  */
-export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: { localhost?: boolean } = {}): Promise<EditorWorld> {
+export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: { localhost?: boolean, site?: boolean } = {}): Promise<EditorWorld> {
   const port = opts.localhost === true ? await freePort() : 0
-  const t = await buildTestApp(kind, { RATE_LIMIT_MAX: '0', ...(port === 0 ? {} : { PORT: String(port), PUBLIC_BASE_URL: `http://localhost:${port}` }), ...env })
-  await t.app.listen({ port, host: '127.0.0.1' })
+  const sitePort = opts.site === true ? await freePort() : 0
+  const siteUrl = `http://127.0.0.1:${sitePort}`
+  const t = await buildTestApp(kind, {
+    RATE_LIMIT_MAX: '0',
+    ...(port === 0 ? {} : { PORT: String(port), PUBLIC_BASE_URL: `http://localhost:${port}` }),
+    ...(sitePort === 0 ? {} : { SITE_PORT: String(sitePort), SITE_BASE_URL: siteUrl, HOST: '127.0.0.1' }),
+    ...env,
+  })
+  let site: Site | undefined
+  try {
+    await t.app.listen({ port, host: '127.0.0.1' })
+    if (sitePort !== 0) {
+      site = await buildSite(t.context, t.app)
+      await site.app.listen({ port: sitePort, host: '127.0.0.1' })
+    }
+  } catch (err) {
+    await site?.app.close()
+    await t.close()
+    throw err
+  }
   const address = t.app.server.address()
   assert.ok(address !== null && typeof address === 'object')
   const origin = `http://${port === 0 ? '127.0.0.1' : 'localhost'}:${address.port}`
@@ -53,6 +75,7 @@ export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<
     t,
     origin,
     browser,
+    ...(site === undefined ? {} : { site: { app: site, url: siteUrl } }),
     async open ({ width = 1280, height = 900 } = {}) {
       const context = await browser.newContext({ viewport: { width, height }, baseURL: origin })
       const page = await context.newPage()
@@ -67,6 +90,7 @@ export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<
     },
     async close () {
       await browser.close()
+      await site?.app.close()
       await t.close()
     },
   }

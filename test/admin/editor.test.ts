@@ -347,9 +347,9 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     process.stdout.write(`# gzipped JavaScript and CSS: ${(total / 1024).toFixed(1)} KiB (${[...sizes].map(([u, n]) => `${u} ${(n / 1024).toFixed(1)} KiB`).join(', ')})\n`)
     assert.ok(sizes.size >= 2, 'the script and the style sheet were loaded')
     assert.ok(total <= 300 * 1024, `${total} bytes`)
-    // What only Profile and Staff need (QR codes, passkey registration, the staff's table) waits until they open.
+    // What only Profile, Staff and Site need (QR codes, passkey registration, the staff's table, the site's settings) waits until they open.
     const { lazy } = JSON.parse(fs.readFileSync(new URL('../../dist/admin/manifest.json', import.meta.url), 'utf8')) as { lazy: { file: string, screen: string }[] }
-    assert.deepEqual(lazy.map(l => l.screen).sort(), ['profile', 'staff'])
+    assert.deepEqual(lazy.map(l => l.screen).sort(), ['profile', 'site', 'staff'])
     assert.deepEqual([...sizes.keys()].filter(u => lazy.some(l => u.endsWith(`/${l.file}`))), [], 'no lazy screen\'s file is loaded for the list and the editor')
     assert.deepEqual(foreign(requests, w.origin), [])
     await context.close()

@@ -11,7 +11,7 @@ import { atLeast, forgetPerson, signedInPerson, whoAmI } from './people.ts'
 /**
  * The editor's page: a header (the service's name, `New post`, sign out), the live status, and one
  * screen at a time chosen by the address's fragment: `#/` the list, `#/posts/new`, `#/posts/<id>`,
- * `#/profile`, `#/staff` (those two loaded when first opened: the list and the editor need none of it);
+ * `#/profile`, `#/staff`, `#/site` (those three loaded when first opened: the list and the editor need none of it);
  * at the pages of the links the service makes (`/admin/setup#<token>`, `/admin/invite#…`,
  * `/admin/reset#…`), that link's form.
  */
@@ -33,6 +33,7 @@ const SCREENS: { pattern: RegExp, open: (m: RegExpExecArray) => Promise<{ elemen
   { pattern: /^#\/posts\/(new|\d+)$/, open: async m => editorScreen(shell, m[1] === 'new' ? null : Number(m[1]), signedInPerson()) },
   { pattern: /^#\/profile$/, open: async () => ({ element: (await import('./profile.ts')).profileScreen(shell) }) },
   { pattern: /^#\/staff$/, open: async () => ({ element: (await import('./staff.ts')).staffScreen(shell, signedInPerson()) }) },
+  { pattern: /^#\/site$/, open: async () => ({ element: (await import('./site.ts')).siteScreen(shell, signedInPerson()) }) },
 ]
 
 let routed = 0
@@ -78,13 +79,17 @@ function show (screen: HTMLElement): void {
   document.title = `${screen.querySelector('h1')?.textContent ?? 'Editor'} · Blog Post Service`
 }
 
-/** The header's links: Profile for a person, Staff for editors and above. */
+/** The header's links: Profile for a person, Staff for editors and above, Site for admins. */
 const people = h('span', { class: 'people' })
 function drawNav (): void {
   const person = signedInPerson()
   people.replaceChildren(...(person === null
     ? []
-    : [h('a', { href: '#/profile' }, 'Profile'), atLeast(person.role, 'editor') ? h('a', { href: '#/staff' }, 'Staff') : null].filter(e => e !== null)))
+    : [
+        h('a', { href: '#/profile' }, 'Profile'),
+        atLeast(person.role, 'editor') ? h('a', { href: '#/staff' }, 'Staff') : null,
+        atLeast(person.role, 'admin') ? h('a', { href: '#/site' }, 'Site') : null,
+      ].filter(e => e !== null)))
 }
 
 nav.append(

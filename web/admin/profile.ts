@@ -53,7 +53,7 @@ export function profileScreen (shell: Shell): HTMLElement {
   const drawAvatar = () => {
     avatarShown.replaceChildren(...(avatar === null
       ? []
-      : [h('img', { src: mediaImage(avatar, 160), alt: 'Your avatar', width: 80, height: 80 }),
+      : [h('img', { src: mediaImage(avatar, 320), alt: 'Your avatar', width: 80, height: 80 }),
           h('button', { type: 'button', onclick: () => { avatar = null; drawAvatar() } }, 'Remove avatar')]))
   }
   avatarInput.addEventListener('change', () => {
