@@ -94,6 +94,8 @@ export class EventStream {
  */
 export class StreamHub {
   private readonly streams = new Set<EventStream>()
+  /** In-process readers of every event the hub reads (listen). */
+  private readonly listeners = new Set<(events: readonly StoredEvent[]) => void>()
   private cursor = 0
   private heartbeat: NodeJS.Timeout | null = null
   private joining: Promise<void> | null = null
@@ -134,7 +136,7 @@ export class StreamHub {
    * events are held from the moment it joins until the past is read, so none falls between.
    */
   async join (stream: EventStream): Promise<void> {
-    if (this.streams.size === 0) {
+    if (this.idle) {
       // Idle, the hub read nothing: it starts from now, and the stream reads the past itself.
       this.joining ??= (async () => { this.cursor = await this.store.events.lastId() })().finally(() => { this.joining = null })
     }
@@ -154,11 +156,37 @@ export class StreamHub {
     stream.caughtUp()
   }
 
+  /**
+   * Calls `fn` with every batch of events the hub reads from now on (committed on any instance,
+   * within one poll), in id order; resolves to a function that stops it. A listener that throws
+   * does not stop the others, nor the streams.
+   */
+  async listen (fn: (events: readonly StoredEvent[]) => void): Promise<() => void> {
+    if (this.idle) {
+      this.joining ??= (async () => { this.cursor = await this.store.events.lastId() })().finally(() => { this.joining = null })
+    }
+    await this.joining
+    this.listeners.add(fn)
+    return () => { this.listeners.delete(fn) }
+  }
+
+  /** Nobody reads: the cursor is stale, and moves to the newest event when someone joins. */
+  private get idle (): boolean {
+    return this.streams.size === 0 && this.listeners.size === 0
+  }
+
   private async tick (): Promise<boolean> {
-    if (this.streams.size === 0) return false
+    if (this.idle) return false
     const events = await this.store.events.list(this.cursor, PAGE)
     if (events.length === 0) return false
     this.cursor = events.at(-1)!.id
+    for (const fn of this.listeners) {
+      try {
+        fn(events)
+      } catch {
+        // A listener's failure is its own; the streams still get the events.
+      }
+    }
     const framed = events.map(frame)
     for (const s of this.streams) s.send(framed)
     return events.length === PAGE
