@@ -12,6 +12,13 @@ interface Kept {
   readonly bytes: number
 }
 
+/**
+ * An answer that shows an image of the media library (a feature image, an image in the content, an
+ * avatar) carries facts of it (its alt text) that change without an event, so it is never kept;
+ * every such image is named by its path.
+ */
+const MEDIA_PATH = '/media/'
+
 /** What a kept answer may hold at most, whatever the cache's size. */
 const MAX_ENTRY_BYTES = 1024 * 1024
 
@@ -155,7 +162,7 @@ export const publicCachePlugin = fp(async function publicCache (app: FastifyInst
       const etag = headers.etag
       const cacheControl = headers['cache-control']
       if (typeof etag === 'string' && typeof cacheControl === 'string' && cacheControl.startsWith('public') &&
-        headers['set-cookie'] === undefined && headers['content-encoding'] === undefined) {
+        headers['set-cookie'] === undefined && headers['content-encoding'] === undefined && !payload.includes(MEDIA_PATH)) {
         const kept: OutgoingHttpHeaders = {}
         for (const [name, value] of Object.entries(headers)) if (!PER_REQUEST.has(name) && value !== undefined) kept[name] = value
         const lastModified = typeof headers['last-modified'] === 'string' ? new Date(headers['last-modified']) : undefined
