@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { OutgoingHttpHeaders } from 'node:http'
 import { routeOf } from '../protocol/route.ts'
@@ -12,12 +12,17 @@ interface Kept {
   readonly bytes: number
 }
 
-/**
- * An answer that shows an image of the media library (a feature image, an image in the content, an
- * avatar) carries facts of it (its alt text) that change without an event, so it is never kept;
- * every such image is named by its path.
- */
-const MEDIA_PATH = '/media/'
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Whether the public answers cache may keep this route's anonymous public answers: set by a
+     * route whose answers are the same for every anonymous reader of the same URL, Accept and
+     * Prefer, and change only with a change that records an event. `true`, or a test of each
+     * answer's body: false when this one shows something that changes without an event.
+     */
+    publicCache?: true | ((body: string | Buffer) => boolean)
+  }
+}
 
 /** What a kept answer may hold at most, whatever the cache's size. */
 const MAX_ENTRY_BYTES = 1024 * 1024
@@ -37,8 +42,8 @@ export interface PublicCacheCounters {
 }
 
 /**
- * This instance's bounded store of anonymous, public answers (published posts, their lists, tags,
- * authors, feeds), in the order they were kept: when full, the oldest go first. `clear` empties
+ * This instance's bounded store of anonymous, public answers (of the routes that declare
+ * `publicCache`), in the order they were kept: when full, the oldest go first. `clear` empties
  * it and moves the generation on, so an answer whose rendering began before a change is never
  * kept (`keep` with the generation read when its request began).
  */
@@ -91,13 +96,6 @@ export class PublicCache {
   }
 }
 
-/**
- * The routes whose anonymous answers are kept, without their version prefix: each answers the
- * same bytes to every anonymous reader of the same URL, Accept and Prefer, and changes only with
- * a change that records an event.
- */
-const CACHED_ROUTES = new Set(['/posts', '/posts/:post_id', '/posts/by-slug/:slug', '/tags', '/authors', '/authors/:slug', '/feed.atom', '/feed.json'])
-
 const SLOT = Symbol('publicCache')
 type WithSlot = FastifyRequest & { [SLOT]?: { key: string, generation: number } }
 
@@ -107,8 +105,7 @@ function keyOf (req: FastifyRequest): string | null {
   const h = req.headers
   // Credentials decide visibility; a Range is not an answer the cache holds.
   if (h.authorization !== undefined || h.cookie !== undefined || h.range !== undefined) return null
-  const url = routeOf(req).url
-  if (url === undefined || !CACHED_ROUTES.has(url.replace(/^\/v\d+(?=\/)/, ''))) return null
+  if (routeOf(req).config.publicCache === undefined) return null
   // Accept (version, media type) and Prefer (counts) change the bytes, Origin the CORS headers; the
   // path keeps its version prefix, which the links carry. Accept-Encoding does not: the body is
   // kept before content coding, which every answer, a hit too, goes through.
@@ -117,6 +114,10 @@ function keyOf (req: FastifyRequest): string | null {
 
 /** RFC 9110 §13.2.2 for GET/HEAD, as a miss decides it (src/http/toolkit/conditional.ts's isNotModified). */
 export type NotModified = (req: FastifyRequest, validators: { readonly etag: string, readonly lastModified?: Date | undefined }) => boolean
+
+function keeps (rule: FastifyContextConfig['publicCache'], body: string | Buffer): boolean {
+  return rule === true || (rule !== undefined && rule(body))
+}
 
 function send (req: FastifyRequest, reply: FastifyReply, kept: Kept, isNotModified: NotModified): void {
   reply.headers(kept.headers)
@@ -162,7 +163,7 @@ export const publicCachePlugin = fp(async function publicCache (app: FastifyInst
       const etag = headers.etag
       const cacheControl = headers['cache-control']
       if (typeof etag === 'string' && typeof cacheControl === 'string' && cacheControl.startsWith('public') &&
-        headers['set-cookie'] === undefined && headers['content-encoding'] === undefined && !payload.includes(MEDIA_PATH)) {
+        headers['set-cookie'] === undefined && headers['content-encoding'] === undefined && keeps(routeOf(req).config.publicCache, payload)) {
         const kept: OutgoingHttpHeaders = {}
         for (const [name, value] of Object.entries(headers)) if (!PER_REQUEST.has(name) && value !== undefined) kept[name] = value
         const lastModified = typeof headers['last-modified'] === 'string' ? new Date(headers['last-modified']) : undefined
