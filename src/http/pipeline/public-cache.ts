@@ -134,8 +134,8 @@ function send (req: FastifyRequest, reply: FastifyReply, kept: Kept, isNotModifi
  * Answers anonymous reads of public content from `cache` when it holds them, with no store
  * query and no rendering (304 included), and keeps the answers of those it did not hold. Its
  * hook comes after authentication, the rate limit, admission and versioning, which every
- * request, a hit too, goes through; its onSend after every other one of the app's, so what it
- * keeps is what the client gets before content coding. Conditional requests are decided by the
+ * request, a hit too, goes through; its onSend after the app-level ones that set headers (Vary)
+ * and before a route's own (content coding), so what it keeps is what the client gets, uncoded. Conditional requests are decided by the
  * toolkit's rule (`isNotModified`, a layer above, given by the app), the one a miss uses.
  */
 export const publicCachePlugin = fp(async function publicCache (app: FastifyInstance, { cache, isNotModified }: { cache: PublicCache, isNotModified: NotModified }) {
