@@ -1,13 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { pino } from 'pino'
-import { Counter, Registry } from 'prom-client'
+import { Registry } from 'prom-client'
 import { buildCatalogue, type Catalogue } from './catalogue.ts'
 import { type Clock, systemClock } from './clock.ts'
 import { type Config, type Env, readConfig } from './config.ts'
 import { Authenticator, type PeopleCredentials } from './http/pipeline/auth.ts'
 import { InFlight } from './http/pipeline/deadlines.ts'
 import { idempotencyJobs } from './http/pipeline/idempotency.ts'
-import { PublicCache } from './http/pipeline/public-cache.ts'
 import { Representations } from './http/toolkit/conditional.ts'
 import { CursorCodec } from './http/toolkit/paging.ts'
 import { type Facility, type Part, type PartContext, type Resource, schemasOf, type Services } from './http/contract/resources.ts'
@@ -42,8 +41,6 @@ export interface AppContext extends PartContext {
   readonly representations: Representations
   /** The requests in flight, which a shutdown that ran out of grace answers 503 (src/server.ts). */
   readonly inFlight: InFlight
-  /** Anonymous public answers kept by this instance; null when PUBLIC_CACHE_BYTES is 0. */
-  readonly publicCache: PublicCache | null
 }
 
 /**
@@ -128,7 +125,6 @@ export async function createContext (config: Config, overrides: ContextOverrides
     for (const job of idempotencyJobs(store, config, clock)) jobs.add(job)
     for (const part of parts) for (const job of part.jobs?.(ctx) ?? []) jobs.add(job)
     const catalogue = catalogueOf(parts)
-    const publicCache = await publicCacheOf(ctx)
     return Object.freeze({
       ...ctx,
       parts,
@@ -137,31 +133,11 @@ export async function createContext (config: Config, overrides: ContextOverrides
       representations: new Representations(resources.map(r => [r.name, schemasOf(r, ctx.eventTypes)] as const)),
       jobs,
       inFlight: new InFlight(config.requestTimeoutMs, catalogue),
-      publicCache,
     })
   } catch (err) {
     if (overrides.store === undefined) await store.close().catch(() => {})
     throw err
   }
-}
-
-/**
- * The public answers cache, emptied by every change that records an event: this instance's when
- * its unit of work ends (before the write is answered), any instance's when the event log's
- * reader reads it (within EVENTS_POLL_MS).
- */
-async function publicCacheOf ({ config, store, metrics, services, lifecycle }: PartContext): Promise<PublicCache | null> {
-  if (config.publicCache.bytes === 0) return null
-  const hits = new Counter({ name: 'public_cache_hits_total', help: 'Anonymous public reads answered from this instance\'s cache (no store query, no rendering)', registers: [metrics] })
-  const misses = new Counter({ name: 'public_cache_misses_total', help: 'Anonymous public reads the cache did not hold (rendered, then kept when they could be)', registers: [metrics] })
-  const cache = new PublicCache(config.publicCache.bytes, config.publicCache.entries, { hit: () => { hits.inc() }, miss: () => { misses.inc() } })
-  const stopLocal = store.afterEvents(() => { cache.clear() })
-  const stopRemote = await (services as Partial<Services>).eventStreams?.listen(() => { cache.clear() })
-  lifecycle.onClosed(async () => {
-    stopLocal()
-    stopRemote?.()
-  })
-  return cache
 }
 
 /** People's credentials, when the identity facility is among the parts. */

@@ -94,7 +94,7 @@ export class EventStream {
  */
 export class StreamHub {
   private readonly streams = new Set<EventStream>()
-  /** In-process readers of every event the hub reads (listen). */
+  /** In-process readers of what the hub reads (a page cache emptied by changes). */
   private readonly listeners = new Set<(events: readonly StoredEvent[]) => void>()
   private cursor = 0
   private heartbeat: NodeJS.Timeout | null = null
@@ -136,7 +136,7 @@ export class StreamHub {
    * events are held from the moment it joins until the past is read, so none falls between.
    */
   async join (stream: EventStream): Promise<void> {
-    if (this.idle) {
+    if (this.streams.size === 0 && this.listeners.size === 0) {
       // Idle, the hub read nothing: it starts from now, and the stream reads the past itself.
       this.joining ??= (async () => { this.cursor = await this.store.events.lastId() })().finally(() => { this.joining = null })
     }
@@ -157,12 +157,11 @@ export class StreamHub {
   }
 
   /**
-   * Calls `fn` with every batch of events the hub reads from now on (committed on any instance,
-   * within one poll), in id order; resolves to a function that stops it. A listener that throws
-   * does not stop the others, nor the streams.
+   * Calls `fn` with every batch of events the hub reads from now on, committed on any instance
+   * (within one poll, EVENTS_POLL_MS); the function it gives back stops that.
    */
   async listen (fn: (events: readonly StoredEvent[]) => void): Promise<() => void> {
-    if (this.idle) {
+    if (this.streams.size === 0 && this.listeners.size === 0) {
       this.joining ??= (async () => { this.cursor = await this.store.events.lastId() })().finally(() => { this.joining = null })
     }
     await this.joining
@@ -170,25 +169,14 @@ export class StreamHub {
     return () => { this.listeners.delete(fn) }
   }
 
-  /** Nobody reads: the cursor is stale, and moves to the newest event when someone joins. */
-  private get idle (): boolean {
-    return this.streams.size === 0 && this.listeners.size === 0
-  }
-
   private async tick (): Promise<boolean> {
-    if (this.idle) return false
+    if (this.streams.size === 0 && this.listeners.size === 0) return false
     const events = await this.store.events.list(this.cursor, PAGE)
     if (events.length === 0) return false
     this.cursor = events.at(-1)!.id
-    for (const fn of this.listeners) {
-      try {
-        fn(events)
-      } catch {
-        // A listener's failure is its own; the streams still get the events.
-      }
-    }
     const framed = this.streams.size === 0 ? [] : events.map(frame)
     for (const s of this.streams) s.send(framed)
+    for (const fn of this.listeners) fn(events)
     return events.length === PAGE
   }
 }

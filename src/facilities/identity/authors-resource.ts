@@ -12,12 +12,6 @@ import { AUTHORS, AuthorSchema, ListAuthorsQuerySchema } from './schemas.ts'
 import type { UserRecord } from './store.ts'
 
 const tags = ['authors']
-
-/** An author shown with an avatar (an image of the media library, whose alt text changes with no event) is not kept by the public answers cache. */
-function showsNoLibraryImage (body: string | Buffer): boolean {
-  return !body.includes('/media/')
-}
-
 const AUTHOR_FIELDS = ['slug', 'name', 'bio', 'website', 'avatar', 'post_count', '_links'] as const
 
 /** A user with a published post, as the public sees them: no email, role or status. */
@@ -50,7 +44,6 @@ async function authorRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
   }
 
   app.get('/authors', ctx.route({
-    config: { publicCache: showsNoLibraryImage },
     schema: { tags, summary: 'List authors', description: 'Public: every user with at least one published post, by name. No email, role or status.', querystring: ListAuthorsQuerySchema, response: { 200: Type.Array(Type.Ref(AuthorSchema)), 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS, 422) } },
   }), async (req, reply) => await listHandler(ctx.cursors, {
     collection: AUTHORS,
@@ -68,7 +61,6 @@ async function authorRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
   })(req, reply))
 
   app.get<{ Params: { slug: string } }>('/authors/:slug', ctx.route({
-    config: { publicCache: showsNoLibraryImage },
     schema: { tags, summary: 'Read an author', description: 'Public. A former slug answers 301 to the current one; a user without a published post: 404 `AUTHOR_NOT_FOUND`.', params: SlugParamsSchema, response: { 200: Type.Ref(AuthorSchema), 301: Type.Null({ description: 'Moved: `Location` is the author\'s current page.' }), 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS, 404, 422) } },
   }), async (req, reply) => {
     const { slug } = req.params

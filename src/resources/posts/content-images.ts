@@ -12,12 +12,3 @@ export function contentImages (catalogue: ImageCatalogue, config: Config) {
     return new Map([...ids].flatMap(([src, id]) => { const f = facts.get(id); return f === undefined ? [] : [[src, f] as const] }))
   }
 }
-
-/**
- * Whether an answer may be kept by the public answers cache: not when it shows an image of the
- * media library (a feature image, an image in the content, an author's avatar), whose facts (its
- * alt text) change with no event of the posts'. Each such image is named by its path.
- */
-export function showsNoLibraryImage (body: string | Buffer): boolean {
-  return !body.includes('/media/')
-}

@@ -15,7 +15,6 @@ import { SITEMAP_MEDIA_TYPE, sitemapIndex, urlset } from './sitemap.ts'
 import { ATOM_MEDIA_TYPE, atomFeed, type FeedAuthor, type FeedEntry, feedUpdated, JSON_FEED_MEDIA_TYPE, jsonFeed } from './feeds.ts'
 import { type ContentImages, EXCERPT_MAX, renderContent } from './markdown.ts'
 import { parseTagFilter, TAG_MAX, TAGS_MAX } from './tags.ts'
-import { showsNoLibraryImage } from './content-images.ts'
 import { CONTENT_MAX, TITLE_MAX } from './post.ts'
 import { AUTHORS_MAX } from './schemas.ts'
 import { publicUrls } from './public-urls.ts'
@@ -43,7 +42,6 @@ export const tagsCollection: CollectionSpec<'name' | 'count'> = {
 /** `GET /tags`: every tag on a post the caller may see, with counts, paged as every list. */
 export async function tagRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
   app.get('/tags', ctx.route({
-    config: { publicCache: true as const },
     schema: {
       tags: ['posts'],
       summary: 'List tags',
@@ -175,7 +173,7 @@ export async function feedRoutes (app: FastifyInstance, ctx: { readonly config: 
     produces: [mediaType],
     response: { 200: { description: `The feed (${mediaType}).`, content: { [mediaType]: { schema: body } } }, 304: NotModifiedSchema, ...problemResponses(...SYSTEM_ERRORS, 406, 422) },
   })
-  const config = { ignoresCredentials: true, publicCache: showsNoLibraryImage }
+  const config = { ignoresCredentials: true }
   app.get<{ Querystring: FeedQuery }>('/feed.atom', { config, schema: schema('Atom feed of published posts', 'application/atom+xml', { type: 'string', description: 'Atom 1.0 (RFC 4287).' }) }, feed('atom'))
   app.get<{ Querystring: FeedQuery }>('/feed.json', { config, schema: schema('JSON Feed of published posts', 'application/feed+json', JsonFeedSchema) }, feed('json'))
 }

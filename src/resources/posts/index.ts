@@ -20,7 +20,7 @@ import { aliasesStore } from './aliases.ts'
 import { exportEntry, postsImportable } from './importable.ts'
 import { toFieldErrors } from '../../http/protocol/validation.ts'
 import type { ListQuery, UnitOfWork } from '../../store/store.ts'
-import { contentImages, showsNoLibraryImage } from './content-images.ts'
+import { contentImages } from './content-images.ts'
 import type { PostFilter } from './store.ts'
 import { linkBase } from '../../http/protocol/versioning.ts'
 import { cacheControlFor } from '../../http/pipeline/caching.ts'
@@ -82,7 +82,6 @@ async function postRoutes (app: FastifyInstance, ctx: RouteContext): Promise<voi
   const written = (req: FastifyRequest, post: Post, status: 200 | 201) => writtenResource(req, 'posts', post, renderPost(post, version, linkBase(req)), status)
 
   app.get('/posts', ctx.route({
-    config: { publicCache: showsNoLibraryImage },
     schema: {
       tags,
       summary: 'List posts',
@@ -108,7 +107,6 @@ async function postRoutes (app: FastifyInstance, ctx: RouteContext): Promise<voi
   }))
 
   app.get<{ Params: PostIdParams }>('/posts/:post_id', ctx.route({
-    config: { publicCache: showsNoLibraryImage },
     schema: {
       tags,
       summary: 'Read a post',
@@ -121,7 +119,6 @@ async function postRoutes (app: FastifyInstance, ctx: RouteContext): Promise<voi
   })
 
   app.get<{ Params: PostSlugParams }>('/posts/by-slug/:slug', ctx.route({
-    config: { publicCache: showsNoLibraryImage },
     schema: {
       tags,
       summary: 'Read a post by its slug',
