@@ -119,6 +119,15 @@ export async function useKey (page: Page): Promise<void> {
 }
 
 /** Signs in through the form with an API key. */
+/** Signs in at /admin with a person's email and password, and waits for the list of posts. */
+export async function signInAs (page: Page, email: string, password: string): Promise<void> {
+  await page.goto('/admin')
+  await page.getByLabel('Email').fill(email)
+  await page.getByLabel('Password', { exact: true }).fill(password)
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click()
+  await page.getByRole('heading', { level: 1, name: 'Posts' }).waitFor()
+}
+
 export async function signIn (page: Page, token: string): Promise<void> {
   await page.goto('/admin')
   await useKey(page)

@@ -1,19 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import type { Page } from 'playwright-core'
 import sharp from 'sharp'
-import { cspViolations, editorMissing, type EditorWorld, eventually, seriousViolations, startEditorWorld } from './browser.ts'
+import { cspViolations, editorMissing, type EditorWorld, eventually, seriousViolations, signInAs, startEditorWorld } from './browser.ts'
 
 const OWNER_PASSWORD = 'a long pass phrase for olive'
 const EDITOR_PASSWORD = 'a long pass phrase for eddie'
-
-async function signIn (page: Page, email: string, password: string): Promise<void> {
-  await page.goto('/admin')
-  await page.getByLabel('Email').fill(email)
-  await page.getByLabel('Password', { exact: true }).fill(password)
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click()
-  await page.getByRole('heading', { level: 1, name: 'Posts' }).waitFor()
-}
 
 describe('the Site screen in Chromium, with the reading site on its own listener', { skip: editorMissing() }, () => {
   let w: EditorWorld
@@ -31,7 +22,7 @@ describe('the Site screen in Chromium, with the reading site on its own listener
 
   it('lets an admin change the title, accent, logo and navigation, which the site shows within a second; refuses a bad colour by its field and a stale save', async () => {
     const { page, context, errors } = await w.open()
-    await signIn(page, 'olive@example.com', OWNER_PASSWORD)
+    await signInAs(page, 'olive@example.com', OWNER_PASSWORD)
     await page.getByRole('link', { name: 'Site', exact: true }).click()
     await page.getByRole('heading', { level: 1, name: 'Site' }).waitFor()
     const title = page.getByLabel('Site title')
@@ -109,7 +100,7 @@ describe('the Site screen in Chromium, with the reading site on its own listener
 
   it('offers an editor no Site link, and at its address the settings to read only', async () => {
     const { page, context } = await w.open()
-    await signIn(page, 'eddie@example.com', EDITOR_PASSWORD)
+    await signInAs(page, 'eddie@example.com', EDITOR_PASSWORD)
     await page.getByRole('link', { name: 'Staff' }).waitFor()
     assert.equal(await page.getByRole('link', { name: 'Site', exact: true }).count(), 0)
     // At the screen's address, the settings are there to read, not to change.

@@ -1,17 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import type { Page } from 'playwright-core'
-import { cspViolations, editorMissing, type EditorWorld, seriousViolations, startEditorWorld } from './browser.ts'
+import { cspViolations, editorMissing, type EditorWorld, seriousViolations, signInAs, startEditorWorld } from './browser.ts'
 
 const OWNER_PASSWORD = 'a long pass phrase for olive'
-
-async function signIn (page: Page, email: string, password: string): Promise<void> {
-  await page.goto('/admin')
-  await page.getByLabel('Email').fill(email)
-  await page.getByLabel('Password', { exact: true }).fill(password)
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click()
-  await page.getByRole('heading', { level: 1, name: 'Posts' }).waitFor()
-}
 
 describe('the Staff screen and a team\'s roles in the editor, in Chromium', { skip: editorMissing() }, () => {
   let w: EditorWorld
@@ -25,7 +16,7 @@ describe('the Staff screen and a team\'s roles in the editor, in Chromium', { sk
 
   it('invites a contributor who accepts in another browser and may only write drafts; an editor sets authors; the admin changes her role, suspends her (her open editor says so) and removes her', async () => {
     const owner = await w.open()
-    await signIn(owner.page, 'olive@example.com', OWNER_PASSWORD)
+    await signInAs(owner.page, 'olive@example.com', OWNER_PASSWORD)
     await owner.page.getByRole('link', { name: 'Staff' }).click()
     await owner.page.getByRole('heading', { level: 1, name: 'Staff' }).waitFor()
     await owner.page.getByRole('cell', { name: 'Olive' }).waitFor()

@@ -1,32 +1,20 @@
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import { type Browser, chromium } from 'playwright-core'
 import { CHROMIUM, cspViolations, gzippedAssets, LAUNCH_ARGS, seriousViolations } from '../admin/browser.ts'
-import { json, underCI } from '../helper.ts'
-import { png } from '../resources/media/images.ts'
-import { buildTestSite, publish, type TestSite } from './site-helper.ts'
-
-function browserMissing (): string | false {
-  if (fs.existsSync(CHROMIUM)) return false
-  if (underCI()) throw new Error(`CI=true but ${CHROMIUM} is missing (run sh scripts/install-browser.sh)`)
-  return `${CHROMIUM} is missing`
-}
+import { addAuthor, addImage, buildTestSite, chromiumMissing, publish, type TestSite } from './site-helper.ts'
 
 const CSP_WATCH = 'window.__csp = []; document.addEventListener("securitypolicyviolation", e => { window.__csp.push(e.violatedDirective + " " + (e.blockedURI || e.sample)) }, true)'
 
-describe('the site in a browser', { skip: browserMissing() }, () => {
+describe('the site in a browser', { skip: chromiumMissing() }, () => {
   let s: TestSite
   let browser: Browser
   let slug: string
   before(async () => {
     s = await buildTestSite('sqlite')
     const admin = await s.t.auth('root', ['admin'])
-    await s.t.store.transaction(async uow => {
-      await s.t.context.services.identity.createUser(uow, { email: 'ann@example.com', name: 'Ann Writer', role: 'author', passwordHash: null, slug: 'ann' })
-    })
-    const image = json(await s.t.request({ method: 'POST', url: '/media', headers: { ...admin, 'content-type': 'image/png' }, payload: await png(1200, 600) }))
-    await s.t.request({ method: 'PATCH', url: `/media/${image.id as string}`, headers: { ...admin, 'content-type': 'application/merge-patch+json' }, payload: { alt: 'A picture' } })
+    await addAuthor(s.t)
+    const image = await addImage(s.t, admin, 1200, 600, 'A picture')
     await s.t.request({ method: 'PATCH', url: '/site', headers: { ...admin, 'content-type': 'application/merge-patch+json' }, payload: { navigation: [{ label: 'About', url: '/about' }, { label: 'Archive', url: '/page/2' }] } })
     const long = `${'A long paragraph of words that goes on. '.repeat(40)}\n\n\`\`\`\nconst aVeryLongLineOfCodeThatWouldScrollSideways = ${'"x".repeat(10) + '.repeat(12)}"end"\n\`\`\`\n\n![A picture](/media/${image.id as string}/image)`
     slug = (await publish(s.t, { title: 'A post with a rather long title to see how it wraps on a phone', authors: ['ann'], tags: ['Photos', 'Long reads'], feature_image: image.id, content: long }, admin)).slug

@@ -2,10 +2,9 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import path from 'node:path'
 import { HtmlValidate } from 'html-validate'
-import { json, storeKinds } from '../helper.ts'
+import { storeKinds } from '../helper.ts'
 import { ROOT } from '../process-helper.ts'
-import { png } from '../resources/media/images.ts'
-import { buildTestSite, publish, type TestSite } from './site-helper.ts'
+import { addAuthor, addImage, buildTestSite, publish, type TestSite } from './site-helper.ts'
 
 const validator = new HtmlValidate({ extends: ['html-validate:standard'] })
 
@@ -22,11 +21,8 @@ for (const kind of await storeKinds()) {
     before(async () => {
       s = await buildTestSite(kind)
       const admin = await s.t.auth('root', ['admin'])
-      await s.t.store.transaction(async uow => {
-        await s.t.context.services.identity.createUser(uow, { email: 'ann@example.com', name: 'Ann Writer', role: 'author', passwordHash: null, slug: 'ann' })
-      })
-      image = json(await s.t.request({ method: 'POST', url: '/media', headers: { ...admin, 'content-type': 'image/png' }, payload: await png(1600, 900) }))
-      await s.t.request({ method: 'PATCH', url: `/media/${image.id as string}`, headers: { ...admin, 'content-type': 'application/merge-patch+json' }, payload: { alt: 'A wide picture' } })
+      await addAuthor(s.t)
+      image = await addImage(s.t, admin, 1600, 900, 'A wide picture')
       await s.t.request({ method: 'PATCH', url: '/site', headers: { ...admin, 'content-type': 'application/merge-patch+json' }, payload: { title: 'Ann & Co', description: 'Notes "quoted"', navigation: [{ label: 'About', url: '/about' }] } })
       post = await publish(s.t, { title: 'Pictures <3', authors: ['ann'], tags: ['Photos'], feature_image: image.id, content: `Words.\n\n![inline](/media/${image.id as string}/image)\n\nMore words.`, meta_description: 'About pictures.' }, admin)
       for (let i = 0; i < 11; i++) await publish(s.t, { title: `Filler ${i}`, authors: ['ann'], tags: ['Photos'], feature_image: image.id }, admin)

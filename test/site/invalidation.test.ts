@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { json, storeKinds } from '../helper.ts'
-import { buildTestSite, publish, type TestSite } from './site-helper.ts'
+import { addAuthor, buildTestSite, publish, type TestSite } from './site-helper.ts'
 
 const MERGE = 'application/merge-patch+json'
 /** Every change reaches the other instance's pages within this. */
@@ -70,7 +70,7 @@ if ((await storeKinds()).includes('postgres')) {
     })
 
     it('an author renamed', async () => {
-      const user = await a.t.store.transaction(async uow => await a.t.context.services.identity.createUser(uow, { email: 'ann@example.com', name: 'Ann Writer', role: 'author', passwordHash: null, slug: 'ann' }))
+      const user = await addAuthor(a.t)
       const post = await publish(a.t, { title: 'Written by Ann', authors: ['ann'] }, admin)
       assert.match(await (await b.get(`/${post.slug as string}`)).text(), /Ann Writer/)
       assert.match(await (await b.get('/author/ann')).text(), /Ann Writer/)

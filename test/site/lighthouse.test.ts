@@ -1,15 +1,9 @@
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import * as chromeLauncher from 'chrome-launcher'
 import lighthouse from 'lighthouse'
 import { CHROMIUM } from '../admin/browser.ts'
-import { json, underCI } from '../helper.ts'
-import { png } from '../resources/media/images.ts'
-import { buildTestSite, publish, type TestSite } from './site-helper.ts'
-
-const missing = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (run sh scripts/install-browser.sh)`
-if (missing !== false && underCI()) throw new Error(`CI=true but ${missing}`)
+import { addAuthor, addImage, buildTestSite, chromiumMissing, publish, type TestSite } from './site-helper.ts'
 
 /** What Chromium asks for when it loads an image. */
 const BROWSER_IMAGES = 'image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8'
@@ -18,20 +12,17 @@ const BROWSER_IMAGES = 'image/avif,image/webp,image/apng,image/svg+xml,image/*,*
 const CATEGORIES = ['performance', 'accessibility', 'best-practices', 'seo'] as const
 
 /** Lighthouse's mobile scores on the home page and a post of a blog of 20 posts with feature images. */
-describe('the reading site under Lighthouse', { skip: missing }, () => {
+describe('the reading site under Lighthouse', { skip: chromiumMissing() }, () => {
   let s: TestSite
   let slug: string
   before(async () => {
     s = await buildTestSite('sqlite')
     const admin = await s.t.auth('root', ['admin'])
-    await s.t.store.transaction(async uow => {
-      await s.t.context.services.identity.createUser(uow, { email: 'ann@example.com', name: 'Ann Writer', role: 'author', passwordHash: null, slug: 'ann' })
-    })
+    await addAuthor(s.t)
     await s.t.request({ method: 'PATCH', url: '/site', headers: { ...admin, 'content-type': 'application/merge-patch+json' }, payload: { title: 'Field Notes', description: 'Notes from the field, weekly.', navigation: [{ label: 'About', url: '/about' }] } })
     const content = 'A first paragraph with a [link](https://example.com).\n\n## A heading\n\nMore words, and some `code`:\n\n```js\nconst answer = 42\n```\n\n> A quotation.\n'
     for (let i = 1; i <= 20; i++) {
-      const image = json(await s.t.request({ method: 'POST', url: '/media', headers: { ...admin, 'content-type': 'image/png' }, payload: await png(1600, 900) }))
-      await s.t.request({ method: 'PATCH', url: `/media/${image.id as string}`, headers: { ...admin, 'content-type': 'application/merge-patch+json' }, payload: { alt: `Picture ${i}` } })
+      const image = await addImage(s.t, admin, 1600, 900, `Picture ${i}`)
       const post = await publish(s.t, { title: `A post about the field, part ${i}`, authors: ['ann'], tags: ['Field', `Part ${i % 3}`], feature_image: image.id, content }, admin)
       slug = post.slug
     }

@@ -1,6 +1,9 @@
+import fs from 'node:fs'
 import type { FastifyBaseLogger } from 'fastify'
 import { buildSite, type Site } from '../../src/site/site.ts'
-import { buildTestApp, freePort, json, type StoreKind, type TestApp } from '../helper.ts'
+import { CHROMIUM } from '../admin/browser.ts'
+import { buildTestApp, freePort, json, type StoreKind, type TestApp, underCI } from '../helper.ts'
+import { png } from '../resources/media/images.ts'
 
 /** The app and its reading site, listening on a port of its own, as `npm start` runs them. */
 export interface TestSite {
@@ -46,4 +49,23 @@ export async function publish (t: TestApp, body: Record<string, unknown>, auth?:
   const res = await t.request({ method: 'POST', url: '/posts', headers: auth ?? await t.auth('ann', ['admin']), payload: { status: 'published', content: 'Some words here.', ...body } })
   if (res.statusCode !== 201) throw new Error(`POST /posts answered ${res.statusCode}: ${res.body}`)
   return json(res)
+}
+
+/** The author of the site tests' posts: Ann Writer, `ann`, a profile without a password. */
+export async function addAuthor (t: TestApp): Promise<{ id: string }> {
+  return await t.store.transaction(async uow => await t.context.services.identity.createUser(uow, { email: 'ann@example.com', name: 'Ann Writer', role: 'author', passwordHash: null, slug: 'ann' }))
+}
+
+/** A PNG of `width` × `height` uploaded to the media library with `alt`; its representation. */
+export async function addImage (t: TestApp, auth: { authorization: string }, width: number, height: number, alt: string): Promise<any> {
+  const image = json(await t.request({ method: 'POST', url: '/media', headers: { ...auth, 'content-type': 'image/png' }, payload: await png(width, height) }))
+  await t.request({ method: 'PATCH', url: `/media/${image.id as string}`, headers: { ...auth, 'content-type': 'application/merge-patch+json' }, payload: { alt } })
+  return image
+}
+
+/** Why the site's browser tests cannot run (no Chromium), or false; under CI a missing browser fails instead. */
+export function chromiumMissing (): string | false {
+  if (fs.existsSync(CHROMIUM)) return false
+  if (underCI()) throw new Error(`CI=true but ${CHROMIUM} is missing (run sh scripts/install-browser.sh)`)
+  return `${CHROMIUM} is missing (run sh scripts/install-browser.sh)`
 }
