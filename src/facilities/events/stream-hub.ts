@@ -136,11 +136,8 @@ export class StreamHub {
    * events are held from the moment it joins until the past is read, so none falls between.
    */
   async join (stream: EventStream): Promise<void> {
-    if (this.streams.size === 0 && this.listeners.size === 0) {
-      // Idle, the hub read nothing: it starts from now, and the stream reads the past itself.
-      this.joining ??= (async () => { this.cursor = await this.store.events.lastId() })().finally(() => { this.joining = null })
-    }
-    await this.joining
+    // The stream reads the past itself.
+    await this.wake()
     this.streams.add(stream)
     this.changed(this.streams.size)
     stream.res.once('close', () => {
@@ -161,16 +158,24 @@ export class StreamHub {
    * (within one poll, EVENTS_POLL_MS); the function it gives back stops that.
    */
   async listen (fn: (events: readonly StoredEvent[]) => void): Promise<() => void> {
-    if (this.streams.size === 0 && this.listeners.size === 0) {
-      this.joining ??= (async () => { this.cursor = await this.store.events.lastId() })().finally(() => { this.joining = null })
-    }
-    await this.joining
+    await this.wake()
     this.listeners.add(fn)
     return () => { this.listeners.delete(fn) }
   }
 
+  /** Nobody reads: the hub reads nothing, and its cursor is stale. */
+  private get idle (): boolean {
+    return this.streams.size === 0 && this.listeners.size === 0
+  }
+
+  /** Before the first reader joins an idle hub: it starts from the newest event (joins at once share one read). */
+  private async wake (): Promise<void> {
+    if (this.idle) this.joining ??= (async () => { this.cursor = await this.store.events.lastId() })().finally(() => { this.joining = null })
+    await this.joining
+  }
+
   private async tick (): Promise<boolean> {
-    if (this.streams.size === 0 && this.listeners.size === 0) return false
+    if (this.idle) return false
     const events = await this.store.events.list(this.cursor, PAGE)
     if (events.length === 0) return false
     this.cursor = events.at(-1)!.id
