@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Counter } from 'prom-client'
-import { PublishScheduler } from './publish-scheduler.ts'
+import { PublishScheduler } from './jobs/publish-scheduler.ts'
 import { normalisePostInput, POST_SORT_KEYS, type Post, type PostSortKey, type PostSummary } from './post.ts'
 import { PostService } from './post-service.ts'
 import { may, type Principal } from '../../domain/principal.ts'
@@ -24,7 +24,8 @@ import { contentImages } from './content-images.ts'
 import type { PostFilter } from './store.ts'
 import { linkBase } from '../../http/protocol/versioning.ts'
 import { cacheControlFor } from '../../http/pipeline/caching.ts'
-import { feedRoutes, renderRoutes, sitemapRoutes, TagListItemSchema, TagSchema, tagRoutes } from './content-routes.ts'
+import { renderRoutes, TagListItemSchema, TagSchema, tagRoutes } from './content-routes.ts'
+import { feedRoutes, sitemapRoutes } from './feeds/routes.ts'
 import { parseTagFilter } from './tags.ts'
 import { postSortValue } from './posts-repository.ts'
 import { answerDelete, answerWrite, writtenResource } from '../../http/toolkit/write.ts'
@@ -32,10 +33,11 @@ import { COMMON_ERRORS, NoContentSchema, NotModifiedSchema, problemResponses } f
 import { POST_EVENT_TYPES, postEvents } from './events.ts'
 import { postData, renderPost } from './representation.ts'
 import { articleServices } from './published.ts'
-import { revisionRoutes } from './revisions.ts'
-import { PREVIEW_LINK_SCHEMAS, previewLinkRoutes } from './preview-links.ts'
+import { revisionRoutes } from './revisions/revisions.ts'
+import { PREVIEW_LINK_SCHEMAS, previewLinkRoutes } from './preview-links/preview-links.ts'
+import { previewLinksProblems } from './preview-links/problems.ts'
 import { editorialSettings } from './settings.ts'
-import { searchCatchUp, searchIndexer } from './search-indexer.ts'
+import { searchCatchUp, searchIndexer } from './jobs/search-indexer.ts'
 import { FIELD_NAMES, ListPostsQuerySchema, type PostBody, PostIdParamsSchema, type PostIdParams, PostSlugParamsSchema, type PostSlugParams, POST_SCHEMAS, POST_VERSIONS } from './schemas.ts'
 
 /** The list's filter as the query gave it: `tag` a comma list, read into keys for the store. */
@@ -264,7 +266,7 @@ export const postsResource: Resource = {
   },
   description: 'Blog posts',
   path: '/posts',
-  problems: postsProblems,
+  problems: { ...previewLinksProblems, ...postsProblems },
   fieldCodes: postsFieldCodes,
   schemas: [...POST_SCHEMAS, TagSchema, TagListItemSchema, ...PREVIEW_LINK_SCHEMAS],
   eventTypes: POST_EVENT_TYPES,

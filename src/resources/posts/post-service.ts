@@ -11,7 +11,7 @@ import type { DuePost, PostFilter, PostStore, RevisionStore, TagCount, TagsQuery
 import type { NewPostWrite, Post, PostInput, PostSortKey, PostSummary, PostWrite } from './post.ts'
 import { isAdmin, may, type Principal, type Viewer } from '../../domain/principal.ts'
 import { ROLE_ACTIONS } from '../../domain/roles.ts'
-import { type Revision, type RevisionSummary, SYSTEM_EDITOR } from './revision.ts'
+import { type Revision, type RevisionSummary, SYSTEM_EDITOR } from './revisions/revision.ts'
 import { applySchedule, SCHEDULE_CHANNEL } from './schedule.ts'
 
 /** A client's condition on the current post (If-Match, If-Unmodified-Since); true to go ahead. */

@@ -2,7 +2,7 @@ import type { Compilable, Expression, ExpressionBuilder, Kysely, SelectQueryBuil
 import { sql } from 'kysely'
 import type { NewPostWrite, Post, PostSortKey, PostStatus, PostSummary, PostWrite, SlugWrite } from './post.ts'
 import { isAdmin, may, type Viewer } from '../../domain/principal.ts'
-import { NULL_PUBLISHED_ASC, NULL_PUBLISHED_DESC } from './0001-content.ts'
+import { NULL_PUBLISHED_ASC, NULL_PUBLISHED_DESC } from './migrations/0001-content.ts'
 import { candidateNumber, firstFreeSlug, slugCandidate } from '../../domain/slug.ts'
 import { isSiteWord } from './site-words.ts'
 import { tagKey } from './tags.ts'

@@ -1,22 +1,12 @@
 import type { ProblemDeclaration } from '../../catalogue.ts'
 
 declare module '../../errors.ts' {
-  interface ResourceProblems { POST_NOT_FOUND: true, REVISION_NOT_FOUND: true, SLUG_TAKEN: true, PREVIEW_NOT_FOUND: true }
+  interface ResourceProblems { POST_NOT_FOUND: true, REVISION_NOT_FOUND: true, SLUG_TAKEN: true }
   interface ResourceFieldCodes { PUBLISH_AT_REQUIRED: true, PUBLISH_AT_IN_PAST: true, PUBLISH_AT_NOT_ALLOWED: true }
 }
 
 /** Its problem codes. */
 export const postsProblems = {
-  PREVIEW_NOT_FOUND: {
-    status: 404,
-    title: 'Preview not found',
-    detail: 'This preview link does not exist, has expired or was revoked, or its post was deleted.',
-    translations: {
-      de: { title: 'Vorschau nicht gefunden', detail: 'Diesen Vorschaulink gibt es nicht, er ist abgelaufen oder wurde widerrufen, oder sein Beitrag wurde gelöscht.' },
-      fr: { title: 'Aperçu introuvable', detail: 'Ce lien d’aperçu n’existe pas, a expiré ou a été révoqué, ou son article a été supprimé.' },
-      es: { title: 'Vista previa no encontrada', detail: 'Este enlace de vista previa no existe, caducó o fue revocado, o su entrada fue eliminada.' },
-    },
-  },
   POST_NOT_FOUND: {
     status: 404,
     title: 'Post not found',

@@ -4,8 +4,8 @@ import type { Principal } from '../../domain/principal.ts'
 import type { Store } from '../../store/store.ts'
 import type { Post, PostSummary } from './post.ts'
 import { PostService } from './post-service.ts'
-import { hashToken, pinnedPost } from './preview-links.ts'
-import { searchCatchUp } from './search-indexer.ts'
+import { hashToken, pinnedPost } from './preview-links/preview-links.ts'
+import { searchCatchUp } from './jobs/search-indexer.ts'
 import type { PostFilter } from './store.ts'
 
 /** A published post as a reader sees it: what a page of the reading site shows. */

@@ -1,5 +1,5 @@
 import type { Post, PostSummary } from './post.ts'
-import type { Revision, RevisionSummary } from './revision.ts'
+import type { Revision, RevisionSummary } from './revisions/revision.ts'
 import { API_VERSIONS, type ApiVersion, idNameOf } from '../../http/protocol/versioning.ts'
 
 type ListedPost = PostSummary & { content?: string, contentHtml?: string }

@@ -4,8 +4,8 @@ import type { Byline } from '../../http/contract/resources.ts'
 import type { ListPage, ListQuery, WriteResult } from '../../store/store.ts'
 import type { Timestamp } from '../../store/tables.ts'
 import type { NewPostWrite, Post, PostSortKey, PostStatus, PostSummary, PostWrite } from './post.ts'
-import type { Revision, RevisionSummary } from './revision.ts'
-import type { PreviewLinksTable, PreviewLinkStore } from './preview-links-repository.ts'
+import type { Revision, RevisionSummary } from './revisions/revision.ts'
+import type { PreviewLinksTable, PreviewLinkStore } from './preview-links/preview-links-repository.ts'
 
 export interface PostsTable {
   id: Generated<number>

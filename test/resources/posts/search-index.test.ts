@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'kysely'
-import { SEARCH_INDEX_BATCH } from '../../../src/resources/posts/search-indexer.ts'
+import { SEARCH_INDEX_BATCH } from '../../../src/resources/posts/jobs/search-indexer.ts'
 import type { KyselyStore } from '../../../src/store/kysely-store.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { until } from '../../support/poll.ts'

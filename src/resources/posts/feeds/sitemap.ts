@@ -1,5 +1,5 @@
 import { XMLBuilder } from 'fast-xml-parser'
-import type { PublishedPost } from './store.ts'
+import type { PublishedPost } from '../store.ts'
 import type { PublicUrls } from './public-urls.ts'
 
 export const SITEMAP_MEDIA_TYPE = 'application/xml; charset=utf-8'

@@ -1,4 +1,4 @@
-import type { PostSeo, PostStatus } from './post.ts'
+import type { PostSeo, PostStatus } from '../post.ts'
 
 /** The editor of the changes the service makes on its own (the scheduled switch). */
 export const SYSTEM_EDITOR = 'system'

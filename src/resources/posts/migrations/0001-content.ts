@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely'
-import { type ColumnTypes, forwardOnly, type SharedMigration } from '../../store/migrations/column-types.ts'
-import { renderContent } from './markdown.ts'
-import { deriveSlug, firstFreeSlug } from '../../domain/slug.ts'
+import { type ColumnTypes, forwardOnly, type SharedMigration } from '../../../store/migrations/column-types.ts'
+import { renderContent } from '../markdown.ts'
+import { deriveSlug, firstFreeSlug } from '../../../domain/slug.ts'
 
 /** What `published_at` sorts as when it is null: after every real time, ascending and descending alike. */
 export const NULL_PUBLISHED_ASC = '9999-12-31T23:59:59.999Z'

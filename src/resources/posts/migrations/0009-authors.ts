@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { type Kysely, sql } from 'kysely'
-import { type ColumnTypes, forwardOnly, type SharedMigration } from '../../store/migrations/column-types.ts'
-import { deriveSlug } from '../../domain/slug.ts'
+import { type ColumnTypes, forwardOnly, type SharedMigration } from '../../../store/migrations/column-types.ts'
+import { deriveSlug } from '../../../domain/slug.ts'
 
 // Frozen: never edit a migration that has shipped; add a new one.
 export const migration: SharedMigration = (t: ColumnTypes) => ({

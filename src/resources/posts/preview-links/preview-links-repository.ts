@@ -1,6 +1,6 @@
 import type { Generated, Kysely } from 'kysely'
-import { arg, preparedQueries } from '../../store/prepared.ts'
-import { type Database, type DialectParts, iso, type Timestamp } from '../../store/tables.ts'
+import { arg, preparedQueries } from '../../../store/prepared.ts'
+import { type Database, type DialectParts, iso, type Timestamp } from '../../../store/tables.ts'
 
 /** A preview link as the store keeps it: never its token, only the token's hash. */
 export interface PreviewLink {

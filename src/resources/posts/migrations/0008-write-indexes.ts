@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely'
-import { type ColumnTypes, forwardOnly, type SharedMigration } from '../../store/migrations/column-types.ts'
+import { type ColumnTypes, forwardOnly, type SharedMigration } from '../../../store/migrations/column-types.ts'
 
 // Frozen: never edit a migration that has shipped; add a new one.
 export const migration: SharedMigration = (t: ColumnTypes) => ({

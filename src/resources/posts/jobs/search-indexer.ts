@@ -1,5 +1,5 @@
-import type { Job } from '../../jobs/job.ts'
-import type { Store } from '../../store/store.ts'
+import type { Job } from '../../../jobs/job.ts'
+import type { Store } from '../../../store/store.ts'
 
 export const SEARCH_INDEX_JOB = 'search-index'
 

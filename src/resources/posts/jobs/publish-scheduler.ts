@@ -1,10 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Counter } from 'prom-client'
-import type { Clock } from '../../clock.ts'
-import { type PostChanged, PostService } from './post-service.ts'
-import { SCHEDULE_CHANNEL, sleepMs } from './schedule.ts'
-import type { Store, UnitOfWork } from '../../store/store.ts'
-import type { PolledJob } from '../../jobs/job.ts'
+import type { Clock } from '../../../clock.ts'
+import { type PostChanged, PostService } from '../post-service.ts'
+import { SCHEDULE_CHANNEL, sleepMs } from '../schedule.ts'
+import type { Store, UnitOfWork } from '../../../store/store.ts'
+import type { PolledJob } from '../../../jobs/job.ts'
 
 export interface PublishSchedulerOptions {
   readonly store: Store

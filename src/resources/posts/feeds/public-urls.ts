@@ -1,4 +1,4 @@
-import type { Config } from '../../config.ts'
+import type { Config } from '../../../config.ts'
 
 /**
  * Where readers find a post, its author and a preview: on the reading site when it is on

@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely'
-import { type ColumnTypes, forwardOnly, type SharedMigration } from '../../store/migrations/column-types.ts'
-import { firstFreeSlug } from '../../domain/slug.ts'
+import { type ColumnTypes, forwardOnly, type SharedMigration } from '../../../store/migrations/column-types.ts'
+import { firstFreeSlug } from '../../../domain/slug.ts'
 
 /** The site's words when this migration was made (frozen with it, as the migration is). */
 const SITE_WORDS = ['page', 'tag', 'author', 'search', 'p', 'assets', 'media']

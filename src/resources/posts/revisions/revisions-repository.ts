@@ -1,11 +1,11 @@
 import type { Kysely } from 'kysely'
-import type { Post } from './post.ts'
+import type { Post } from '../post.ts'
 import type { Revision, RevisionSummary } from './revision.ts'
-import { arg, preparedQueries } from '../../store/prepared.ts'
-import { readPage } from '../../store/read-page.ts'
-import type { ListPage, ListQuery } from '../../store/store.ts'
-import { type Database, type DialectParts, iso } from '../../store/tables.ts'
-import type { PostRevisionsTable, RevisionStore } from './store.ts'
+import { arg, preparedQueries } from '../../../store/prepared.ts'
+import { readPage } from '../../../store/read-page.ts'
+import type { ListPage, ListQuery } from '../../../store/store.ts'
+import { type Database, type DialectParts, iso } from '../../../store/tables.ts'
+import type { PostRevisionsTable, RevisionStore } from '../store.ts'
 
 type Row = Omit<PostRevisionsTable, 'content' | 'tags' | 'excerpt' | 'excerpt_derived'> & Partial<Pick<PostRevisionsTable, 'content' | 'tags' | 'excerpt' | 'excerpt_derived'>>
 
