@@ -1,3 +1,4 @@
+import { CANONICAL_URL_MAX, EXCERPT_DERIVED_LENGTH, EXCERPT_MAX, META_DESCRIPTION_MAX, META_TITLE_MAX, TITLE_MAX } from '../../src/resources/posts/limits.ts'
 import { h, parseRendered, toLocalInput } from './dom.ts'
 import { mediaImage } from './media.ts'
 /** A post as the service shows it to its author (the members the editor reads). */
@@ -31,7 +32,7 @@ type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement
  * from this table; tags, authors, the content and the feature image have controls of their own.
  */
 export const TEXT_FIELDS = [
-  { key: 'title', label: 'Title', of: (p: Post) => p.title, control: () => h('input', { type: 'text', required: true, maxlength: 200 }) },
+  { key: 'title', label: 'Title', of: (p: Post) => p.title, control: () => h('input', { type: 'text', required: true, maxlength: TITLE_MAX }) },
   {
     key: 'slug',
     label: 'Slug',
@@ -47,10 +48,10 @@ export const TEXT_FIELDS = [
     of: (p: Post) => toLocalInput(p.publish_at),
     control: () => h('input', { type: 'datetime-local', step: 1 }),
   },
-  { key: 'excerpt', label: 'Excerpt', hint: 'Empty: the beginning of the content.', of: (p: Post) => p.excerpt ?? '', control: () => h('textarea', { rows: 3, maxlength: 500 }) },
-  { key: 'meta_title', label: 'Meta title', of: (p: Post) => p.meta_title ?? '', control: () => h('input', { type: 'text', maxlength: 300 }) },
-  { key: 'meta_description', label: 'Meta description', of: (p: Post) => p.meta_description ?? '', control: () => h('textarea', { rows: 2, maxlength: 500 }) },
-  { key: 'canonical_url', label: 'Canonical URL', of: (p: Post) => p.canonical_url ?? '', control: () => h('input', { type: 'url', maxlength: 2000, inputmode: 'url' }) },
+  { key: 'excerpt', label: 'Excerpt', hint: 'Empty: the beginning of the content.', of: (p: Post) => p.excerpt ?? '', control: () => h('textarea', { rows: 3, maxlength: EXCERPT_MAX }) },
+  { key: 'meta_title', label: 'Meta title', of: (p: Post) => p.meta_title ?? '', control: () => h('input', { type: 'text', maxlength: META_TITLE_MAX }) },
+  { key: 'meta_description', label: 'Meta description', of: (p: Post) => p.meta_description ?? '', control: () => h('textarea', { rows: 2, maxlength: META_DESCRIPTION_MAX }) },
+  { key: 'canonical_url', label: 'Canonical URL', of: (p: Post) => p.canonical_url ?? '', control: () => h('input', { type: 'url', maxlength: CANONICAL_URL_MAX, inputmode: 'url' }) },
 ] as const satisfies readonly { key: string, label: string, hint?: string, of: (p: Post) => string, control: () => Control }[]
 
 export type TextKey = typeof TEXT_FIELDS[number]['key']
@@ -83,7 +84,7 @@ export function sameValues (a: Values, b: Values): boolean {
 }
 
 /**
- * The excerpt the service derives from content (its first 200 characters of plain text, cut at a
+ * The excerpt the service derives from content (its first EXCERPT_DERIVED_LENGTH characters of plain text, cut at a
  * word, `…` appended), read from the content's HTML as the service renders it. It tells a derived
  * excerpt from one a writer gave: a derived one is left empty in the form, so that it follows the
  * content when saved.
@@ -104,9 +105,9 @@ export function derivedExcerpt (html: string): string {
   walk(doc.body)
   const text = parts.join('').replace(/\s+/g, ' ').trim()
   const chars = Array.from(text)
-  if (chars.length <= 200) return text
-  let head = chars.slice(0, 200).join('')
-  if (chars[200] !== ' ') {
+  if (chars.length <= EXCERPT_DERIVED_LENGTH) return text
+  let head = chars.slice(0, EXCERPT_DERIVED_LENGTH).join('')
+  if (chars[EXCERPT_DERIVED_LENGTH] !== ' ') {
     const space = head.lastIndexOf(' ')
     if (space > 0) head = head.slice(0, space)
   }

@@ -7,8 +7,7 @@ import type { Store } from '../../store/store.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../http/contract/schemas.ts'
 import type { TagCount, TagsQuery } from './store.ts'
 import { type ContentImages, renderContent } from './markdown.ts'
-import { TAG_MAX } from './tags.ts'
-import { CONTENT_MAX } from './post.ts'
+import { CONTENT_MAX, TAG_MAX } from './limits.ts'
 
 export const TagSchema = Type.Object({
   name: Type.String({ maxLength: TAG_MAX, description: 'The tag, as first spelled (in byte order) among the posts holding it.' }),

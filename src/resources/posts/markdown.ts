@@ -1,11 +1,8 @@
 import MarkdownIt from 'markdown-it'
 import type { ImageFacts } from '../../http/contract/resources.ts'
+import { EXCERPT_DERIVED_LENGTH } from './limits.ts'
 
 type Token = ReturnType<InstanceType<typeof MarkdownIt>['parse']>[number]
-
-/** A derived excerpt holds the first 200 characters of the plain text; a given one at most 500. */
-export const EXCERPT_DERIVED_LENGTH = 200
-export const EXCERPT_MAX = 500
 
 const SAFE_SCHEMES = new Set(['http', 'https', 'mailto'])
 

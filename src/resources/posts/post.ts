@@ -5,12 +5,6 @@ import { normaliseTags } from './tags.ts'
 export const POST_STATUSES = ['draft', 'published', 'archived', 'scheduled'] as const
 export type PostStatus = typeof POST_STATUSES[number]
 
-export const TITLE_MAX = 200
-export const CONTENT_MAX = 100_000
-export const META_TITLE_MAX = 300
-export const META_DESCRIPTION_MAX = 500
-export const CANONICAL_URL_MAX = 2000
-
 /** What search engines and link previews show of a post; each null when not set. */
 export interface PostSeo {
   metaTitle: string | null

@@ -1,10 +1,9 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { pagingQueryProperties } from '../../http/toolkit/paging.ts'
 import { LinkSchema } from '../../http/contract/schemas.ts'
-import { EXCERPT_MAX } from './markdown.ts'
-import { CANONICAL_URL_MAX, CONTENT_MAX, META_DESCRIPTION_MAX, META_TITLE_MAX, POST_STATUSES, TITLE_MAX } from './post.ts'
+import { CANONICAL_URL_MAX, CONTENT_MAX, EXCERPT_MAX, META_DESCRIPTION_MAX, META_TITLE_MAX, TAG_MAX, TAGS_MAX, TITLE_MAX } from './limits.ts'
+import { POST_STATUSES } from './post.ts'
 import { SLUG_MAX, SLUG_PATTERN } from '../../domain/slug.ts'
-import { TAG_MAX, TAGS_MAX } from './tags.ts'
 
 export const PostIdParamsSchema = Type.Object({
   post_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The post\'s id.' }),

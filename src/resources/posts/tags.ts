@@ -1,7 +1,3 @@
-/** At most 20 tags per post, each 1–50 characters after trimming. */
-export const TAGS_MAX = 20
-export const TAG_MAX = 50
-
 /** The form tags are compared and looked up in: case-insensitive, locale-independent. */
 export function tagKey (tag: string): string {
   return tag.trim().toLowerCase()

@@ -11,9 +11,8 @@ import { NotModifiedSchema, problemResponses, SYSTEM_ERRORS } from '../../../htt
 import type { PublishedPost, PublishedStats } from '../store.ts'
 import { SITEMAP_MEDIA_TYPE, sitemapIndex, urlset } from './sitemap.ts'
 import { ATOM_MEDIA_TYPE, atomFeed, type FeedAuthor, type FeedEntry, feedUpdated, JSON_FEED_MEDIA_TYPE, jsonFeed } from './feeds.ts'
-import { EXCERPT_MAX } from '../markdown.ts'
-import { parseTagFilter, TAG_MAX, TAGS_MAX } from '../tags.ts'
-import { CONTENT_MAX, TITLE_MAX } from '../post.ts'
+import { parseTagFilter } from '../tags.ts'
+import { CONTENT_MAX, EXCERPT_MAX, TAG_MAX, TAGS_MAX, TITLE_MAX } from '../limits.ts'
 import { AUTHORS_MAX } from '../schemas.ts'
 import { publicUrls } from './public-urls.ts'
 
