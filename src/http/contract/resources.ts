@@ -134,8 +134,8 @@ export interface Resource extends Part {
   readonly links?: Readonly<Record<string, string>>
   /** A collection another resource may write out whole (found by this capability, never by name). */
   readonly exportable?: Exportable
-  /** A collection another resource may fill from a file of another service (found by this capability, never by name). */
-  readonly importable?: Importable
+  /** Its face towards files of other software: formats it writes its rows in, kinds of file it reads rows from. */
+  readonly interop?: Interop
   /** Images it keeps that other resources may show (found by this capability, never by name). */
   readonly images?: ImageCatalogue
   /** Its rows may hold another resource's images: asked before such an image is deleted. */
@@ -253,71 +253,128 @@ export interface Services {}
 export interface Exportable {
   list (store: Repositories, query: ListQuery<'id', { status?: string }>, viewer: Viewer): Promise<ListPage<{ id: number }>>
   render (row: { id: number }, version: ApiVersion, linkBase: string): unknown
-  /** The row as an entry of a blog, for file formats made for blogs (WordPress's WXR). */
-  entry? (row: { id: number }): ExportableEntry
-}
-
-/** A row as a blog's export file holds it: what another blog engine reads back. */
-export interface ExportableEntry {
-  readonly id: number
-  readonly title: string
-  /** Markdown, and the HTML it renders to. */
-  readonly content: string
-  readonly contentHtml: string
-  readonly status: 'draft' | 'published' | 'scheduled' | 'archived'
-  readonly slug: string
-  readonly tags: readonly string[]
-  readonly excerpt: string
-  readonly author: string
-  readonly createdAt: string
-  readonly updatedAt: string
-  readonly publishedAt: string | null
-  readonly publishAt: string | null
 }
 
 /**
- * An entry read from another service's file, in this service's terms: what a client would send to
- * create it, plus what only a move from elsewhere brings (its dates, author, old addresses).
+ * A resource's face towards the files of other software (found by this capability, never by name):
+ * it writes its rows in file formats made elsewhere, and reads such files into rows of its own.
+ * The operations that run it (a job writing a file, a job reading one) name a format or a kind of
+ * file only by its name; what a row or an entry holds stays the resource's, opaque to them
+ * (`unknown` here: given back to the resource as it came).
+ *
+ * @example
+ * const interop = resources.find(r => r.interop !== undefined)?.interop
+ * const writer = interop.writers.wxr                      // head(site, now), row(row, site) per row, tail()
+ * const kind = interop.sniff(firstBytes, 'xml', false)    // { source: 'wordpress' }, a refusal, or null
+ * for await (const e of interop.readers[kind.source].read(file, { images: false, signal })) …
  */
-export interface ImportableItem {
-  /** The row an earlier run made of the same source entry (its source identity), if any. */
-  readonly existing: number | null
-  readonly title: string
-  /** Markdown. */
-  readonly content: string
-  readonly status: 'draft' | 'published' | 'scheduled' | 'archived'
-  /** With status `scheduled`: when it is to be published (ISO 8601 UTC). */
-  readonly publishAt: string | null
-  /** When the source published it (ISO 8601 UTC), for a published entry. */
-  readonly publishedAt: string | null
-  readonly author: string
-  readonly tags: readonly string[]
-  /** Null: derived from the content. */
-  readonly excerpt: string | null
-  /** The slug to keep when free (else it gets `-2`, `-3` …); null: derived from the title. */
-  readonly slug: string | null
-  /** Old slugs that should lead to the entry (claimed when free). */
-  readonly aliases: readonly string[]
-  /** The id of its feature image (an image of the service); absent: the entry's stays as it is. */
-  readonly featureImage?: string | null
+export interface Interop {
+  /** The formats it writes its rows in, by name: what a file-writing job's `format` names. */
+  readonly writers: Readonly<Record<string, FormatWriter>>
+  /** The kinds of file it reads, by name: what `sniff` answers and a file-reading job records. */
+  readonly readers: Readonly<Record<string, FormatReader>>
+  /** How many of a file's first bytes `sniff` needs at most to decide. */
+  readonly sniffBytes: number
+  /** Which kind of file the first bytes show (`declared`: how the request's Content-Type names it; `final`: they are all the bytes there are). */
+  sniff (head: Buffer, declared: 'xml' | 'json', final: boolean): Sniffed
+  /** Maps each entry a reader found into the resource's terms: on the event loop, or on a thread of its own. */
+  mapper (opts: { readonly thread: boolean }): EntryMapper
+  /** The images an entry shows, for a job that fetches them in. */
+  readonly images: EntryImages
+  /**
+   * Writes mapped items in the caller's unit of work, by the resource's own rules (its slugs,
+   * revisions and events); `existing`: the row an earlier run made of the same source entry.
+   * `clock`: the service's; `images`: the service's images, which an item may show (absent: none
+   * are kept); `bylines`: the people an item may name as its authors.
+   */
+  write (uow: UnitOfWork, items: readonly { readonly existing: number | null, readonly item: unknown }[], editor: string, config: Config, clock: Clock, images?: ImageCatalogue, bylines?: Bylines): Promise<WrittenOutcome[]>
 }
 
-/** What became of one item: written (and how), or left out with a reason the report shows. */
-export type ImportableOutcome =
+/** A file format a resource writes its rows in, as a stream: `head`, a `row` per row, `tail`. */
+export interface FormatWriter {
+  readonly contentType: string
+  /** The file name's extension, without its dot. */
+  readonly extension: string
+  /** `site`: the public base URL the file names its rows by. */
+  head (site: string, now: Date): string
+  /** A row as the resource's `exportable.list` gave it. */
+  row (row: { id: number }, site: string): string
+  tail (): string
+}
+
+/** What the first bytes of a file tell: the kind of file it is, a refusal (415: not a kind read here; 422: one that cannot be read), or not yet. */
+export type Sniffed =
+  | { readonly source: string }
+  | { readonly refuse: 415 | 422, readonly reason: string }
+  | null
+
+/** A stored file as a reader reads it. */
+export interface SourceFile {
+  /**
+   * The file's text from its start, a new reading at each call. `noted`: bytes that are not UTF-8
+   * are told in warnings (a reader reading the file twice notes its first reading only);
+   * `counted`: its bytes count towards the run's progress.
+   */
+  open (opts: { readonly noted: boolean, readonly counted: boolean }): AsyncIterable<string>
+}
+
+/** Reads one kind of file, as a stream, into entries in the file's order. */
+export interface FormatReader {
+  /** How many counted readings of the whole file a run makes (for its progress). */
+  readonly passes: number
+  /**
+   * `images`: the run fetches the entries' images (a reader may then gather what entries refer to
+   * first, in a reading aside); `signal`: the run's, aborted once it lost its lease.
+   */
+  read (file: SourceFile, opts: { readonly images: boolean, readonly signal: AbortSignal }): AsyncIterable<SourceEntry>
+}
+
+/** What a reader finds in a file: an entry to map and write, things it does not take (counted by kind), and warnings. */
+export type SourceEntry =
+  | { readonly kind: 'item', readonly key: string, readonly label: string, readonly source: unknown }
+  | { readonly kind: 'other', readonly what: string, readonly count: number }
+  | { readonly kind: 'warning', readonly item: string, readonly message: string }
+
+/** The file cannot be read at all: a job reading it fails with this reason, and is not tried again. */
+export class UnreadableFile extends Error {
+  constructor (reason: string) {
+    super(reason)
+    this.name = 'UnreadableFile'
+  }
+}
+
+/** What the mapping of an entry knows besides the entry. */
+export interface MappingContext {
+  /** The kind of file it came from (a reader's name). */
+  readonly source: string
+  readonly now: Date
+  /** Who an entry without an author is written by: the admin running the job. */
+  readonly owner: string
+}
+
+/** An entry mapped, with what the rules changed on the way, and its tags (counted, case-insensitively); or why it cannot be written. */
+export type MappedEntry =
+  | { readonly item: unknown, readonly tags: readonly string[], readonly warnings: readonly string[] }
+  | { readonly skipped: string, readonly warnings: readonly string[] }
+
+/** Maps entries, answering in the order they were asked. */
+export interface EntryMapper {
+  map (source: unknown, ctx: MappingContext): Promise<MappedEntry>
+  close (): Promise<void>
+}
+
+/** The images an entry (as a reader gave it) shows. */
+export interface EntryImages {
+  /** The image sources it shows, as written, each once, its cover image's first; and which is its cover (null: none). */
+  sources (source: unknown): { readonly urls: readonly string[], readonly cover: string | null }
+  /** The entry with each source that `urls` maps pointing where it says, and `cover` (an image of the service's id) as its cover when given. */
+  withImages (source: unknown, urls: ReadonlyMap<string, string>, cover: string | undefined): unknown
+}
+
+/** What became of one item: written (and how), or left out with a reason a report shows. */
+export type WrittenOutcome =
   | { readonly outcome: 'created' | 'updated' | 'unchanged', readonly id: number, readonly redirects: number }
   | { readonly outcome: 'skipped', readonly reason: string }
-
-/**
- * Rows another resource fills from a file of another service, in batches: each batch is written in
- * the caller's unit of work, by the collection's own rules (its slugs, revisions and events).
- */
-export interface Importable {
-  /**
-   * `clock`: the service's (when a post is published or revised); `images`: the service's images,
-   * which a content or feature image may show (absent: none are kept).
-   */
-  write (uow: UnitOfWork, items: readonly ImportableItem[], editor: string, config: Config, clock: Clock, images?: ImageCatalogue, bylines?: Bylines): Promise<ImportableOutcome[]>
-}
 
 export interface ResourcesOptions {
   readonly bodies: Ajv

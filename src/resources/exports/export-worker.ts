@@ -1,17 +1,18 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { Principal } from '../../domain/principal.ts'
-import type { Exportable } from '../../http/contract/resources.ts'
+import type { Exportable, FormatWriter } from '../../http/contract/resources.ts'
 import type { ApiVersion } from '../../http/protocol/versioning.ts'
 import type { HeldLease } from '../../jobs/lease.ts'
 import { type Operation, OperationJob, type OperationRunning } from '../../jobs/operation.ts'
 import type { EventInput, UnitOfWork } from '../../store/store.ts'
 import { exportEventType, type ExportJob, type ExportLease } from './export.ts'
-import { wxrFormat } from './wxr.ts'
 
 export interface ExportWorkerOptions extends OperationRunning {
   readonly retentionDays: number
-  /** The collection the file holds: its rows, each a line as the job's API version represents it. */
+  /** The collection the file holds: its rows, each a line as the job's API version represents it (NDJSON). */
   readonly source: Exportable
+  /** The other formats its rows are written in, by name (`wxr`): the collection's own (its `interop.writers`). */
+  readonly formats?: Readonly<Record<string, FormatWriter>>
   /** The `data` of the webhook: the job as GET /exports/{id} shows it. */
   readonly renderJob: (job: ExportJob) => unknown
   /** The event of a job that ended: its version-1 representation. */
@@ -101,15 +102,15 @@ async function write (opts: ExportWorkerOptions, announce: (uow: UnitOfWork, job
   const counted = await source.list(store, { filter, sort, limit: 1, count: true }, viewer)
   if (!await store.exports.begin(lease, counted.total ?? 0, held.until(), now())) held.lose()
 
-  const wxr = job.format === 'wxr'
-  const entry = source.entry
-  if (wxr && entry === undefined) throw new Error('the exported collection gives no entries for a WXR file')
-  const line = (row: { id: number }) => wxr
-    ? wxrFormat.item(entry!(row), opts.site ?? '')
+  const site = opts.site ?? ''
+  const writer = job.format === 'ndjson' ? null : opts.formats?.[job.format]
+  if (writer === undefined) throw new Error(`the exported collection writes no ${job.format} files`)
+  const line = (row: { id: number }) => writer !== null
+    ? writer.row(row, site)
     : JSON.stringify(source.render(row, job.apiVersion as ApiVersion, job.linkBase)) + '\n'
 
   const hash = createHash('sha256')
-  let pending: Buffer[] = wxr ? [Buffer.from(wxrFormat.head(opts.site ?? '', now()))] : []
+  let pending: Buffer[] = writer !== null ? [Buffer.from(writer.head(site, now()))] : []
   let pendingBytes = pending[0]?.length ?? 0
   let written = 0
   let seq = 0
@@ -138,8 +139,8 @@ async function write (opts: ExportWorkerOptions, announce: (uow: UnitOfWork, job
     exported += page.items.length
     after = page.items.at(-1)?.id ?? after
     if (!page.more) {
-      if (wxr) {
-        const tail = Buffer.from(wxrFormat.tail())
+      if (writer !== null) {
+        const tail = Buffer.from(writer.tail())
         pending.push(tail)
         pendingBytes += tail.length
       }

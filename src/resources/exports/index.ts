@@ -7,22 +7,28 @@ import { message } from '../../messages.ts'
 import { operationRoutes, POLL_AFTER_S } from '../../http/toolkit/operation-routes.ts'
 import { sendRanged } from '../../http/toolkit/ranges.ts'
 import { runCounter } from '../../jobs/operation.ts'
-import type { PartContext, Resource, RouteContext } from '../../http/contract/resources.ts'
+import type { FormatWriter, PartContext, Resource, RouteContext } from '../../http/contract/resources.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../http/contract/schemas.ts'
 import { type ApiVersion, linkBase } from '../../http/protocol/versioning.ts'
 import type { Store } from '../../store/store.ts'
-import { EXPORT_EVENT_TYPES, exportEventType, type ExportJob, type ExportRequest } from './export.ts'
+import { EXPORT_EVENT_TYPES, exportEventType, type ExportFormat, type ExportJob, type ExportRequest } from './export.ts'
 import { EXPORTS_JOB, ExportWorker } from './export-worker.ts'
 import { exportsProblems, exportsMessages } from './problems.ts'
 import { exportEtag, fileEtag, renderExport } from './representation.ts'
 import { type CreateExportBody, CreateExportBodySchema, EXPORT_SCHEMAS, EXPORT_VERSIONS, type ExportIdParams, ExportIdParamsSchema } from './schemas.ts'
 import { exportSettings } from './settings.ts'
 import { exportsStore } from './store-module.ts'
-import { wxrFormat } from './wxr.ts'
 
 const ADMIN = { requiredScope: 'admin' }
 export const NDJSON = 'application/x-ndjson'
-const FILE_TYPES = { ndjson: NDJSON, wxr: wxrFormat.contentType } as const
+
+/** The formats a job may name besides NDJSON, each the exported collection's own (its `interop.writers`). */
+function formatsOf (resources: readonly Resource[]): Readonly<Record<Exclude<ExportFormat, 'ndjson'>, FormatWriter>> {
+  const writers = resources.find(r => r.interop !== undefined)?.interop?.writers ?? {}
+  const wxr = writers.wxr
+  if (wxr === undefined) throw new Error('exports need a resource in the registry that writes wxr files (interop.writers)')
+  return { wxr }
+}
 
 /** The request's ExportRequest, or 422 naming callback_url when a webhook could not or may not be sent there. */
 async function exportRequest (body: CreateExportBody, ctx: RouteContext): Promise<ExportRequest> {
@@ -43,6 +49,8 @@ async function exportRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
   const v = EXPORT_VERSIONS[version]
   const tags = ['exports']
   const JobRef = Type.Ref(v.job)
+  const formats = formatsOf(ctx.resources)
+  const FILE_TYPES: Readonly<Record<ExportFormat, string>> = { ndjson: NDJSON, wxr: formats.wxr.contentType }
   const ops = operationRoutes<ExportJob>({
     kind: 'exports',
     job: EXPORTS_JOB,
@@ -125,7 +133,7 @@ async function exportRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
       etag: fileEtag(job),
       lastModified: new Date(job.finishedAt ?? job.updatedAt),
       contentType: FILE_TYPES[job.format],
-      filename: `export-${job.id}.${job.format === 'wxr' ? wxrFormat.extension : 'ndjson'}`,
+      filename: `export-${job.id}.${job.format === 'ndjson' ? 'ndjson' : formats[job.format].extension}`,
       read: (from, to) => fileBytes(store, job.id, from, to),
     })
   })
@@ -158,6 +166,7 @@ function exportJobs ({ config, store, log, metrics, jobs, resources, clock }: Pa
     log: log.child({ component: 'exports' }),
     ...config.exports,
     source,
+    formats: formatsOf(resources),
     site: config.publicBaseUrl,
     renderJob: job => renderExport(job, job.apiVersion as ApiVersion, job.linkBase),
     jobEvent: job => ({ type: exportEventType(job.status), data: renderExport(job, 1, ''), owner: job.owner, public: false }),

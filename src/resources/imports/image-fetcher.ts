@@ -132,3 +132,15 @@ export async function fetchImage (raw: string, opts: ImageFetchOptions): Promise
     flight.res?.destroy()
   }
 }
+
+/** The URL an image source is fetched from: absolute http(s) (`//host/…` as https), else null. */
+export function fetchableUrl (src: string): string | null {
+  const s = src.trim()
+  const absolute = s.startsWith('//') ? `https:${s}` : s
+  if (!/^https?:\/\//i.test(absolute)) return null
+  try {
+    return new URL(absolute).href
+  } catch {
+    return null
+  }
+}

@@ -2,12 +2,10 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import { AppError } from '../../errors.ts'
-import type { ImageIntake, Services } from '../../http/contract/resources.ts'
+import type { EntryImages, ImageIntake, Services } from '../../http/contract/resources.ts'
 import type { Store } from '../../store/store.ts'
-import type { SourcePost } from './entries.ts'
 import { type ImportReport, warn } from './import.ts'
-import { fetchImage, ImageFetchError, type ImageFetchOptions } from './image-fetcher.ts'
-import { fetchableUrl, imageSources, withImages } from './images.ts'
+import { fetchableUrl, fetchImage, ImageFetchError, type ImageFetchOptions } from './image-fetcher.ts'
 
 /** Images of one post fetched at the same time, at most. */
 const PARALLEL = 4
@@ -18,6 +16,8 @@ export interface ImageImporterOptions {
   readonly store: Store
   readonly config: Config
   readonly intake: ImageIntake
+  /** Which images an entry shows, and the entry pointing at them once taken in (the collection's). */
+  readonly images: EntryImages
   /** The services the intake works with (media's library). */
   readonly services: Services
   readonly fetch: ImageFetchOptions
@@ -49,9 +49,9 @@ export class ImageImporter {
 
   constructor (private readonly opts: ImageImporterOptions) {}
 
-  /** The post with its images fetched in, and its feature image's media id (undefined: none taken). */
-  async apply (post: SourcePost, label: string, report: ImportReport): Promise<{ post: SourcePost, featureImage: string | undefined }> {
-    const sources = imageSources(post)
+  /** The entry with its images fetched in, its cover image (when taken) the media's; the same entry when none was taken. */
+  async apply (entry: unknown, label: string, report: ImportReport): Promise<unknown> {
+    const { urls: sources, cover } = this.opts.images.sources(entry)
     const urls = new Map<string, string>()
     let featureImage: string | undefined
     const queue = [...sources]
@@ -69,11 +69,11 @@ export class ImageImporter {
           continue
         }
         urls.set(src, outcome.url)
-        if (src === post.featureImage?.trim()) featureImage = outcome.id
+        if (src === cover) featureImage = outcome.id
       }
     }
     await Promise.all(Array.from({ length: Math.min(PARALLEL, queue.length) }, work))
-    return { post: withImages(post, urls), featureImage }
+    return this.opts.images.withImages(entry, urls, featureImage)
   }
 
   private async take (url: string, report: ImportReport): Promise<Outcome> {

@@ -1,22 +1,19 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Config } from '../../config.ts'
-import type { Bylines, ImageCatalogue, ImageIntake, Importable, Services, ImportableItem, ImportableOutcome } from '../../http/contract/resources.ts'
+import { type Bylines, type ImageCatalogue, type ImageIntake, type Interop, type Services, type SourceEntry, type SourceFile, UnreadableFile, type WrittenOutcome } from '../../http/contract/resources.ts'
 import type { HeldLease } from '../../jobs/lease.ts'
 import { type Operation, OperationJob, type OperationRunning } from '../../jobs/operation.ts'
 import type { Store, UnitOfWork } from '../../store/store.ts'
-import { type Entry, ImportFailure } from './entries.ts'
-import { readGhost } from './ghost-reader.ts'
-import { type ImportJob, type ImportLease, type ImportReport, warn } from './import.ts'
+import { type ImportJob, type ImportLease, type ImportReport, NOT_IMPORTED, type NotImported, warn } from './import.ts'
 import { ImageImporter } from './image-importer.ts'
-import { inlineMapper, mappedAhead, threadMapper } from './post-mapper.ts'
+import { mappedAhead } from './mapped-ahead.ts'
 import type { ImportStep } from './store.ts'
 import { type ByteCounter, utf8Text } from './text.ts'
-import { readWxr } from './wxr-reader.ts'
 
 export interface ImportWorkerOptions extends OperationRunning {
   readonly config: Config
-  /** The collection the posts go to. */
-  readonly target: Importable
+  /** The collection the posts go to: it reads the file's kinds, maps their entries and writes them (its `interop`). */
+  readonly target: Interop
   /** The service's images: those a post shows render with their variants. */
   readonly images?: ImageCatalogue
   /** The people a post may name: a source's authors become users. */
@@ -43,10 +40,16 @@ const ORPHAN_UPLOAD_MS = 60 * 60_000
 
 /** Ends a dry run's batch: what it wrote is rolled back, its outcomes kept. */
 class DryRunDone extends Error {
-  constructor (readonly outcomes: ImportableOutcome[]) { super('dry run') }
+  constructor (readonly outcomes: WrittenOutcome[]) { super('dry run') }
 }
 
-interface Pending { readonly key: string, readonly label: string, readonly item: Omit<ImportableItem, 'existing'> }
+/** An entry mapped, waiting for its batch: `item` is the collection's, opaque here. */
+interface Pending { readonly key: string, readonly label: string, readonly item: unknown, readonly tags: readonly string[] }
+
+/** The report's kind of a thing the file held that is not imported (a kind it does not name: `other`). */
+function notImported (what: string): NotImported {
+  return (NOT_IMPORTED as readonly string[]).includes(what) ? what as NotImported : 'other'
+}
 
 async function * uploadBytes (store: Store, uploadId: string): AsyncGenerator<Uint8Array> {
   let seq = 0
@@ -61,7 +64,7 @@ async function * uploadBytes (store: Store, uploadId: string): AsyncGenerator<Ui
 }
 
 /** Each reader's entries, with the text layer's notes (bytes that were not UTF-8) in their place. */
-async function * withNotes (entries: AsyncIterable<Entry>, notes: Entry[]): AsyncGenerator<Entry> {
+async function * withNotes (entries: AsyncIterable<SourceEntry>, notes: SourceEntry[]): AsyncGenerator<SourceEntry> {
   for await (const entry of entries) {
     yield * notes.splice(0)
     yield entry
@@ -110,7 +113,7 @@ function importOperation (opts: ImportWorkerOptions): Operation<ImportJob> {
       })
     },
     // A file that cannot be imported fails at once.
-    refusal: err => err instanceof ImportFailure ? err.message : null,
+    refusal: err => err instanceof UnreadableFile ? err.message : null,
     givenUp: job => `The import failed on the service's side ${job.attempts} times and was given up; the logs have the details (import_id ${job.id}).${kept}`,
   }
 }
@@ -133,34 +136,25 @@ async function write (opts: ImportWorkerOptions, lease: ImportLease, held: HeldL
   const job = lease.job
   let report: ImportReport = structuredClone(job.report)
   let seen = new Set(job.seenTags)
+  const reader = target.readers[job.source]
+  if (reader === undefined) throw new UnreadableFile(`This service reads no ${job.source} files any more.`)
   const counter: ByteCounter = { bytes: 0 }
-  const notes: Entry[] = []
+  const notes: SourceEntry[] = []
   const note = (offset: number) => {
     notes.push({ kind: 'warning', item: 'file', message: `Bytes near byte ${offset} are not UTF-8; they were read as U+FFFD (�).` })
   }
-  let passes = 0
-  // Ghost's reader reads the file twice: its first pass's notes would be its second's again.
-  const open = () => utf8Text(uploadBytes(store, job.uploadId), counter, passes++ === 0 || job.source === 'wordpress' ? note : () => {})
+  // A reader that reads the file twice notes its first reading only: the second's notes would be the first's again.
+  const file: SourceFile = {
+    open: ({ noted, counted }) => utf8Text(uploadBytes(store, job.uploadId), counted ? counter : { bytes: 0 }, noted ? note : () => {}),
+  }
   const { intake } = opts
   // The runner renews the lease while a post's images are fetched: a fetch stops once it was lost.
   const keepAlive = async () => { held.throwIfLost() }
   const importer = config.imports.fetchImages && !job.dryRun && intake !== undefined
-    ? new ImageImporter({ store, services: opts.services, config, intake, owner: job.owner, clock: opts.clock, log: opts.log.child({ import_id: job.id }), fetch: fetchOptions(config), keepAlive })
+    ? new ImageImporter({ store, services: opts.services, config, intake, images: target.images, owner: job.owner, clock: opts.clock, log: opts.log.child({ import_id: job.id }), fetch: fetchOptions(config), keepAlive })
     : null
-  // A post names its feature image by the id of an attachment, which may come after it: a first reading gathers them.
-  const attachments = new Map<string, string>()
-  if (importer !== null && job.source === 'wordpress') {
-    try {
-      for await (const entry of readWxr(utf8Text(uploadBytes(store, job.uploadId), { bytes: 0 }, () => {}), attachments)) {
-        if (entry.kind === 'post') signal.throwIfAborted()
-      }
-    } catch (err) {
-      // The reading that follows reports what is wrong with the file.
-      if (!(err instanceof ImportFailure)) throw err
-    }
-  }
-  const entries = withNotes(job.source === 'wordpress' ? readWxr(open(), attachments) : readGhost(open), notes)
-  const readBytes = Math.max(1, job.size * (job.source === 'ghost' ? 2 : 1))
+  const entries = withNotes(reader.read(file, { images: importer !== null, signal }), notes)
+  const readBytes = Math.max(1, job.size * reader.passes)
   const progress = () => Math.min(99, Math.floor(counter.bytes / readBytes * 100))
 
   let pending: Pending[] = []
@@ -172,9 +166,9 @@ async function write (opts: ImportWorkerOptions, lease: ImportLease, held: HeldL
     pending = []
     const next = structuredClone(report)
     const nextSeen = new Set(seen)
-    const apply = (outcomes: ImportableOutcome[]) => {
+    const apply = (outcomes: WrittenOutcome[]) => {
       outcomes.forEach((o, i) => {
-        const { label, item } = batch[i]!
+        const { label, tags } = batch[i]!
         if (o.outcome === 'skipped') {
           next.posts.skipped++
           warn(next, label, o.reason)
@@ -182,17 +176,17 @@ async function write (opts: ImportWorkerOptions, lease: ImportLease, held: HeldL
         }
         next.posts[o.outcome]++
         next.redirects += o.redirects
-        for (const tag of item.tags) nextSeen.add(tag.toLowerCase())
+        for (const tag of tags) nextSeen.add(tag.toLowerCase())
       })
       next.tags = nextSeen.size
     }
     const step = (): ImportStep => ({ position: index, progress: progress(), report: next, seenTags: [...nextSeen] })
     const write = async (uow: UnitOfWork) => {
       const existing = await uow.imports.identities(job.source, batch.map(p => p.key))
-      return await target.write(uow, batch.map(p => ({ ...p.item, existing: existing.get(p.key) ?? null })), job.owner, config, opts.clock, opts.images, opts.bylines)
+      return await target.write(uow, batch.map(p => ({ existing: existing.get(p.key) ?? null, item: p.item })), job.owner, config, opts.clock, opts.images, opts.bylines)
     }
     if (job.dryRun) {
-      let outcomes: ImportableOutcome[] = []
+      let outcomes: WrittenOutcome[] = []
       try {
         await store.transaction(async uow => { throw new DryRunDone(await write(uow)) })
       } catch (err) {
@@ -218,12 +212,12 @@ async function write (opts: ImportWorkerOptions, lease: ImportLease, held: HeldL
   }
 
   const ctx = { source: job.source, now: now(), owner: job.owner }
-  const mapper = config.imports.workerThread ? threadMapper() : inlineMapper
+  const mapper = target.mapper({ thread: config.imports.workerThread })
   // On the event loop a post is mapped when its turn comes: mapping ahead would hold the loop for many at once.
   const depth = config.imports.workerThread ? Math.max(MAP_AHEAD, 2 * batchSize) : 1
   let read = 0
   // What an earlier run committed is not done again (nor mapped).
-  const ahead = mappedAhead(entries, depth, e => ++read > job.position && e.kind === 'post' ? mapper.map(e.post, ctx) : null)
+  const ahead = mappedAhead(entries, depth, e => ++read > job.position && e.kind === 'item' ? mapper.map(e.source, ctx) : null)
   try {
     for await (const { entry, mapped: mapping } of ahead) {
       signal.throwIfAborted()
@@ -231,17 +225,17 @@ async function write (opts: ImportWorkerOptions, lease: ImportLease, held: HeldL
       if (index <= job.position) continue
       if (entry.kind === 'warning') warn(report, entry.item, entry.message)
       else if (entry.kind === 'other') {
-        report.not_imported[entry.what] += entry.count
-        if (entry.what !== 'comments' && entry.what !== 'users' && entry.what !== 'settings') report.posts.skipped += entry.count
+        const what = notImported(entry.what)
+        report.not_imported[what] += entry.count
+        if (what !== 'comments' && what !== 'users' && what !== 'settings') report.posts.skipped += entry.count
       } else {
         // Converting a post on the event loop takes a millisecond or more: requests are served between posts.
         await nextTurn()
         let mapped = await mapping!
-        let featureImage: string | undefined
         if (importer !== null && !('skipped' in mapped)) {
-          const fetched = await importer.apply(entry.post, entry.label, report)
-          if (fetched.post !== entry.post) mapped = await mapper.map(fetched.post, ctx)
-          featureImage = fetched.featureImage
+          // Its images fetched in, the entry names them (and its cover) where they now are: mapped again.
+          const fetched = await importer.apply(entry.source, entry.label, report)
+          if (fetched !== entry.source) mapped = await mapper.map(fetched, ctx)
         }
         for (const w of mapped.warnings) warn(report, entry.label, w)
         if ('skipped' in mapped) {
@@ -254,7 +248,7 @@ async function write (opts: ImportWorkerOptions, lease: ImportLease, held: HeldL
             await flush()
             index++
           }
-          pending.push({ key: entry.key, label: entry.label, item: featureImage === undefined ? mapped.item : { ...mapped.item, featureImage } })
+          pending.push({ key: entry.key, label: entry.label, item: mapped.item, tags: mapped.tags })
         }
       }
       if (pending.length >= batchSize || index - stepped >= STEP_ENTRIES) {

@@ -7,16 +7,15 @@ import type { Principal } from '../../domain/principal.ts'
 import { AppError } from '../../errors.ts'
 import { operationRoutes } from '../../http/toolkit/operation-routes.ts'
 import { runCounter } from '../../jobs/operation.ts'
-import type { PartContext, Resource, RouteContext } from '../../http/contract/resources.ts'
+import type { Interop, PartContext, Resource, RouteContext } from '../../http/contract/resources.ts'
 import { COMMON_ERRORS, NotModifiedSchema, problemResponses } from '../../http/contract/schemas.ts'
 import type { Store } from '../../store/store.ts'
-import { emptyReport, type ImportJob, type Upload } from './import.ts'
+import { emptyReport, IMPORT_SOURCES, type ImportJob, type ImportSource, type Upload } from './import.ts'
 import { IMPORTS_JOB, ImportWorker } from './import-worker.ts'
 import { importsProblems } from './problems.ts'
 import { importEtag, renderImport } from './representation.ts'
 import { type CreateImportQuery, CreateImportQuerySchema, IMPORT_SCHEMAS, IMPORT_VERSIONS, ImportFileSchema, type ImportIdParams, ImportIdParamsSchema } from './schemas.ts'
 import { importSettings } from './settings.ts'
-import { type Declared, SNIFF_BYTES, sniff } from './sniff.ts'
 import { importsStore } from './store-module.ts'
 
 const ADMIN = { requiredScope: 'admin' }
@@ -38,11 +37,11 @@ function tooLarge (max: number): AppError {
  * passes `max` bytes (at once when Content-Length says so), with 415 or 422 as soon as its first
  * bytes show it is no export this service reads. A refused body's stored stretches are deleted.
  */
-async function storeBody (store: Store, clock: Clock, req: FastifyRequest, payload: Readable, max: number): Promise<string> {
+async function storeBody (store: Store, clock: Clock, interop: Interop, req: FastifyRequest, payload: Readable, max: number): Promise<string> {
   const length = Number(req.headers['content-length'])
   if (Number.isFinite(length) && length > max) throw tooLarge(max)
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
-  const declared: Declared = type === JSON_TYPE ? 'json' : 'xml'
+  const declared = type === JSON_TYPE ? 'json' : 'xml'
   const id = randomUUID()
   const hash = createHash('sha256')
   let size = 0
@@ -52,10 +51,11 @@ async function storeBody (store: Store, clock: Clock, req: FastifyRequest, paylo
   let pending: Buffer[] = []
   let pendingBytes = 0
   const judge = (final: boolean) => {
-    const s = sniff(head, declared, final)
+    const s = interop.sniff(head, declared, final)
     if (s === null) return
     if ('refuse' in s) throw new AppError(s.refuse === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : 'IMPORT_UNREADABLE', s.reason)
-    source = s.source
+    if (!(IMPORT_SOURCES as readonly string[]).includes(s.source)) throw new Error(`the imported collection reads ${s.source} files, which an import does not record`)
+    source = s.source as ImportSource
   }
   const flush = async () => {
     if (pendingBytes === 0) return
@@ -71,7 +71,7 @@ async function storeBody (store: Store, clock: Clock, req: FastifyRequest, paylo
       if (size > max) throw tooLarge(max)
       hash.update(chunk)
       if (source === undefined) {
-        head = Buffer.concat([head, chunk.subarray(0, SNIFF_BYTES)])
+        head = Buffer.concat([head, chunk.subarray(0, interop.sniffBytes)])
         judge(false)
       }
       pending.push(chunk)
@@ -89,10 +89,24 @@ async function storeBody (store: Store, clock: Clock, req: FastifyRequest, paylo
   return sha256
 }
 
+/**
+ * The collection an import fills: the one that reads other services' files (its `interop`: it
+ * judges a file's first bytes, reads it, maps its entries and writes them by its own rules), for
+ * every kind of file an import records.
+ */
+function interopOf (resources: readonly Resource[]): Interop {
+  const interop = resources.find(r => r.interop !== undefined)?.interop
+  if (interop === undefined) throw new Error('imports need a resource in the registry that reads files of other services (interop)')
+  const missing = IMPORT_SOURCES.filter(s => interop.readers[s] === undefined)
+  if (missing.length > 0) throw new Error(`imports need a resource that reads ${missing.join(' and ')} files (interop.readers)`)
+  return interop
+}
+
 /** POST /imports and GET /imports/{id}: a 202 job, polled for its progress and report. */
 async function importRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
   const { version, store } = ctx
   const max = ctx.config.imports.maxBytes
+  const interop = interopOf(ctx.resources)
   const JobRef = Type.Ref(IMPORT_VERSIONS[version])
   const tags = ['imports']
   const ops = operationRoutes<ImportJob>({
@@ -109,7 +123,7 @@ async function importRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
   // The file is the body: its own parsers, in a scope of its own, so no other route takes these types.
   await app.register(async scope => {
     scope.removeAllContentTypeParsers()
-    scope.addContentTypeParser(IMPORT_TYPES, async (req: FastifyRequest, payload: Readable) => await storeBody(store, ctx.clock, req, payload, max))
+    scope.addContentTypeParser(IMPORT_TYPES, async (req: FastifyRequest, payload: Readable) => await storeBody(store, ctx.clock, interop, req, payload, max))
 
     scope.post<{ Querystring: CreateImportQuery, Body: string }>('/imports', {
       bodyLimit: max,
@@ -147,8 +161,7 @@ async function importRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
 
 /** This instance's import worker: it takes jobs from the store's queue (docs/import.md). */
 function importJobs ({ config, store, log, metrics, resources, services, clock }: PartContext): ImportWorker[] {
-  const target = resources.find(r => r.importable !== undefined)?.importable
-  if (target === undefined) throw new Error('imports need an importable resource in the registry')
+  const target = interopOf(resources)
   const images = resources.find(r => r.images !== undefined)?.images
   const intake = resources.find(r => r.imageIntake !== undefined)?.imageIntake
   const bylines = resources.find(r => r.bylines !== undefined)?.bylines

@@ -17,7 +17,7 @@ import type { Job } from '../../jobs/job.ts'
 import { postsProblems, postsFieldCodes } from './problems.ts'
 import { postsStore, previewLinksStore, revisionsStore } from './store-module.ts'
 import { aliasesStore } from './aliases.ts'
-import { exportEntry, postsImportable } from './importable.ts'
+import { postsInterop } from './interop/interop.ts'
 import { toFieldErrors } from '../../http/protocol/validation.ts'
 import type { ListQuery, UnitOfWork } from '../../store/store.ts'
 import { contentImages } from './content-images.ts'
@@ -285,7 +285,6 @@ export const postsResource: Resource = {
   exportable: {
     list: async (store, query, viewer) => await store.posts.list(query as ListQuery<PostSortKey, PostFilter>, viewer),
     render: (post, version, base) => renderPost(post as Post, version, base),
-    entry: post => exportEntry(post as Post),
   },
-  importable: postsImportable,
+  interop: postsInterop,
 }

@@ -1,17 +1,11 @@
-import type { ImportableItem } from '../../http/contract/resources.ts'
+import { isSlug, SLUG_MAX } from '../../../domain/slug.ts'
+import type { MappingContext } from '../../../http/contract/resources.ts'
+import { CONTENT_MAX, EXCERPT_MAX, TAG_MAX, TAGS_MAX, TITLE_MAX } from '../limits.ts'
 import type { SourcePost } from './entries.ts'
 import { paragraphs, toMarkdown } from './html.ts'
-import type { ImportSource } from './import.ts'
+import type { ImportableItem } from './importable.ts'
 import { clean } from './text.ts'
 
-/** The service's limits on a post (title, content, tags, excerpt, slug), as its content rules state them. */
-const TITLE_MAX = 200
-const CONTENT_MAX = 100_000
-const TAGS_MAX = 20
-const TAG_MAX = 50
-const EXCERPT_MAX = 500
-const SLUG_MAX = 100
-const SLUG = /^[a-z0-9]+(-[a-z0-9]+)*$/
 /** Dates a post may hold: four-digit years, as RFC 3339 writes them (and both databases store). */
 const YEAR_MIN = 1000
 const YEAR_MAX = 9999
@@ -51,7 +45,7 @@ function decoded (s: string): string {
 /** A slug this service can take as it is, from a source's slug or address segment; else null. */
 function asSlug (raw: string): string | null {
   const s = decoded(raw).trim().toLowerCase()
-  return s.length <= SLUG_MAX && SLUG.test(s) ? s : null
+  return isSlug(s) ? s : null
 }
 
 /** The last segment of a permalink's path (`https://blog.example/2020/01/hello/` → `hello`). */
@@ -71,16 +65,9 @@ function validDate (date: Date | null): Date | null {
   return year >= YEAR_MIN && year <= YEAR_MAX ? date : null
 }
 
-export interface MappingContext {
-  readonly source: ImportSource
-  readonly now: Date
-  /** Who an entry without an author is written by: the admin importing. */
-  readonly owner: string
-}
-
-/** A post mapped, with what the rules changed on the way; or the reason it cannot be imported. */
+/** A post mapped, with what the rules changed on the way (and its tags, for the report); or the reason it cannot be imported. */
 export type Mapped =
-  | { readonly item: Omit<ImportableItem, 'existing'>, readonly warnings: readonly string[] }
+  | { readonly item: Omit<ImportableItem, 'existing'>, readonly tags: readonly string[], readonly warnings: readonly string[] }
   | { readonly skipped: string, readonly warnings: readonly string[] }
 
 /**
@@ -170,7 +157,9 @@ export function mapPost (post: SourcePost, ctx: MappingContext): Mapped {
       excerpt,
       slug: rawSlug === '' ? null : rawSlug,
       aliases,
+      ...(post.featureImageId === undefined ? {} : { featureImage: post.featureImageId }),
     },
+    tags: tags.slice(0, TAGS_MAX),
     warnings,
   }
 }

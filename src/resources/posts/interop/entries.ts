@@ -1,4 +1,5 @@
-import type { NotImported } from './import.ts'
+/** What a file holds that is not a post, counted apart by kind (none of it becomes a post). */
+export type NotPosts = 'pages' | 'attachments' | 'menu_items' | 'comments' | 'users' | 'settings' | 'other'
 
 /** A post as the source's file gives it, before the rules of this service are applied. */
 export interface SourcePost {
@@ -21,20 +22,14 @@ export interface SourcePost {
   readonly oldSlugs: readonly string[]
   /** Its feature image's URL, as the source gives it. */
   readonly featureImage: string | null
+  /** Its feature image as an image of this service (its id), once fetched in; absent: the post's stays as it is. */
+  readonly featureImageId?: string
   /** A text field that was longer than a reader keeps (the item is skipped). */
   readonly oversize: boolean
 }
 
 /** What a reader finds in a file, in the file's order. */
 export type Entry =
-  | { readonly kind: 'post', readonly key: string, readonly label: string, readonly post: SourcePost }
-  | { readonly kind: 'other', readonly what: NotImported, readonly count: number }
+  | { readonly kind: 'item', readonly key: string, readonly label: string, readonly source: SourcePost }
+  | { readonly kind: 'other', readonly what: NotPosts, readonly count: number }
   | { readonly kind: 'warning', readonly item: string, readonly message: string }
-
-/** The file cannot be imported at all: the import fails with this reason. */
-export class ImportFailure extends Error {
-  constructor (reason: string) {
-    super(reason)
-    this.name = 'ImportFailure'
-  }
-}

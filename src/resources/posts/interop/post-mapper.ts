@@ -1,15 +1,11 @@
 import { Worker } from 'node:worker_threads'
+import type { EntryMapper, MappingContext } from '../../../http/contract/resources.ts'
 import type { SourcePost } from './entries.ts'
-import { type Mapped, type MappingContext, mapPost } from './mapping.ts'
+import { type Mapped, mapPost } from './mapping.ts'
 
-/** Maps the posts of an import run: on the event loop, or on a thread of its own. */
-export interface PostMapper {
-  map (post: SourcePost, ctx: MappingContext): Promise<Mapped>
-  close (): Promise<void>
-}
-
-export const inlineMapper: PostMapper = {
-  async map (post, ctx) { return mapPost(post, ctx) },
+/** Maps the posts of an import run on the event loop. */
+export const inlineMapper: EntryMapper = {
+  async map (post, ctx) { return mapPost(post as SourcePost, ctx) },
   async close () {},
 }
 
@@ -21,7 +17,7 @@ function startThread (): Worker {
     const file = new URL('./map-thread.ts', here).href
     return new Worker(`import('tsx/esm/api').then(api => { api.register(); return import(${JSON.stringify(file)}) })`, { eval: true })
   }
-  return new Worker(new URL(here.endsWith('/post-mapper.js') ? './map-thread.js' : './resources/imports/map-thread.js', here))
+  return new Worker(new URL(here.endsWith('/post-mapper.js') ? './map-thread.js' : './resources/posts/interop/map-thread.js', here))
 }
 
 /**
@@ -29,7 +25,7 @@ function startThread (): Worker {
  * most of an import's work on the event loop, and most of its garbage. Posts are answered in
  * the order they were sent.
  */
-export function threadMapper (): PostMapper {
+export function threadMapper (): EntryMapper {
   const worker = startThread()
   const waiting = new Map<number, { resolve: (m: Mapped) => void, reject: (err: Error) => void }>()
   let next = 0
@@ -48,7 +44,7 @@ export function threadMapper (): PostMapper {
   worker.on('error', failAll)
   worker.on('exit', code => { failAll(new Error(`the import's mapping thread stopped (exit code ${code})`)) })
   return {
-    async map (post, ctx) {
+    async map (post: unknown, ctx: MappingContext) {
       if (failure !== null) throw failure
       const id = next++
       return await new Promise<Mapped>((resolve, reject) => {
@@ -60,41 +56,5 @@ export function threadMapper (): PostMapper {
       failure ??= new Error('the mapping thread was closed')
       await worker.terminate()
     },
-  }
-}
-
-/**
- * The entries, each with its mapping asked for ahead (`mapOf`, called in order for every entry;
- * null: nothing to map), up to `depth` mappings ahead: the mapper works on the next posts while
- * the run writes a batch.
- */
-export async function * mappedAhead<E> (
-  entries: AsyncIterable<E>, depth: number, mapOf: (entry: E) => Promise<Mapped> | null
-): AsyncGenerator<{ entry: E, mapped: Promise<Mapped> | null }> {
-  const queue: { entry: E, mapped: Promise<Mapped> | null }[] = []
-  const iterator = entries[Symbol.asyncIterator]()
-  let ended = false
-  let mapping = 0
-  try {
-    for (;;) {
-      while (!ended && mapping < depth && queue.length < 4 * depth) {
-        const r = await iterator.next()
-        if (r.done === true) {
-          ended = true
-          break
-        }
-        const mapped = mapOf(r.value)
-        // Its failure is the consumer's when it comes to it, not an unhandled rejection meanwhile.
-        mapped?.catch(() => {})
-        if (mapped !== null) mapping++
-        queue.push({ entry: r.value, mapped })
-      }
-      const head = queue.shift()
-      if (head === undefined) return
-      if (head.mapped !== null) mapping--
-      yield head
-    }
-  } finally {
-    await iterator.return?.()
   }
 }

@@ -1,7 +1,8 @@
 import { none } from 'stream-chain/defs.js'
 import Assembler from 'stream-json/core/assembler.js'
 import parser, { type Token } from 'stream-json/core/parser.js'
-import { type Entry, ImportFailure, type SourcePost } from './entries.ts'
+import { type FormatReader, UnreadableFile } from '../../../http/contract/resources.ts'
+import type { Entry, SourcePost } from './entries.ts'
 import { type GhostDocument, lexicalHtml, mobiledocHtml } from './ghost-documents.ts'
 import { clean } from './text.ts'
 
@@ -85,8 +86,8 @@ async function * tables (text: AsyncIterable<string>, assemble: ReadonlySet<stri
     for await (const chunk of text) yield * feed(chunk)
     yield * feed(none)
   } catch (err) {
-    if (err instanceof ImportFailure) throw err
-    throw new ImportFailure(`The file is not valid JSON (${(err as Error).message}): it is not a Ghost export.`)
+    if (err instanceof UnreadableFile) throw err
+    throw new UnreadableFile(`The file is not valid JSON (${(err as Error).message}): it is not a Ghost export.`)
   }
 }
 
@@ -204,14 +205,14 @@ function versionWarning (version: string | null): string | null {
  * after the posts), the second yields the posts one by one. A file is a Ghost export by its shape
  * (`db[].data.posts`), not its version string.
  */
-export async function * readGhost (open: () => AsyncIterable<string>): AsyncGenerator<Entry> {
-  const rel = await relations(open())
-  if (rel.posts === 0 && rel.version === null) throw new ImportFailure('The JSON has no db[].data.posts (nor data.posts): it is not a Ghost export.')
+export async function * readGhost (open: (first: boolean) => AsyncIterable<string>): AsyncGenerator<Entry> {
+  const rel = await relations(open(true))
+  if (rel.posts === 0 && rel.version === null) throw new UnreadableFile('The JSON has no db[].data.posts (nor data.posts): it is not a Ghost export.')
   const warning = versionWarning(rel.version)
   if (warning !== null) yield { kind: 'warning', item: 'file', message: warning }
   if (rel.usersCount > 0) yield { kind: 'other', what: 'users', count: rel.usersCount }
   if (rel.settings > 0) yield { kind: 'other', what: 'settings', count: rel.settings }
-  for await (const { table, value } of tables(open(), new Set(['posts']), new Set())) {
+  for await (const { table, value } of tables(open(false), new Set(['posts']), new Set())) {
     if (table !== 'posts') continue
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       yield { kind: 'warning', item: 'file', message: 'An entry of db[].data.posts is not an object; it was skipped.' }
@@ -227,6 +228,12 @@ export async function * readGhost (open: () => AsyncIterable<string>): AsyncGene
     const label = `post ${id === '' ? '?' : id}${title === '' ? '' : ` "${title.slice(0, 80)}"`}`
     const { post, warnings } = postOf(row, rel)
     for (const message of warnings) yield { kind: 'warning', item: label, message }
-    yield { kind: 'post', key: id, label, post }
+    yield { kind: 'item', key: id, label, source: post }
   }
+}
+
+/** Ghost's export files as a kind of file posts read: two readings, the first's bytes that are not UTF-8 noted. */
+export const ghostReader: FormatReader = {
+  passes: 2,
+  read: file => readGhost(first => file.open({ noted: first, counted: true })),
 }

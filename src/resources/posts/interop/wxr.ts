@@ -1,7 +1,45 @@
-import type { ExportableEntry } from '../../http/contract/resources.ts'
+import type { FormatWriter } from '../../../http/contract/resources.ts'
+import type { Post } from '../post.ts'
+
+/** A post as a blog's export file holds it: what another blog engine reads back. */
+export interface WxrEntry {
+  readonly id: number
+  readonly title: string
+  /** Markdown, and the HTML it renders to. */
+  readonly content: string
+  readonly contentHtml: string
+  readonly status: Post['status']
+  readonly slug: string
+  readonly tags: readonly string[]
+  readonly excerpt: string
+  readonly author: string
+  readonly createdAt: string
+  readonly updatedAt: string
+  readonly publishedAt: string | null
+  readonly publishAt: string | null
+}
+
+/** A post as a WXR file holds it: what an import of that file gives back. */
+export function wxrEntry (post: Post): WxrEntry {
+  return {
+    id: post.id,
+    title: post.title,
+    content: post.content,
+    contentHtml: post.contentHtml,
+    status: post.status,
+    slug: post.slug,
+    tags: post.tags,
+    excerpt: post.excerpt,
+    author: post.author,
+    createdAt: post.createdAt,
+    updatedAt: post.updatedAt,
+    publishedAt: post.publishedAt,
+    publishAt: post.publishAt,
+  }
+}
 
 /** What WordPress's WXR 1.2 calls a post's state, for each of this service's. */
-const WP_STATUS: Readonly<Record<ExportableEntry['status'], string>> = {
+const WP_STATUS: Readonly<Record<WxrEntry['status'], string>> = {
   published: 'publish',
   scheduled: 'future',
   draft: 'draft',
@@ -68,7 +106,7 @@ export const wxrFormat = {
 \t<generator>blog-post-service</generator>
 `
   },
-  item (e: ExportableEntry, site: string): string {
+  item (e: WxrEntry, site: string): string {
     // The post's date: when it is to be published, or was first (a draft or archived post may have
     // been); WordPress's "none" for a post never published.
     const date = e.status === 'scheduled' ? e.publishAt : e.status === 'published' ? e.publishedAt ?? e.createdAt : e.publishedAt
@@ -103,3 +141,12 @@ ${e.tags.map(t => `\t\t<category domain="post_tag" nicename="${text(nicename(t))
     return '</channel>\n</rss>\n'
   },
 } as const
+
+/** WXR as a format posts are written in: each row a post, as `exportable.list` reads them. */
+export const wxrWriter: FormatWriter = {
+  contentType: wxrFormat.contentType,
+  extension: wxrFormat.extension,
+  head: (site, now) => wxrFormat.head(site, now),
+  row: (row, site) => wxrFormat.item(wxrEntry(row as Post), site),
+  tail: () => wxrFormat.tail(),
+}

@@ -1,13 +1,7 @@
-import type { ImportSource } from './import.ts'
+import type { Sniffed } from '../../../http/contract/resources.ts'
 
 /** The request's declared kind: which Content-Type it came with. */
 export type Declared = 'xml' | 'json'
-
-/** What the first bytes tell: the source, a refusal (415: not a kind read here; 422: one that cannot be imported), or not yet. */
-export type Sniffed =
-  | { readonly source: ImportSource }
-  | { readonly refuse: 415 | 422, readonly reason: string }
-  | null
 
 /** Bytes after which a file still undecided is taken as what it says it is (its job then decides). */
 export const SNIFF_BYTES = 64 * 1024

@@ -1,3 +1,4 @@
+import type { EntryImages } from '../../../http/contract/resources.ts'
 import type { SourcePost } from './entries.ts'
 
 /** An `<img>`'s `src` (its attribute up to the value, and the value quoted either way or bare). */
@@ -16,18 +17,6 @@ function decodeAttribute (s: string): string {
   })
 }
 
-/** The URL an image source is fetched from: absolute http(s) (`//host/…` as https), else null. */
-export function fetchableUrl (src: string): string | null {
-  const s = src.trim()
-  const absolute = s.startsWith('//') ? `https:${s}` : s
-  if (!/^https?:\/\//i.test(absolute)) return null
-  try {
-    return new URL(absolute).href
-  } catch {
-    return null
-  }
-}
-
 /** The image sources a post shows, as written (decoded), each once: its feature image first, then its content's. */
 export function imageSources (post: SourcePost): string[] {
   const found = new Set<string>()
@@ -41,9 +30,9 @@ export function imageSources (post: SourcePost): string[] {
   return [...found]
 }
 
-/** The post with each image source that `urls` maps (as written) pointing where it says. */
-export function withImages (post: SourcePost, urls: ReadonlyMap<string, string>): SourcePost {
-  if (urls.size === 0) return post
+/** The post with each image source that `urls` maps (as written) pointing where it says, and `cover` (a media id) as its feature image when given. */
+export function withImages (post: SourcePost, urls: ReadonlyMap<string, string>, cover?: string): SourcePost {
+  if (urls.size === 0 && cover === undefined) return post
   const html = post.html?.replace(IMG_SRC, (m, head: string, dq?: string, sq?: string, bare?: string) => {
     const to = urls.get(decodeAttribute(dq ?? sq ?? bare!).trim())
     return to === undefined ? m : `${head}"${to}"`
@@ -52,5 +41,15 @@ export function withImages (post: SourcePost, urls: ReadonlyMap<string, string>)
     const to = urls.get((angled ?? plain!).trim())
     return to === undefined ? m : `${head}${to}`
   }) ?? null
-  return { ...post, html, markdown }
+  return { ...post, html, markdown, ...(cover === undefined ? {} : { featureImageId: cover }) }
+}
+
+/** A source post's images as an import fetching them sees them: its sources, its feature image's among them. */
+export const postImages: EntryImages = {
+  sources: post => {
+    const p = post as SourcePost
+    const cover = p.featureImage?.trim() ?? ''
+    return { urls: imageSources(p), cover: cover === '' ? null : cover }
+  },
+  withImages: (post, urls, cover) => withImages(post as SourcePost, urls, cover),
 }

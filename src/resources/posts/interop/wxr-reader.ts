@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { SaxesParser, type SaxesTagPlain } from 'saxes'
-import { type Entry, ImportFailure, type SourcePost } from './entries.ts'
-import type { NotImported } from './import.ts'
+import { type FormatReader, UnreadableFile } from '../../../http/contract/resources.ts'
+import type { Entry, NotPosts, SourcePost } from './entries.ts'
 import { clean } from './text.ts'
 
 /** A field longer than this (in characters) is not kept: its item is skipped, and memory stays bounded. */
@@ -18,7 +18,7 @@ const ITEM_FIELDS = new Set([
 ])
 const META_FIELDS = new Set(['wp:meta_key', 'wp:meta_value'])
 
-const OTHER_TYPES: Readonly<Record<string, NotImported>> = { page: 'pages', attachment: 'attachments', nav_menu_item: 'menu_items' }
+const OTHER_TYPES: Readonly<Record<string, NotPosts>> = { page: 'pages', attachment: 'attachments', nav_menu_item: 'menu_items' }
 
 interface ItemState {
   fields: Map<string, string>
@@ -171,7 +171,7 @@ export async function * readWxr (text: AsyncIterable<string>, attachments = new 
     // stretch at once held requests up for tens of milliseconds.
     for (let at = 0; at < chunk.length; at += PIECE_CHARS) {
       parser.write(chunk.slice(at, at + PIECE_CHARS))
-      if (failure !== null) throw new ImportFailure(failure)
+      if (failure !== null) throw new UnreadableFile(failure)
       yield * out.splice(0)
       if (stopped()) break
       await nextTurn()
@@ -179,10 +179,10 @@ export async function * readWxr (text: AsyncIterable<string>, attachments = new 
     if (xmlError !== null) break
   }
   if (xmlError === null) parser.close()
-  if (failure !== null) throw new ImportFailure(failure)
+  if (failure !== null) throw new UnreadableFile(failure)
   yield * out.splice(0)
   if (!channel) {
-    throw new ImportFailure(xmlError !== null
+    throw new UnreadableFile(xmlError !== null
       ? `The file is not well-formed XML (${xmlError}): it is not a WordPress export (WXR).`
       : 'The file has no <channel> in an <rss> element: it is not a WordPress export (WXR).')
   }
@@ -209,6 +209,29 @@ function entriesOf (item: ItemState, attachments: Map<string, string>): Entry[] 
   const title = (f.get('title') ?? '').trim()
   // The source identity (WXR guid and wp:post_id): the same post of the same site in any of its exports.
   const key = `${id}|${guid}`
-  out.push({ kind: 'post', key, label: `post ${id === '' ? '?' : id}${title === '' ? '' : ` "${title.slice(0, 80)}"`}`, post: postOf(item, attachments) })
+  out.push({ kind: 'item', key, label: `post ${id === '' ? '?' : id}${title === '' ? '' : ` "${title.slice(0, 80)}"`}`, source: postOf(item, attachments) })
   return out
+}
+
+/**
+ * WordPress's export files as a kind of file posts read: one reading of the file. When the run
+ * fetches the posts' images, a reading aside first gathers the attachments: a post names its
+ * feature image by the id of an attachment, which may come after it.
+ */
+export const wxrReader: FormatReader = {
+  passes: 1,
+  async * read (file, { images, signal }) {
+    const attachments = new Map<string, string>()
+    if (images) {
+      try {
+        for await (const entry of readWxr(file.open({ noted: false, counted: false }), attachments)) {
+          if (entry.kind === 'item') signal.throwIfAborted()
+        }
+      } catch (err) {
+        // The reading that follows reports what is wrong with the file.
+        if (!(err instanceof UnreadableFile)) throw err
+      }
+    }
+    yield * readWxr(file.open({ noted: true, counted: true }), attachments)
+  },
 }
