@@ -36,6 +36,14 @@ const resources = fs.readdirSync(new URL('./src/resources', import.meta.url), { 
   message: 'A resource imports no other resource; move what they share into the core.',
 }))
 
+// A resource has one face too: the facilities, the core's routes and what lies above (the registry) import its index.ts, never a file inside.
+const resourceFaces = fs.readdirSync(new URL('./src/resources', import.meta.url), { withFileTypes: true }).filter(d => d.isDirectory()).map(d => ({
+  target: ['./src/facilities', './src/routes', ...LAYERS.slice(LAYERS.findIndex(l => l.includes('./src/registry.ts'))).flat()],
+  from: `./src/resources/${d.name}`,
+  except: ['./index.ts'],
+  message: 'A resource is imported through its index.ts.',
+}))
+
 // A facility has one face: what lies above it imports its index.ts, never a file inside.
 const facilities = fs.readdirSync(new URL('./src/facilities', import.meta.url), { withFileTypes: true }).filter(d => d.isDirectory()).map(d => ({
   target: LAYERS.slice(LAYERS.findIndex(l => l.includes('./src/facilities'))).flat().filter(t => t !== './src/facilities'),
@@ -49,7 +57,7 @@ export default [
   {
     files: ['src/**/*.ts'],
     rules: {
-      'import-x/no-restricted-paths': ['error', { zones: [...upward, ...resources, ...facilities] }],
+      'import-x/no-restricted-paths': ['error', { zones: [...upward, ...resources, ...resourceFaces, ...facilities] }],
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
     },
   },
