@@ -371,7 +371,7 @@ export function readConfig (env: Env, sections: readonly SettingsSection[], vers
     metrics: metricsSettings,
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
     publicCache: Object.freeze({
-      bytes: int(env, 'PUBLIC_CACHE_BYTES', 32 * 1024 * 1024, 0, 4 * 1024 * 1024 * 1024),
+      bytes: int(env, 'PUBLIC_CACHE_BYTES', 64 * 1024 * 1024, 0, 4 * 1024 * 1024 * 1024),
       entries: int(env, 'PUBLIC_CACHE_ENTRIES', 20_000, 1, 10_000_000),
     }),
     instanceId: str(env, 'INSTANCE_ID') ?? `${os.hostname()}:${int(env, 'PORT', 3000, 0, 65535)}`,

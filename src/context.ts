@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { pino } from 'pino'
-import { Registry } from 'prom-client'
+import { Gauge, Registry } from 'prom-client'
 import { buildCatalogue, type Catalogue } from './catalogue.ts'
 import { type Clock, systemClock } from './clock.ts'
 import { type Config, type Env, readConfig } from './config.ts'
@@ -152,10 +152,14 @@ export async function createContext (config: Config, overrides: ContextOverrides
  * answers only while that reader has read within the last second; with no reader of the log (no
  * events facility) there is no cache.
  */
-async function publicCacheOf ({ config, store, services, lifecycle }: PartContext): Promise<PublicCache | null> {
+async function publicCacheOf ({ config, store, services, lifecycle, metrics }: PartContext): Promise<PublicCache | null> {
   const hub = (services as Partial<Services>).eventStreams
   if (config.publicCache.bytes === 0 || hub === undefined) return null
   const cache = new PublicCache(config.publicCache.bytes, config.publicCache.entries, () => hub.lastRead)
+  // eslint-disable-next-line no-new -- registered with the app's registry, read at each scrape
+  new Gauge({ name: 'public_cache_bytes', help: 'Bytes the public answers cache holds (bodies, headers and keys, the API\'s answers and the site\'s pages)', registers: [metrics], collect () { this.set(cache.bytes) } })
+  // eslint-disable-next-line no-new -- as above
+  new Gauge({ name: 'public_cache_entries', help: 'Answers and pages the public answers cache holds', registers: [metrics], collect () { this.set(cache.count) } })
   const stopLocal = store.afterEvents(() => { cache.clear() })
   // Events for one webhook alone (a test delivery) change nothing a reader sees.
   const stopRemote = await hub.listen(events => { if (events.some(e => e.webhookId === null)) cache.clear() })

@@ -79,6 +79,8 @@ export class KyselyStore implements Store {
   /** Told after every unit of work that wrote events, or failed (afterEvents). */
   private readonly eventsEnded = new Set<() => void>()
 
+  readonly watch: Pick<Repositories, 'events'>
+
   /** Units of work grouped per turn of the event loop, for a dialect that has one writer (SQLite). */
   private readonly groups: GroupCommit | null
 
@@ -87,9 +89,11 @@ export class KyselyStore implements Store {
     readonly dialect: DialectParts,
     readonly modules: readonly StoreModule[] = [],
     // A SQLite file has no network to be partitioned from: its circuit never opens.
-    readonly circuit: StoreCircuit = new StoreCircuit({ failures: 0, probeEveryMs: 1000 }, async () => {})
+    readonly circuit: StoreCircuit = new StoreCircuit({ failures: 0, probeEveryMs: 1000 }, async () => {}),
+    watcher: Kysely<Database> = db
   ) {
     this.kind = dialect.kind
+    this.watch = { events: repositories(watcher, dialect, modules).events }
     this.groups = dialect.groupCommit ? new GroupCommit(db, dialect.begin, dialect.durableCommit) : null
     Object.assign(this, repositories(db, dialect, modules))
   }

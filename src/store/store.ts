@@ -231,6 +231,12 @@ export interface Store extends Repositories {
   /** The store's circuit breaker: open while the database does not answer (src/store/circuit.ts). */
   readonly circuit: StoreCircuit
   /**
+   * The event log as a reader that polls it in the background reads it: the same database, but its
+   * failures and successes are not the circuit's (a poll that fails while requests recover must not
+   * open it again, nor one that succeeds close it).
+   */
+  readonly watch: Pick<Repositories, 'events'>
+  /**
    * A unit of work: `fn` gets repositories bound to one transaction, which commits once when `fn`
    * resolves and rolls back when it throws or `signal` has fired. onCommit callbacks run after the
    * commit. Don't use the store's own repositories inside `fn` (on PostgreSQL they would need a

@@ -4,7 +4,6 @@ import type { LightMyRequestResponse } from 'fastify'
 import { FRESH_MS } from '../../src/http/protocol/public-cache.ts'
 import { bearer, buildTestApp, json, storeKinds, twoInstances, type TestApp } from '../helper.ts'
 import { TcpProxy } from '../tcp-proxy.ts'
-import { png } from '../resources/media/images.ts'
 
 /** Headers that belong to one request, which a hit makes anew. */
 const PER_REQUEST = ['date', 'x-request-id', 'traceparent', 'ratelimit', 'ratelimit-policy']
@@ -32,6 +31,12 @@ function countQueries (t: TestApp): { readonly n: number } {
     }
   }
   return counter
+}
+
+/** Until this instance's reader of the event log has read it through from after now (its own writes' events seen, the cache emptied by them). */
+async function logRead (t: TestApp): Promise<void> {
+  const after = performance.now()
+  assert.ok(await waitFor(async () => t.context.services.eventStreams.lastRead > after, 5000), 'the event log read')
 }
 
 async function waitFor (check: () => Promise<boolean>, ms: number): Promise<boolean> {
@@ -156,6 +161,7 @@ for (const kind of await storeKinds()) {
       try {
         const a = await t.auth('alice', ['posts:write'])
         await t.request({ method: 'POST', url: '/posts', headers: a, payload: { title: 'One', content: 'z' } })
+        await logRead(t)
         await t.request({ method: 'GET', url: '/posts/1' })
         assert.equal(t.context.publicCache!.count, 1)
         return t.context.publicCache!.bytes
@@ -172,6 +178,7 @@ for (const kind of await storeKinds()) {
           const a = await t.auth('alice', ['posts:write'])
           await t.request({ method: 'POST', url: '/posts', headers: a, payload: { title: 'One', content: 'z' } })
           await t.request({ method: 'POST', url: '/posts', headers: a, payload: { title: 'Two', content: 'z' } })
+          await logRead(t)
           await t.request({ method: 'GET', url: '/posts/1' })
           assert.equal(t.context.publicCache!.count, kept, `${bytes} bytes`)
           if (kept === 0) continue
@@ -218,20 +225,6 @@ for (const kind of await storeKinds()) {
         assert.ok(await waitFor(async () => json(await b.inject({ method: 'GET', url })).title === 'After', 1000), 'B shows the change within 1 s')
         assert.ok(Date.now() - seen <= 1100)
         assert.equal(json(await b.inject({ method: 'GET', url: '/posts' }))[0].title, 'After')
-      })
-
-      it('shows a new alt text of a post\'s image, changed on instance A, on instance B within 1 s', async c => {
-        const { a, b } = await twoInstances(c, kind)
-        const authorization = await bearer('alice', ['posts:write', 'media:write'])
-        const image = json(await a.inject({ method: 'POST', url: '/media', headers: { authorization, 'content-type': 'image/png' }, payload: await png(32, 24) }))
-        const created = await a.inject({ method: 'POST', url: '/posts', headers: { authorization }, payload: { title: 'Pictured', content: 'x', feature_image: image.id } })
-        assert.equal(created.statusCode, 201, created.body)
-        const url = `/posts/${json(created).id}`
-        assert.equal(json(await b.inject({ method: 'GET', url })).feature_image.alt, '')
-        assert.equal(json(await b.inject({ method: 'GET', url })).feature_image.alt, '', 'kept')
-        const patched = await a.inject({ method: 'PATCH', url: `/media/${image.id as string}`, headers: { authorization, 'content-type': 'application/merge-patch+json' }, payload: { alt: 'A cat' } })
-        assert.equal(patched.statusCode, 200, patched.body)
-        assert.ok(await waitFor(async () => json(await b.inject({ method: 'GET', url })).feature_image.alt === 'A cat', 1000), 'B shows the new alt text within 1 s')
       })
 
       it('stops answering from memory within a second of losing the store, and answers 503 instead', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { FRESH_MS, PublicCache } from '../../src/http/protocol/public-cache.ts'
 import { storeKinds } from '../helper.ts'
-import { buildTestSite, publish, type TestSite } from './site-helper.ts'
+import { addImage, buildTestSite, publish, type TestSite } from './site-helper.ts'
 
 const MERGE = 'application/merge-patch+json'
 
@@ -100,6 +100,17 @@ for (const kind of await storeKinds()) {
       const res = await a.t.request({ method: 'PATCH', url: '/site', headers: { ...admin, 'content-type': MERGE }, payload: { title: 'Renamed' } })
       assert.equal(res.statusCode, 200, res.body)
       assert.ok(await until(async () => /<title>Renamed<\/title>/.test(await (await b.get('/')).text()), 1000))
+    })
+
+    it('shows a new alt text of the cover image, changed on instance A, on instance B within a second', async () => {
+      const admin = await a.t.auth('ann', ['admin'])
+      const image = await addImage(a.t, admin, 1200, 630, 'Before')
+      const res = await a.t.request({ method: 'PATCH', url: '/site', headers: { ...admin, 'content-type': MERGE }, payload: { cover_image: image.id } })
+      assert.equal(res.statusCode, 200, res.body)
+      assert.ok(await until(async () => /og:image:alt" content="Before"/.test(await (await b.get('/')).text()), 1000))
+      const patched = await a.t.request({ method: 'PATCH', url: `/media/${image.id as string}`, headers: { ...admin, 'content-type': MERGE }, payload: { alt: 'After' } })
+      assert.equal(patched.statusCode, 200, patched.body)
+      assert.ok(await until(async () => /og:image:alt" content="After"/.test(await (await b.get('/')).text()), 1000), 'the new alt text within a second')
     })
 
     it('answers a page it keeps without asking the store', async () => {

@@ -181,7 +181,7 @@ export class StreamHub {
     if (this.idle) {
       this.joining ??= (async () => {
         const began = performance.now()
-        this.cursor = await this.store.events.lastId()
+        this.cursor = await this.store.watch.events.lastId()
         this.readBegan = began
       })().finally(() => { this.joining = null })
     }
@@ -192,7 +192,7 @@ export class StreamHub {
     // While the store's circuit is open its answer is known; the probe, not this, tells when it heals.
     if (this.idle || this.store.circuit.state !== 'closed') return false
     const began = performance.now()
-    const events = await this.store.events.list(this.cursor, PAGE)
+    const events = await this.store.watch.events.list(this.cursor, PAGE)
     if (events.length === 0) {
       this.readBegan = began
       return false
