@@ -170,7 +170,8 @@ if ((await storeKinds()).includes('postgres')) {
         assert.equal(await circuitState(), 'closed')
         proxy.hold()
         const started = performance.now()
-        const during = await Promise.all(Array.from({ length: 4 }, async () => await t.app.inject({ method: 'GET', url: '/posts' })))
+        // Reads the public answers cache has not kept (it may answer /posts for up to a second more).
+        const during = await Promise.all(Array.from({ length: 4 }, async (_, i) => await t.app.inject({ method: 'GET', url: `/posts?limit=${i + 1}` })))
         const slowest = performance.now() - started
         for (const res of during) assertUnavailable(res, 'GET /posts during the partition')
         // Before: each waited out the request's whole budget (here 10 s), or PG_CONNECT_TIMEOUT_MS (5 s).
