@@ -6,12 +6,14 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { AppContext } from './context.ts'
 import { authorizationPlugin, authPlugin } from './http/pipeline/auth.ts'
 import { cachingPlugin } from './http/pipeline/caching.ts'
+import { publicCachePlugin } from './http/pipeline/public-cache.ts'
 import { contentTypePlugin } from './http/pipeline/content-type.ts'
 import { lingeringClosePlugin } from './http/pipeline/lingering-close.ts'
 import { metricsPlugin } from './http/pipeline/metrics.ts'
 import { nodeRequestsPlugin } from './http/pipeline/node-requests.ts'
 import { clientErrorHandler, serverOptions } from './http/pipeline/client-errors.ts'
 import { deadlinesPlugin } from './http/pipeline/deadlines.ts'
+import { isNotModified } from './http/toolkit/conditional.ts'
 import { JsonPatchSchema, MergePatchSchema } from './http/toolkit/patch.ts'
 import { problemsPlugin, sendProblem, toAppError } from './http/protocol/problems.ts'
 import { rateLimitPlugin } from './http/pipeline/rate-limit.ts'
@@ -89,6 +91,7 @@ export async function buildApp (context: AppContext): Promise<FastifyInstance> {
   await app.register(rateLimitPlugin, { config })
   await app.register(authorizationPlugin)
   await app.register(cachingPlugin)
+  if (context.publicCache !== null) await app.register(publicCachePlugin, { cache: context.publicCache, isNotModified, metrics: context.metrics })
   await app.register(idempotencyPlugin, { config, store, clock: context.clock })
   // Before any plugin that adds routes (metrics), so that every route is in the document.
   await app.register(swagger, {

@@ -73,6 +73,8 @@ export interface Config extends ResourceSettings {
     readonly token: string | null
   }
   readonly requestTimeoutMs: number
+  /** The public answers cache (src/http/pipeline/public-cache.ts): bytes at most (0: off), answers at most. */
+  readonly publicCache: { readonly bytes: number, readonly entries: number }
   /**
    * This instance's name: its Idempotency-Key claims carry it, and at start-up it frees the claims
    * a process of the same name left when it died. Unique among instances sharing a database.
@@ -368,6 +370,10 @@ export function readConfig (env: Env, sections: readonly SettingsSection[], vers
     }),
     metrics: metricsSettings,
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    publicCache: Object.freeze({
+      bytes: int(env, 'PUBLIC_CACHE_BYTES', 64 * 1024 * 1024, 0, 4 * 1024 * 1024 * 1024),
+      entries: int(env, 'PUBLIC_CACHE_ENTRIES', 20_000, 1, 10_000_000),
+    }),
     instanceId: str(env, 'INSTANCE_ID') ?? `${os.hostname()}:${int(env, 'PORT', 3000, 0, 65535)}`,
     instanceLeaseMs: int(env, 'INSTANCE_LEASE_MS', 3_000, 300, 600_000),
     idempotencyTtlS: int(env, 'IDEMPOTENCY_TTL_S', 86_400, 1, 30 * 86_400),

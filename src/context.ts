@@ -1,12 +1,13 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { pino } from 'pino'
-import { Registry } from 'prom-client'
+import { Gauge, Registry } from 'prom-client'
 import { buildCatalogue, type Catalogue } from './catalogue.ts'
 import { type Clock, systemClock } from './clock.ts'
 import { type Config, type Env, readConfig } from './config.ts'
 import { Authenticator, type PeopleCredentials } from './http/pipeline/auth.ts'
 import { InFlight } from './http/pipeline/deadlines.ts'
 import { idempotencyJobs } from './http/pipeline/idempotency.ts'
+import { PublicCache } from './http/protocol/public-cache.ts'
 import { Representations } from './http/toolkit/conditional.ts'
 import { CursorCodec } from './http/toolkit/paging.ts'
 import { type Facility, type Part, type PartContext, type Resource, schemasOf, type Services } from './http/contract/resources.ts'
@@ -41,6 +42,8 @@ export interface AppContext extends PartContext {
   readonly representations: Representations
   /** The requests in flight, which a shutdown that ran out of grace answers 503 (src/server.ts). */
   readonly inFlight: InFlight
+  /** Anonymous public answers kept by this instance; null when PUBLIC_CACHE_BYTES is 0. */
+  readonly publicCache: PublicCache | null
 }
 
 /**
@@ -125,6 +128,7 @@ export async function createContext (config: Config, overrides: ContextOverrides
     for (const job of idempotencyJobs(store, config, clock)) jobs.add(job)
     for (const part of parts) for (const job of part.jobs?.(ctx) ?? []) jobs.add(job)
     const catalogue = catalogueOf(parts)
+    const publicCache = await publicCacheOf(ctx)
     return Object.freeze({
       ...ctx,
       parts,
@@ -133,11 +137,37 @@ export async function createContext (config: Config, overrides: ContextOverrides
       representations: new Representations(resources.map(r => [r.name, schemasOf(r, ctx.eventTypes)] as const)),
       jobs,
       inFlight: new InFlight(config.requestTimeoutMs, catalogue),
+      publicCache,
     })
   } catch (err) {
     if (overrides.store === undefined) await store.close().catch(() => {})
     throw err
   }
+}
+
+/**
+ * The public answers cache (the API's anonymous reads and the site's pages), emptied by every
+ * change that records an event: this instance's when its unit of work ends (before the write is
+ * answered), any instance's when the event log's reader reads it (within EVENTS_POLL_MS). It
+ * answers only while that reader has read within the last second; with no reader of the log (no
+ * events facility) there is no cache.
+ */
+async function publicCacheOf ({ config, store, services, lifecycle, metrics }: PartContext): Promise<PublicCache | null> {
+  const hub = (services as Partial<Services>).eventStreams
+  if (config.publicCache.bytes === 0 || hub === undefined) return null
+  const cache = new PublicCache(config.publicCache.bytes, config.publicCache.entries, () => hub.lastRead)
+  // eslint-disable-next-line no-new -- registered with the app's registry, read at each scrape
+  new Gauge({ name: 'public_cache_bytes', help: 'Bytes the public answers cache holds (bodies, headers and keys, the API\'s answers and the site\'s pages)', registers: [metrics], collect () { this.set(cache.bytes) } })
+  // eslint-disable-next-line no-new -- as above
+  new Gauge({ name: 'public_cache_entries', help: 'Answers and pages the public answers cache holds', registers: [metrics], collect () { this.set(cache.count) } })
+  const stopLocal = store.afterEvents(() => { cache.clear() })
+  // Events for one webhook alone (a test delivery) change nothing a reader sees.
+  const stopRemote = await hub.listen(events => { if (events.some(e => e.webhookId === null)) cache.clear() })
+  lifecycle.onClosed(async () => {
+    stopLocal()
+    stopRemote()
+  })
+  return cache
 }
 
 /** People's credentials, when the identity facility is among the parts. */

@@ -4,7 +4,7 @@ import { Counter } from 'prom-client'
 import type { AppContext } from '../context.ts'
 import { AppError } from '../errors.ts'
 import { type ArticleObject, articleObject, type Article, imageObject, jsonLd, ogImageOf, type PaginationObject, pageObjects, perPageOf, type Profile, type Settings, siteObject } from './objects.ts'
-import { type CachedPage, PageCache } from './page-cache.ts'
+import type { KeptAnswer, PublicCache } from '../http/protocol/public-cache.ts'
 import { type PageTemplate, renderFailure, Theme } from './theme.ts'
 
 const PAGE_CACHE_CONTROL = 'public, max-age=60, stale-while-revalidate=600'
@@ -21,8 +21,31 @@ const BUILTIN_500 = '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8
 /** The reading site and what its tests look at. */
 export interface Site {
   readonly app: FastifyInstance
-  readonly cache: PageCache
+  /** The public answers cache its pages are kept in, beside the API's answers (null: none kept). */
+  readonly cache: PublicCache | null
   readonly theme: Theme
+}
+
+/** A page as rendered once: what any later request for the same path is answered with. */
+interface CachedPage {
+  readonly status: number
+  readonly body: string
+  readonly etag: string
+  readonly location?: string
+}
+
+/** Its key in the public answers cache: the path with its query, apart from the API's keys. */
+function keyOf (req: FastifyRequest): string {
+  return `site\n${req.url}`
+}
+
+function kept (page: CachedPage): KeptAnswer {
+  return { status: page.status, headers: page.location === undefined ? {} : { location: page.location }, body: page.body, etag: page.etag }
+}
+
+function pageOf (k: KeptAnswer): CachedPage {
+  const location = k.headers.location
+  return { status: k.status, body: String(k.body), etag: k.etag, ...(typeof location === 'string' ? { location } : {}) }
 }
 
 /** Strong: of the bytes themselves, so equal pages have equal tags on every instance. */
@@ -62,7 +85,7 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
   const { config, services, log: root } = context
   const log = root.child({ component: 'site' })
   const base = config.site.baseUrl ?? `http://${config.host}:${config.site.port ?? 0}`
-  const cache = new PageCache()
+  const cache = context.publicCache
   const reads = new Counter({ name: 'site_page_cache_reads_total', help: 'Pages of the reading site asked for, by whether the page cache had them', labelNames: ['result'], registers: [context.metrics] })
   const app = Fastify({
     loggerInstance: log,
@@ -76,10 +99,6 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
   // The image routes the site shares with the API give up on a variant when this fires.
   app.decorateRequest('abandoned', null as unknown as AbortSignal)
   app.addHook('onRequest', async req => { (req as { abandoned: AbortSignal }).abandoned = AbortSignal.timeout(config.requestTimeoutMs) })
-
-  // Every change committed on any instance reaches this one within a poll of the event log.
-  const stop = await services.eventStreams.listen(events => { if (events.some(e => e.webhookId === null)) cache.clear() })
-  app.addHook('onClose', async () => { stop() })
 
   // Security headers on every answer, whatever made it.
   app.addHook('onSend', async (_req, reply, payload) => {
@@ -122,18 +141,18 @@ export async function buildSite (context: AppContext, api: FastifyInstance, them
     return reply.code(page.status).header('content-type', HTML).send(page.body)
   }
 
-  /** The page for `key` from the cache, else made (and kept, when it is a 200 or a redirect). */
+  /** The page from the cache, else made (and kept, when it is a 200 or a redirect). */
   const answer = async (req: FastifyRequest, reply: FastifyReply, make: () => Promise<CachedPage>) => {
-    const key = req.url
-    const hit = cache.get(key)
+    const key = keyOf(req)
+    const hit = cache?.find(key)
     if (hit !== undefined) {
       reads.inc({ result: 'hit' })
-      return send(req, reply, hit, PAGE_CACHE_CONTROL)
+      return send(req, reply, pageOf(hit), PAGE_CACHE_CONTROL)
     }
     reads.inc({ result: 'miss' })
-    const generation = cache.generation
+    const generation = cache?.generation ?? 0
     const page = await make()
-    cache.set(key, page, generation)
+    cache?.keep(key, generation, kept(page))
     return send(req, reply, page, PAGE_CACHE_CONTROL)
   }
 

@@ -76,6 +76,10 @@ export class KyselyStore implements Store {
   private secret: Buffer | null = null
   /** Signals of this process's units of work, delivered to its own listeners without a round trip. */
   private readonly signals = new EventEmitter().setMaxListeners(0)
+  /** Told after every unit of work that wrote events, or failed (afterEvents). */
+  private readonly eventsEnded = new Set<() => void>()
+
+  readonly watch: Pick<Repositories, 'events'>
 
   /** Units of work grouped per turn of the event loop, for a dialect that has one writer (SQLite). */
   private readonly groups: GroupCommit | null
@@ -85,9 +89,11 @@ export class KyselyStore implements Store {
     readonly dialect: DialectParts,
     readonly modules: readonly StoreModule[] = [],
     // A SQLite file has no network to be partitioned from: its circuit never opens.
-    readonly circuit: StoreCircuit = new StoreCircuit({ failures: 0, probeEveryMs: 1000 }, async () => {})
+    readonly circuit: StoreCircuit = new StoreCircuit({ failures: 0, probeEveryMs: 1000 }, async () => {}),
+    watcher: Kysely<Database> = db
   ) {
     this.kind = dialect.kind
+    this.watch = { events: repositories(watcher, dialect, modules).events }
     this.groups = dialect.groupCommit ? new GroupCommit(db, dialect.begin, dialect.durableCommit) : null
     Object.assign(this, repositories(db, dialect, modules))
   }
@@ -95,10 +101,12 @@ export class KyselyStore implements Store {
   async transaction<T> (fn: (uow: UnitOfWork) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
     opts.signal?.throwIfAborted()
     const callbacks: (() => unknown)[] = []
+    let events: { readonly written: number } | null = null
     const work = async (conn: Kysely<Database>): Promise<T> => {
       const beforeCommit: ((now: Date) => Promise<void>)[] = []
       const unit = { ended: false }
       const repos = repositories(guarded(conn, unit), this.dialect, this.modules, { actor: opts.actor ?? SYSTEM_ACTOR, beforeCommit: f => { beforeCommit.push(f) } })
+      events = repos.events
       const signal = async (channel: string) => {
         callbacks.push(() => this.signals.emit(channel))
         await this.dialect.signals?.notify(conn, channel)
@@ -120,7 +128,15 @@ export class KyselyStore implements Store {
       opts.onCommitting?.()
       return result
     }
-    const value = this.groups !== null ? await this.groups.run(work) : await this.alone(work)
+    let value: T
+    try {
+      value = this.groups !== null ? await this.groups.run(work) : await this.alone(work)
+    } catch (err) {
+      this.endedWithEvents()
+      throw err
+    }
+    // Read through a cast: TypeScript does not see the assignment inside `work`.
+    if (((events as { readonly written: number } | null)?.written ?? 0) > 0) this.endedWithEvents()
     for (const f of callbacks) {
       try {
         await f()
@@ -129,6 +145,15 @@ export class KyselyStore implements Store {
       }
     }
     return value
+  }
+
+  afterEvents (fn: () => void): () => void {
+    this.eventsEnded.add(fn)
+    return () => { this.eventsEnded.delete(fn) }
+  }
+
+  private endedWithEvents (): void {
+    for (const fn of this.eventsEnded) fn()
   }
 
   async listen (channel: string, fn: () => void): Promise<() => Promise<void>> {

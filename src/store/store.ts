@@ -149,6 +149,8 @@ export interface StoredEvent {
 export interface EventStore {
   /** Records events in this unit of work; outside one it throws. */
   record (...events: EventInput[]): void
+  /** How many events this unit of work has written so far (0 outside one). */
+  readonly written: number
   /** Up to `limit` events with ids above `after`, in id order. */
   list (after: number, limit: number): Promise<StoredEvent[]>
   /** As `list`, without the events' data (what the fan-out needs to match subscriptions). */
@@ -229,6 +231,12 @@ export interface Store extends Repositories {
   /** The store's circuit breaker: open while the database does not answer (src/store/circuit.ts). */
   readonly circuit: StoreCircuit
   /**
+   * The event log as a reader that polls it in the background reads it: the same database, but its
+   * failures and successes are not the circuit's (a poll that fails while requests recover must not
+   * open it again, nor one that succeeds close it).
+   */
+  readonly watch: Pick<Repositories, 'events'>
+  /**
    * A unit of work: `fn` gets repositories bound to one transaction, which commits once when `fn`
    * resolves and rolls back when it throws or `signal` has fired. onCommit callbacks run after the
    * commit. Don't use the store's own repositories inside `fn` (on PostgreSQL they would need a
@@ -242,6 +250,13 @@ export interface Store extends Repositories {
    * commit; possibly more often). Resolves to a function that stops listening.
    */
   listen (channel: string, fn: () => void): Promise<() => Promise<void>>
+  /**
+   * Calls `fn`, before the unit's `transaction` resolves, whenever a unit of work of this process
+   * that wrote events has ended, and whenever one has failed (a read beside it may have seen what
+   * it rolled back): what a representation was made from may have changed. Returns a function
+   * that stops it.
+   */
+  afterEvents (fn: () => void): () => void
   /** A random secret made once per database and shared by every instance (signs cursors). */
   serverSecret (): Promise<Buffer>
   /** Applies every migration not yet applied; safe to run from several instances at once. */

@@ -110,7 +110,8 @@ if ((await storeKinds()).includes('postgres')) {
         proxy.hold()
         const started = performance.now()
         const answers = await Promise.all([
-          ...Array.from({ length: 30 }, () => ({ method: 'GET' as const, url: '/posts' })),
+          // Reads the public answers cache has not kept (it may answer /posts for up to a second more).
+          ...Array.from({ length: 30 }, (_, i) => ({ method: 'GET' as const, url: `/posts?limit=${i + 1}` })),
           ...Array.from({ length: 6 }, (_, i) => ({ method: 'POST' as const, url: '/posts', headers: auth, payload: { title: `during ${i}`, content: '' } })),
         ].map(async r => {
           const res = await t.app.inject(r)
@@ -134,7 +135,8 @@ if ((await storeKinds()).includes('postgres')) {
       try {
         assert.equal((await t.app.inject({ method: 'GET', url: '/posts' })).statusCode, 200)
         proxy.hold()
-        const during = await Promise.all(Array.from({ length: 4 }, async () => await t.app.inject({ method: 'GET', url: '/posts' })))
+        // Reads the public answers cache has not kept (it may answer /posts for up to a second more).
+        const during = await Promise.all(Array.from({ length: 4 }, async (_, i) => await t.app.inject({ method: 'GET', url: `/posts?limit=${i + 1}` })))
         for (const res of during) assertUnavailable(res, 'GET /posts during the partition')
         // The route is back, but the flows of the pool's two connections are lost for good.
         proxy.healForNewConnections()
@@ -168,7 +170,8 @@ if ((await storeKinds()).includes('postgres')) {
         assert.equal(await circuitState(), 'closed')
         proxy.hold()
         const started = performance.now()
-        const during = await Promise.all(Array.from({ length: 4 }, async () => await t.app.inject({ method: 'GET', url: '/posts' })))
+        // Reads the public answers cache has not kept (it may answer /posts for up to a second more).
+        const during = await Promise.all(Array.from({ length: 4 }, async (_, i) => await t.app.inject({ method: 'GET', url: `/posts?limit=${i + 1}` })))
         const slowest = performance.now() - started
         for (const res of during) assertUnavailable(res, 'GET /posts during the partition')
         // Before: each waited out the request's whole budget (here 10 s), or PG_CONNECT_TIMEOUT_MS (5 s).
@@ -191,7 +194,9 @@ if ((await storeKinds()).includes('postgres')) {
         const res = await untilServed(t)
         assert.equal(res.statusCode, 200, res.body)
         assert.equal(await circuitState(), 'closed')
-        assert.match(await t.scrape(), /store_circuit_opened_total 1/)
+        // At least once: on a loaded machine a connection begun in the partition may still time out
+        // after the heal, three in a row open it again, and the next probe closes it as this one did.
+        assert.match(await t.scrape(), /store_circuit_opened_total [1-9]/)
         assert.equal((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200)
         recordResult('store-circuit', {
           test: 'Store circuit breaker in a PostgreSQL partition (STORE_BUDGET_MS=400, STORE_CIRCUIT_FAILURES=3, REQUEST_TIMEOUT_MS=10000)',

@@ -1,30 +1,51 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { PageCache } from '../../src/site/page-cache.ts'
+import { FRESH_MS, PublicCache } from '../../src/http/protocol/public-cache.ts'
 import { storeKinds } from '../helper.ts'
-import { buildTestSite, publish, type TestSite } from './site-helper.ts'
+import { addImage, buildTestSite, publish, type TestSite } from './site-helper.ts'
 
 const MERGE = 'application/merge-patch+json'
 
-describe('PageCache', () => {
-  it('keeps pages within its bounds, the least recently used out first', () => {
-    const cache = new PageCache(16 * 4000, 3)
-    const page = (body: string) => ({ status: 200, body, etag: '"e"' })
-    for (const k of ['a', 'b', 'c']) cache.set(k, page(k), cache.generation)
-    cache.get('a')
-    cache.set('d', page('d'), cache.generation)
-    assert.equal(cache.get('b'), undefined)
-    assert.ok(cache.get('a') !== undefined && cache.get('d') !== undefined)
-    cache.set('big', page('x'.repeat(10_000)), cache.generation)
-    assert.equal(cache.get('big'), undefined, 'a page beyond a sixteenth of the bound is not kept')
+describe('PublicCache', () => {
+  const page = (body: string) => ({ status: 200, headers: {}, body, etag: '"e"' })
+  const now = () => performance.now()
+
+  it('keeps answers within its bounds, the least recently used out first', () => {
+    const cache = new PublicCache(2 * 1024 * 1024, 3, now)
+    for (const k of ['a', 'b', 'c']) assert.ok(cache.keep(k, cache.generation, page(k)))
+    cache.find('a')
+    cache.keep('d', cache.generation, page('d'))
+    assert.equal(cache.find('b'), undefined)
+    assert.ok(cache.find('a') !== undefined && cache.find('d') !== undefined)
+    assert.equal(cache.count, 3)
   })
 
-  it('does not keep a page rendered before the last clear', () => {
-    const cache = new PageCache()
+  it('keeps an answer of just its entry bound, not one byte over', () => {
+    const cache = new PublicCache(2 * 1024 * 1024, 10, now)
+    // What an entry weighs besides its body: twice its key, and 64 bytes.
+    const overhead = 2 * 'k'.length + 64
+    assert.ok(cache.keep('k', cache.generation, page('x'.repeat(cache.maxEntryBytes - overhead))))
+    assert.equal(cache.keep('k', cache.generation, page('x'.repeat(cache.maxEntryBytes - overhead + 1))), false)
+  })
+
+  it('does not keep an answer made before the last clear', () => {
+    const cache = new PublicCache(1024 * 1024, 10, now)
     const generation = cache.generation
     cache.clear()
-    cache.set('a', { status: 200, body: 'old', etag: '"e"' }, generation)
-    assert.equal(cache.get('a'), undefined)
+    assert.equal(cache.keep('a', generation, page('old')), false)
+    assert.equal(cache.find('a'), undefined)
+  })
+
+  it('answers nothing from memory once the event log was last read more than a second ago', () => {
+    let lastRead = performance.now()
+    const cache = new PublicCache(1024 * 1024, 10, () => lastRead)
+    cache.keep('a', cache.generation, page('a'))
+    lastRead = performance.now() - (FRESH_MS - 100)
+    assert.ok(cache.find('a') !== undefined, 'read 0.9 s ago: answered')
+    lastRead = performance.now() - (FRESH_MS + 100)
+    assert.equal(cache.find('a'), undefined, 'read 1.1 s ago: not answered')
+    lastRead = performance.now()
+    assert.ok(cache.find('a') !== undefined, 'read again: answered again')
   })
 })
 
@@ -60,7 +81,7 @@ for (const kind of await storeKinds()) {
       assert.ok(await until(async () => {
         assert.match(await (await b.get(path)).text(), /Before the change/)
         assert.match(await (await b.get('/')).text(), /Before the change/)
-        return b.site.cache.size >= 2
+        return (b.site.cache?.count ?? 0) >= 2
       }, 3000), 'both pages are kept')
       await b.get('/')
       assert.match(await b.t.scrape(), /site_page_cache_reads_total\{result="hit"\} [1-9]/)
@@ -79,6 +100,17 @@ for (const kind of await storeKinds()) {
       const res = await a.t.request({ method: 'PATCH', url: '/site', headers: { ...admin, 'content-type': MERGE }, payload: { title: 'Renamed' } })
       assert.equal(res.statusCode, 200, res.body)
       assert.ok(await until(async () => /<title>Renamed<\/title>/.test(await (await b.get('/')).text()), 1000))
+    })
+
+    it('shows a new alt text of the cover image, changed on instance A, on instance B within a second', async () => {
+      const admin = await a.t.auth('ann', ['admin'])
+      const image = await addImage(a.t, admin, 1200, 630, 'Before')
+      const res = await a.t.request({ method: 'PATCH', url: '/site', headers: { ...admin, 'content-type': MERGE }, payload: { cover_image: image.id } })
+      assert.equal(res.statusCode, 200, res.body)
+      assert.ok(await until(async () => /og:image:alt" content="Before"/.test(await (await b.get('/')).text()), 1000))
+      const patched = await a.t.request({ method: 'PATCH', url: `/media/${image.id as string}`, headers: { ...admin, 'content-type': MERGE }, payload: { alt: 'After' } })
+      assert.equal(patched.statusCode, 200, patched.body)
+      assert.ok(await until(async () => /og:image:alt" content="After"/.test(await (await b.get('/')).text()), 1000), 'the new alt text within a second')
     })
 
     it('answers a page it keeps without asking the store', async () => {

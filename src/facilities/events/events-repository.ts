@@ -32,6 +32,12 @@ export class EventsRepository implements EventStore {
    */
   constructor (private readonly db: Kysely<Database>, private readonly dialect: DialectParts, private readonly pending: EventInput[] | null = null, private readonly actor: Actor | null = null) {}
 
+  private flushed = 0
+
+  get written (): number {
+    return this.flushed
+  }
+
   record (...events: EventInput[]): void {
     if (this.pending === null) throw new Error('events are recorded in a unit of work (store.transaction), with the change they announce')
     this.pending.push(...events)
@@ -56,6 +62,7 @@ export class EventsRepository implements EventStore {
       actor: arg<string | null>(7 * i + 6),
     }))))
     await insert.execute(this.db, this.pending.flatMap(e => [e.type, ts, e.owner, e.public ? 1 : 0, e.webhookId ?? null, JSON.stringify(e.data), actor]))
+    this.flushed += n
     this.pending.length = 0
   }
 

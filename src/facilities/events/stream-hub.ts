@@ -94,9 +94,10 @@ export class EventStream {
  */
 export class StreamHub {
   private readonly streams = new Set<EventStream>()
-  /** In-process readers of what the hub reads (a page cache emptied by changes). */
+  /** In-process readers of every event the hub reads (listen). */
   private readonly listeners = new Set<(events: readonly StoredEvent[]) => void>()
   private cursor = 0
+  private readBegan = -Infinity
   private heartbeat: NodeJS.Timeout | null = null
   private joining: Promise<void> | null = null
   /** The reading of the log, every `pollMs`, with the heartbeat beside it. */
@@ -117,6 +118,12 @@ export class StreamHub {
   }
 
   get open (): number { return this.streams.size }
+
+  /**
+   * `performance.now()` when the hub's last successful read of the log began (-Infinity before
+   * any): every event committed before then has reached its streams and listeners.
+   */
+  get lastRead (): number { return this.readBegan }
 
   /** Ends every stream (shutdown): clients reconnect elsewhere with Last-Event-ID. */
   end (): void {
@@ -154,8 +161,9 @@ export class StreamHub {
   }
 
   /**
-   * Calls `fn` with every batch of events the hub reads from now on, committed on any instance
-   * (within one poll, EVENTS_POLL_MS); the function it gives back stops that.
+   * Calls `fn` with every batch of events the hub reads from now on (committed on any instance,
+   * within one poll), in id order; resolves to a function that stops it. A listener that throws
+   * does not stop the others, nor the streams.
    */
   async listen (fn: (events: readonly StoredEvent[]) => void): Promise<() => void> {
     await this.wake()
@@ -170,18 +178,37 @@ export class StreamHub {
 
   /** Before the first reader joins an idle hub: it starts from the newest event (joins at once share one read). */
   private async wake (): Promise<void> {
-    if (this.idle) this.joining ??= (async () => { this.cursor = await this.store.events.lastId() })().finally(() => { this.joining = null })
+    if (this.idle) {
+      this.joining ??= (async () => {
+        const began = performance.now()
+        this.cursor = await this.store.watch.events.lastId()
+        this.readBegan = began
+      })().finally(() => { this.joining = null })
+    }
     await this.joining
   }
 
   private async tick (): Promise<boolean> {
-    if (this.idle) return false
-    const events = await this.store.events.list(this.cursor, PAGE)
-    if (events.length === 0) return false
+    // While the store's circuit is open its answer is known; the probe, not this, tells when it heals.
+    if (this.idle || this.store.circuit.state !== 'closed') return false
+    const began = performance.now()
+    const events = await this.store.watch.events.list(this.cursor, PAGE)
+    if (events.length === 0) {
+      this.readBegan = began
+      return false
+    }
     this.cursor = events.at(-1)!.id
+    for (const fn of this.listeners) {
+      try {
+        fn(events)
+      } catch {
+        // A listener's failure is its own; the streams still get the events.
+      }
+    }
     const framed = this.streams.size === 0 ? [] : events.map(frame)
     for (const s of this.streams) s.send(framed)
-    for (const fn of this.listeners) fn(events)
+    // A full page leaves more to read: what is kept is known fresh once the log is read to its end.
+    if (events.length < PAGE) this.readBegan = began
     return events.length === PAGE
   }
 }

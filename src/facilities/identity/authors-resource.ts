@@ -12,6 +12,7 @@ import { AUTHORS, AuthorSchema, ListAuthorsQuerySchema } from './schemas.ts'
 import type { UserRecord } from './store.ts'
 
 const tags = ['authors']
+
 const AUTHOR_FIELDS = ['slug', 'name', 'bio', 'website', 'avatar', 'post_count', '_links'] as const
 
 /** A user with a published post, as the public sees them: no email, role or status. */
@@ -44,6 +45,7 @@ async function authorRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
   }
 
   app.get('/authors', ctx.route({
+    config: { publicCache: true },
     schema: { tags, summary: 'List authors', description: 'Public: every user with at least one published post, by name. No email, role or status.', querystring: ListAuthorsQuerySchema, response: { 200: Type.Array(Type.Ref(AuthorSchema)), 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS, 422) } },
   }), async (req, reply) => await listHandler(ctx.cursors, {
     collection: AUTHORS,
@@ -61,6 +63,7 @@ async function authorRoutes (app: FastifyInstance, ctx: RouteContext): Promise<v
   })(req, reply))
 
   app.get<{ Params: { slug: string } }>('/authors/:slug', ctx.route({
+    config: { publicCache: true },
     schema: { tags, summary: 'Read an author', description: 'Public. A former slug answers 301 to the current one; a user without a published post: 404 `AUTHOR_NOT_FOUND`.', params: SlugParamsSchema, response: { 200: Type.Ref(AuthorSchema), 301: Type.Null({ description: 'Moved: `Location` is the author\'s current page.' }), 304: NotModifiedSchema, ...problemResponses(...COMMON_ERRORS, 404, 422) } },
   }), async (req, reply) => {
     const { slug } = req.params

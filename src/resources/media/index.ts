@@ -31,7 +31,7 @@ import { uploadRoutes } from './uploads.ts'
 
 const WRITE = { requiredScope: 'media:write', orScopes: ['posts:write'] } as const
 const tags = ['media']
-const MEDIA_EVENT_TYPES = ['media.created', 'media.deleted'] as const
+const MEDIA_EVENT_TYPES = ['media.created', 'media.updated', 'media.deleted'] as const
 /** Files and variants never change under their URL: any cache may keep them for a year. */
 export const IMMUTABLE = 'public, max-age=31536000, immutable'
 const DEFAULT_QUALITY = 75
@@ -239,7 +239,11 @@ async function mediaRoutes (app: FastifyInstance, ctx: RouteContext): Promise<vo
         return current
       }, async current => {
         const m = await uow.media.update(current.id, req.principal, changes, ctx.clock.now(), current.revision)
-        return m === null ? { outcome: 'missing' } : m === 'stale' ? { outcome: 'stale' } : { outcome: 'done', value: m } as const
+        if (m === null) return { outcome: 'missing' }
+        if (m === 'stale') return { outcome: 'stale' }
+        // Posts and pages that show the image show its alt text and caption: every instance's cache hears of it.
+        uow.events.record(mediaEvent('media.updated', m))
+        return { outcome: 'done', value: m } as const
       }, () => notFound(req.params.media_id))
       return written(req, updated, version, 200)
     })

@@ -32,6 +32,7 @@ export const tagsCollection: CollectionSpec<'name' | 'count'> = {
 /** `GET /tags`: every tag on a post the caller may see, with counts, paged as every list. */
 export async function tagRoutes (app: FastifyInstance, ctx: RouteContext): Promise<void> {
   app.get('/tags', ctx.route({
+    config: { publicCache: true },
     schema: {
       tags: ['posts'],
       summary: 'List tags',

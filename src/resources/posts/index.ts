@@ -84,6 +84,7 @@ async function postRoutes (app: FastifyInstance, ctx: RouteContext): Promise<voi
   const written = (req: FastifyRequest, post: Post, status: 200 | 201) => writtenResource(req, 'posts', post, renderPost(post, version, linkBase(req)), status)
 
   app.get('/posts', ctx.route({
+    config: { publicCache: true },
     schema: {
       tags,
       summary: 'List posts',
@@ -109,6 +110,7 @@ async function postRoutes (app: FastifyInstance, ctx: RouteContext): Promise<voi
   }))
 
   app.get<{ Params: PostIdParams }>('/posts/:post_id', ctx.route({
+    config: { publicCache: true },
     schema: {
       tags,
       summary: 'Read a post',
@@ -121,6 +123,7 @@ async function postRoutes (app: FastifyInstance, ctx: RouteContext): Promise<voi
   })
 
   app.get<{ Params: PostSlugParams }>('/posts/by-slug/:slug', ctx.route({
+    config: { publicCache: true },
     schema: {
       tags,
       summary: 'Read a post by its slug',

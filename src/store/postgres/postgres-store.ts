@@ -143,7 +143,7 @@ function staleStatement (err: unknown): boolean {
  * going back to the pool, where the next request would fail on it too. Kysely's own release
  * cannot say that a connection is broken.
  */
-function dialectPool (pool: pg.Pool, statements: StatementNames, circuit: StoreCircuit, budgetMs: number): PostgresPool {
+function dialectPool (pool: pg.Pool, statements: StatementNames, circuit: StoreCircuit | null, budgetMs: number): PostgresPool {
   return {
     async connect () {
       let client: pg.PoolClient
@@ -154,7 +154,7 @@ function dialectPool (pool: pg.Pool, statements: StatementNames, circuit: StoreC
       try {
         client = await withinBudget(pool.connect(), budgetMs)
       } catch (err) {
-        if (isStoreUnavailable(err)) circuit.failed()
+        if (isStoreUnavailable(err)) circuit?.failed()
         throw err
       }
       let firstTimeout: number | undefined = budgetMs === 0 ? undefined : Math.max(1, Math.round(budgetMs - (performance.now() - began)))
@@ -171,13 +171,13 @@ function dialectPool (pool: pg.Pool, statements: StatementNames, circuit: StoreC
         firstTimeout = undefined
         try {
           const result = await client.query({ ...(name === undefined ? {} : { name }), text, values: values as unknown[], ...timeout })
-          circuit.succeeded()
+          circuit?.succeeded()
           return result
         } catch (err) {
           // 57014 (statement_timeout) leaves the connection usable, and says nothing of the database's health.
           if (isStoreUnavailable(err) && (err as { code?: string }).code !== '57014') {
             broken = err as Error
-            circuit.failed()
+            circuit?.failed()
           }
           if (name !== undefined && staleStatement(err)) broken = err as Error
           throw err
@@ -339,5 +339,7 @@ export function openPostgresStore (url: string, opts: PostgresOptions): KyselySt
     initialMigration: m0001,
     migrator: (kdb, plan) => new PostgresMigrator(url, connectTimeoutMs, kdb, plan),
   }
-  return new KyselyStore(db, parts, opts.modules, circuit)
+  // The same pool for the event log's reader, whose polls the circuit does not count (Store.watch).
+  const watcher = new Kysely<Database>({ dialect: new PostgresDialect({ pool: dialectPool(pool, statements, null, config.query_timeout ?? 0) }) })
+  return new KyselyStore(db, parts, opts.modules, circuit, watcher)
 }

@@ -97,7 +97,7 @@ export async function feedRoutes (app: FastifyInstance, ctx: { readonly config: 
     produces: [mediaType],
     response: { 200: { description: `The feed (${mediaType}).`, content: { [mediaType]: { schema: body } } }, 304: NotModifiedSchema, ...problemResponses(...SYSTEM_ERRORS, 406, 422) },
   })
-  const config = { ignoresCredentials: true }
+  const config = { ignoresCredentials: true, publicCache: true }
   app.get<{ Querystring: FeedQuery }>('/feed.atom', { config, schema: schema('Atom feed of published posts', 'application/atom+xml', { type: 'string', description: 'Atom 1.0 (RFC 4287).' }) }, feed('atom'))
   app.get<{ Querystring: FeedQuery }>('/feed.json', { config, schema: schema('JSON Feed of published posts', 'application/feed+json', JsonFeedSchema) }, feed('json'))
 }
