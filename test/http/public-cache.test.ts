@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { FRESH_MS } from '../../src/http/protocol/public-cache.ts'
 import { bearer, buildTestApp, json, storeKinds, twoInstances, type TestApp } from '../helper.ts'
+import { until } from '../support/poll.ts'
 import { TcpProxy } from '../tcp-proxy.ts'
 
 /** Headers that belong to one request, which a hit makes anew. */
@@ -39,16 +40,7 @@ function countQueries (t: TestApp): { readonly n: number } {
 /** Until this instance's reader of the event log has read it through from after now (its own writes' events seen, the cache emptied by them). */
 async function logRead (t: TestApp): Promise<void> {
   const after = performance.now()
-  assert.ok(await waitFor(async () => t.context.services.eventStreams.lastRead > after, 5000), 'the event log read')
-}
-
-async function waitFor (check: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const until = Date.now() + ms
-  for (;;) {
-    if (await check()) return true
-    if (Date.now() > until) return false
-    await new Promise(resolve => setTimeout(resolve, 25))
-  }
+  await until(() => t.context.services.eventStreams.lastRead > after, 'the event log read', 5000)
 }
 
 for (const kind of await storeKinds()) {
@@ -225,7 +217,7 @@ for (const kind of await storeKinds()) {
         assert.equal(json(await b.inject({ method: 'GET', url: '/posts' }))[0].title, 'Before')
         await a.inject({ method: 'PATCH', url, headers: { authorization, 'content-type': 'application/merge-patch+json' }, payload: { title: 'After' } })
         const seen = Date.now()
-        assert.ok(await waitFor(async () => json(await b.inject({ method: 'GET', url })).title === 'After', 1000), 'B shows the change within 1 s')
+        await until(async () => json(await b.inject({ method: 'GET', url })).title === 'After', 'B to show the change within 1 s', 1000)
         assert.ok(Date.now() - seen <= 1100)
         assert.equal(json(await b.inject({ method: 'GET', url: '/posts' }))[0].title, 'After')
       })
@@ -241,7 +233,7 @@ for (const kind of await storeKinds()) {
           assert.ok(t.context.publicCache!.count > 0)
           proxy.hold()
           const lost = Date.now()
-          assert.ok(await waitFor(async () => (await t.app.inject({ method: 'GET', url })).statusCode === 503, 1500), 'a 503 within a second and a half')
+          await until(async () => (await t.app.inject({ method: 'GET', url })).statusCode === 503, 'a 503 within a second and a half', 1500)
           assert.ok(Date.now() - lost <= FRESH_MS + 500, `after ${Date.now() - lost} ms`)
         } finally {
           proxy.heal()
