@@ -221,7 +221,9 @@ async function startServer (kind: ServerKind, env: Record<string, string>, waitM
   const log = kind === 'service' || kind === 'baseline' || kind === 'floor' ? path.join(os.tmpdir(), `blog-bench-${kind}-${process.pid}-${port}.log`) : undefined
   const stdout = log === undefined ? 'ignore' : fs.openSync(log, 'w')
   const started = performance.now()
-  const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env, PORT: String(port), ...(kind === 'floor' ? { BENCH_FLOOR: '1' } : {}), ...(kind === 'durable' ? { BENCH_SYNC: 'FULL' } : {}) }, stdio: ['ignore', stdout, 'inherit'] })
+  // The site listens too, as `npm start` runs it, each on a port of its own.
+  const site = kind === 'service' || kind === 'baseline' ? { SITE_PORT: String(await freePort()) } : {}
+  const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env, ...site, PORT: String(port), ...(kind === 'floor' ? { BENCH_FLOOR: '1' } : {}), ...(kind === 'durable' ? { BENCH_SYNC: 'FULL' } : {}) }, stdio: ['ignore', stdout, 'inherit'] })
   if (typeof stdout === 'number') fs.closeSync(stdout)
   while (performance.now() - started < waitMs) {
     try {
