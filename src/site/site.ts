@@ -29,7 +29,7 @@ export interface Site {
 /** A page as rendered once: what any later request for the same path is answered with. */
 interface CachedPage {
   readonly status: number
-  readonly body: string
+  readonly body: string | Buffer
   readonly etag: string
   readonly location?: string
 }
@@ -45,7 +45,7 @@ function kept (page: CachedPage): KeptAnswer {
 
 function pageOf (k: KeptAnswer): CachedPage {
   const location = k.headers.location
-  return { status: k.status, body: String(k.body), etag: k.etag, ...(typeof location === 'string' ? { location } : {}) }
+  return { status: k.status, body: k.body, etag: k.etag, ...(typeof location === 'string' ? { location } : {}) }
 }
 
 /** Strong: of the bytes themselves, so equal pages have equal tags on every instance. */

@@ -66,14 +66,17 @@ export class PublicCache {
   /** Keeps `entry` under `key` unless it is too large or the cache changed since `generation`; false when not kept. */
   keep (key: string, generation: number, entry: KeptAnswer): boolean {
     if (generation !== this.gen) return false
-    let bytes = 2 * key.length + (typeof entry.body === 'string' ? Buffer.byteLength(entry.body) : entry.body.length) + 64
+    // Bytes outside the JavaScript heap: what is kept costs the garbage collector nothing to mark
+    // or move, and a hit writes them as they are, with no encoding.
+    const body = typeof entry.body === 'string' ? Buffer.from(entry.body) : entry.body
+    let bytes = 2 * key.length + body.length + 64
     for (const [name, value] of Object.entries(entry.headers)) bytes += name.length + String(value).length + 16
     if (bytes > this.maxEntryBytes) return false
     this.drop(key)
     while (this.entries.size > 0 && (this.size + bytes > this.maxBytes || this.entries.size >= this.maxEntries)) {
       this.drop(this.entries.keys().next().value!)
     }
-    this.entries.set(key, { ...entry, bytes })
+    this.entries.set(key, { ...entry, body, bytes })
     this.size += bytes
     return true
   }
