@@ -174,7 +174,7 @@ for (const kind of await storeKinds()) {
     const tokens: Record<string, string> = {}
     before(async () => {
       // Load shedding off: the fuzzer shares the server's event loop, so its own work would count
-      // as the server's queue (test/http/shedding.test.ts covers shedding).
+      // as the server's queue (test/http/pipeline/shedding.test.ts covers shedding).
       t = await buildTestApp(kind, { RATE_LIMIT_MAX: '0', REQUEST_TIMEOUT_MS: '3000', HEADERS_TIMEOUT_MS: '1000', OVERLOAD_MAX_WAIT_MS: '0' })
       doc = JSON.parse(JSON.stringify(t.app.swagger())) as Schema
       ops = operationsOf(doc)

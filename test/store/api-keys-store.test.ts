@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import type { Store } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
 import { createPost } from '../support/posts.ts'
-import { type FreshStore, freshStore } from './store-helper.ts'
+import { type FreshStore, freshStore } from '../support/store.ts'
 
 for (const kind of await storeKinds()) {
   describe(`api key store [${kind}]`, () => {

@@ -4,7 +4,7 @@ import { UnitOfWorkEnded } from '../../src/store/kysely-store.ts'
 import type { UnitOfWork } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
 import { createPost, writeOver } from '../support/posts.ts'
-import { type FreshStore, freshStore } from './store-helper.ts'
+import { type FreshStore, freshStore } from '../support/store.ts'
 
 const admin = { subject: 'root', scopes: new Set(['admin']), kind: 'jwt' as const }
 
