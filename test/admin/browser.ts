@@ -5,6 +5,7 @@ import { gzipSync } from 'node:zlib'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import { buildSite, type Site } from '../../src/site/site.ts'
 import { buildTestApp, freePort, type StoreKind, type TestApp, underCI } from '../helper.ts'
+import { closeWhenDone, once } from '../support/hooks.ts'
 
 export const CHROMIUM = '/usr/bin/chromium'
 export const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
@@ -54,7 +55,7 @@ export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<
     ...(port === 0 ? {} : { PORT: String(port), PUBLIC_BASE_URL: `http://localhost:${port}` }),
     ...(sitePort === 0 ? {} : { SITE_PORT: String(sitePort), SITE_BASE_URL: siteUrl, HOST: '127.0.0.1' }),
     ...env,
-  })
+  }, { selfClosing: false })
   let site: Site | undefined
   try {
     await t.app.listen({ port, host: '127.0.0.1' })
@@ -70,8 +71,15 @@ export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<
   const address = t.app.server.address()
   assert.ok(address !== null && typeof address === 'object')
   const origin = `http://${port === 0 ? '127.0.0.1' : 'localhost'}:${address.port}`
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: [...LAUNCH_ARGS, ...(port === 0 ? [] : ['--host-resolver-rules=MAP localhost 127.0.0.1'])] })
-  return {
+  let browser: Browser
+  try {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: [...LAUNCH_ARGS, ...(port === 0 ? [] : ['--host-resolver-rules=MAP localhost 127.0.0.1'])] })
+  } catch (err) {
+    await site?.app.close()
+    await t.close()
+    throw err
+  }
+  const world: EditorWorld = {
     t,
     origin,
     browser,
@@ -88,12 +96,14 @@ export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<
       await page.addInitScript(CSP_WATCH)
       return { context, page, requests, errors }
     },
-    async close () {
+    close: once(async () => {
       await browser.close()
       await site?.app.close()
       await t.close()
-    },
+    }),
   }
+  closeWhenDone(world.close)
+  return world
 }
 
 /** Records each `securitypolicyviolation` (they are composed: a shadow root's reach the document) in `window.__csp`. */

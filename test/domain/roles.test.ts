@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import sharp from 'sharp'
 import { type Role, ROLE_ACTIONS, type RoleAction, ROLES } from '../../src/domain/roles.ts'
 import { buildTestApp, storeKinds, type TestApp } from '../helper.ts'
+import { before } from '../support/hooks.ts'
 
 /**
  * Every role against every action of the role table: each action is a few real requests that need
@@ -141,7 +142,6 @@ for (const kind of await storeKinds()) {
       otto = await invite('author', 'Otto')
       heir = await invite('admin', 'Hal')
     })
-    after(async () => { await t.close() })
 
     it('maps every action of the table to requests', () => {
       assert.deepEqual(Object.keys(ATTEMPTS).sort(), Object.keys(ROLE_ACTIONS).sort())

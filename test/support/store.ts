@@ -1,9 +1,12 @@
-import { after, before } from 'node:test'
 import { openStore } from '../../src/context.ts'
 import type { Store } from '../../src/store/store.ts'
 import { freshDatabase, type StoreKind } from '../helper.ts'
+import { before, closeWhenDone, once } from './hooks.ts'
 
-/** A migrated store on a fresh database; `open` gives another store on the same database. */
+/**
+ * A migrated store on a fresh database; `open` gives another store on the same database. Closed,
+ * with its database, when what made it ends (test/support/hooks.ts), or earlier by `close()`.
+ */
 export interface FreshStore {
   store: Store
   url: string
@@ -21,16 +24,18 @@ export async function freshStore (kind: StoreKind, { migrate = true } = {}): Pro
   }
   const store = await openStore({ databaseUrl: db.url, pgPoolMax: 5 })
   if (migrate) await store.migrate()
-  return {
+  const f: FreshStore = {
     store,
     url: db.url,
     open,
-    async close () {
+    close: once(async () => {
       for (const s of extra) await s.close().catch(() => {})
       await store.close().catch(() => {})
       await db.drop()
-    },
+    }),
   }
+  closeWhenDone(f.close)
+  return f
 }
 
 /**
@@ -40,7 +45,6 @@ export async function freshStore (kind: StoreKind, { migrate = true } = {}): Pro
 export function useFreshStore (kind: StoreKind): FreshStore {
   let f: FreshStore | undefined
   before(async () => { f = await freshStore(kind) })
-  after(async () => { await f?.close() })
   const made = () => {
     if (f === undefined) throw new Error('the fresh store is made before the tests run')
     return f

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { postgresAvailable, skipOutsideCI, storeKinds } from '../../helper.ts'
 import { type FreshStore, freshStore } from '../../support/store.ts'
+import { before } from '../../support/hooks.ts'
 
 const event = (n: number) => ({ type: 'post.created', data: { n }, owner: 'alice', public: false })
 
@@ -10,7 +11,6 @@ for (const kind of await storeKinds()) {
   describe(`store.events [${kind}]`, () => {
     let f: FreshStore
     before(async () => { f = await freshStore(kind) })
-    after(async () => { await f.close() })
 
     it('writes the events of a unit of work with it, and none of a unit that rolled back', async () => {
       const before = await f.store.events.lastId()
@@ -59,7 +59,6 @@ for (const kind of await storeKinds()) {
 describe('store.events on PostgreSQL: ids follow commit order', { skip: skipOutsideCI(!(await postgresAvailable()) && 'PostgreSQL is unreachable') }, () => {
   let f: FreshStore
   before(async () => { f = await freshStore('postgres') })
-  after(async () => { await f.close() })
 
   it('a reader polling during 8 parallel writers for 10 s sees every committed event exactly once, in id order', { timeout: 120_000 }, async () => {
     const RUN_MS = Number(process.env.EVENTS_RACE_MS ?? 10_000)

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { until } from '../../support/poll.ts'
 import { openStream, type SseStream } from '../../support/sse.ts'
+import { before } from '../../support/hooks.ts'
 
 const ENV = { EVENTS_POLL_MS: '20', OVERLOAD_MAX_IN_FLIGHT: '5', REQUEST_TIMEOUT_MS: '1500' }
 const ORDER = { customer_email: 'a@example.com', items: [{ sku: 'book', quantity: 1 }] }
@@ -28,7 +29,6 @@ for (const kind of await storeKinds()) {
     })
     after(async () => {
       for (const s of open) s.close()
-      await t.close()
     })
     const stream = async (headers: Headers, query = '') => {
       const s = await openStream(`${base}/events${query}`, headers)

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http'
 import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net'
 import v8 from 'node:v8'
 import vm from 'node:vm'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import pino from 'pino'
 import { Counter, Registry } from 'prom-client'
 import { randomBytes } from 'node:crypto'
@@ -13,6 +13,7 @@ import { retryDelay, WebhookSender, WebhookSigner } from '../../../src/facilitie
 import { runnerOf } from '../../helper.ts'
 import { type FreshStore, freshStore } from '../../support/store.ts'
 import { until, untilValue } from '../../support/poll.ts'
+import { before } from '../../support/hooks.ts'
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`
 
@@ -40,7 +41,6 @@ describe('WebhookSender', () => {
   after(async () => {
     server.closeAllConnections()
     await new Promise(resolve => server.close(resolve))
-    await f.close()
   })
 
   function sender (opts: { allowLoopback: boolean, maxAttempts: number, timeoutMs?: number }) {
@@ -148,7 +148,6 @@ describe('WebhookSender', () => {
 describe('WebhookSender: connections to receivers', () => {
   let f: FreshStore
   before(async () => { f = await freshStore('sqlite') })
-  after(async () => { await f.close() })
 
   /** A receiver on a raw socket, its answer per request decided by `answer` (n: the request's number on its connection). */
   async function rawReceiver (answer: (socket: Socket, n: number, path: string) => void): Promise<{ url: (p: string) => string, connections: () => number, closed: () => number, close: () => Promise<void> }> {

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { Webhook } from 'standardwebhooks'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { type Received, receiver } from '../../support/receiver.ts'
 import { until } from '../../support/poll.ts'
+import { before } from '../../support/hooks.ts'
 
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`
 const ENV = {
@@ -35,7 +36,6 @@ for (const kind of await storeKinds()) {
       rx = await receiver()
     })
     after(async () => {
-      await t.close()
       await rx.close()
     })
 
@@ -255,7 +255,6 @@ for (const kind of await storeKinds()) {
         assert.equal((await own.request({ method: 'GET', url: `/webhooks/${sub.id}/deliveries`, headers: root })).statusCode, 404)
       } finally {
         await gated.close()
-        await own.close()
       }
     })
 

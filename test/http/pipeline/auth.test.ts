@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { exportJWK, exportSPKI, generateKeyPair, type JWTPayload, SignJWT } from 'jose'
 import { buildTestApp, json, JWT_SECRET, storeKinds, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 const secret = new TextEncoder().encode(JWT_SECRET)
 const now = () => Math.floor(Date.now() / 1000)
@@ -40,7 +41,6 @@ for (const kind of await storeKinds()) {
   describe(`authentication [${kind}]`, () => {
     let t: TestApp
     before(async () => { t = await buildTestApp(kind) })
-    after(async () => { await t.close() })
 
     const create = async (headers: Record<string, string>) =>
       await t.request({ method: 'POST', url: '/posts', headers, payload: newPost })
@@ -177,7 +177,6 @@ for (const kind of await storeKinds()) {
         ids[name] = json(res).id
       }
     })
-    after(async () => { await t.close() })
 
     async function titlesSeenBy (headers: Record<string, string>): Promise<string[]> {
       const res = await t.request({ method: 'GET', url: '/posts?limit=100', headers })
@@ -242,7 +241,6 @@ for (const kind of await storeKinds()) {
   describe(`issuer and audience [${kind}]`, () => {
     let t: TestApp
     before(async () => { t = await buildTestApp(kind, { AUTH_JWT_ISSUER: 'https://idp.example', AUTH_JWT_AUDIENCE: 'blog-api' }) })
-    after(async () => { await t.close() })
     const create = async (c: JWTPayload) => await t.request({ method: 'POST', url: '/posts', headers: bearer(await sign(claims(c))), payload: newPost })
 
     it('accepts the configured issuer and audience', async () => {
@@ -261,7 +259,6 @@ for (const kind of await storeKinds()) {
   describe(`clock tolerance setting [${kind}]`, () => {
     let t: TestApp
     before(async () => { t = await buildTestApp(kind, { AUTH_CLOCK_TOLERANCE_S: '0' }) })
-    after(async () => { await t.close() })
 
     it('AUTH_CLOCK_TOLERANCE_S=0 refuses a token expired seconds ago', async () => {
       assertInvalidToken(await t.request({ method: 'POST', url: '/posts', headers: bearer(await sign(claims({ exp: now() - 5 }))), payload: newPost }), 'expired 5 s ago')
@@ -279,7 +276,6 @@ for (const kind of await storeKinds()) {
         publicPem = await exportSPKI(pair.publicKey)
         t = await buildTestApp(kind, { AUTH_JWT_SECRET: '', AUTH_JWT_PUBLIC_KEY: publicPem })
       })
-      after(async () => { await t.close() })
       const create = async (token: string) => await t.request({ method: 'POST', url: '/posts', headers: bearer(token), payload: newPost })
 
       it(`accepts a token signed with the matching ${alg} private key`, async () => {
@@ -330,7 +326,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind, { AUTH_JWT_SECRET: '', AUTH_JWKS_URL: `http://127.0.0.1:${port}/.well-known/jwks.json`, AUTH_JWKS_COOLDOWN_S: '0' })
     })
     after(async () => {
-      await t.close()
       await new Promise(resolve => server.close(resolve))
     })
 

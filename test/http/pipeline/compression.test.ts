@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { buildTestApp, json, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 describe('compression (Accept-Encoding, Content-Encoding)', () => {
   let t: TestApp
@@ -14,7 +15,6 @@ describe('compression (Accept-Encoding, Content-Encoding)', () => {
     large = json(await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { title: 'Large', content: 'y'.repeat(2000) } })).id
     small = json(await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { title: 'Small', content: 'short' } })).id
   })
-  after(async () => { await t.close() })
 
   const get = (url: string, headers: Record<string, string> = {}) => t.request({ method: 'GET', url, headers })
 

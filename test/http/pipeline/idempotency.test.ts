@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { Principal } from '../../../src/domain/principal.ts'
 import { requestFingerprint } from '../../../src/http/pipeline/idempotency.ts'
 import { answerWrite } from '../../../src/http/toolkit/write.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { TestClock } from '../../support/clock.ts'
 import { createPost } from '../../support/posts.ts'
+import { before } from '../../support/hooks.ts'
 
 const body = (title: string) => JSON.stringify({ title, content: 'Once only.' })
 
@@ -38,7 +39,6 @@ for (const kind of await storeKinds()) {
       })
       alice = { ...await t.auth('alice'), 'content-type': 'application/json' }
     })
-    after(async () => { await t.close() })
 
     it('replays the first response byte for byte, with Idempotent-Replayed, and creates nothing again', async () => {
       const headers = { ...alice, 'idempotency-key': 'replay-1' }
@@ -179,7 +179,6 @@ for (const kind of await storeKinds()) {
     let t: TestApp
     const clock = new TestClock()
     before(async () => { t = await buildTestApp(kind, { IDEMPOTENCY_TTL_S: '1' }, { clock }) })
-    after(async () => { await t.close() })
 
     it('replays within the time to live, and makes a new post after it', async () => {
       const headers = { ...await t.auth('alice'), 'content-type': 'application/json', 'idempotency-key': 'expiring' }
@@ -218,7 +217,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind, { INSTANCE_ID: 'survivor' })
       headers = { ...await t.auth('alice'), 'content-type': 'application/json' }
     })
-    after(async () => { await t.close() })
 
     it('takes over at once a claim whose owner\'s heartbeat lease has lapsed (before: 409 until the lock ended)', async () => {
       await t.store.idempotency.heartbeat('crashed', new Date(Date.now() - 1))
@@ -242,12 +240,8 @@ for (const kind of await storeKinds()) {
       await t.store.idempotency.heartbeat('restarted', new Date(Date.now() + 60_000))
       await plant('before-the-restart', 'restarted')
       const again = await buildTestApp(kind, { INSTANCE_ID: 'restarted' }, { url: () => t.config.databaseUrl })
-      try {
-        const res = await again.request({ method: 'POST', url: '/posts', headers: { ...headers, 'idempotency-key': 'before-the-restart' }, payload })
-        assert.equal(res.statusCode, 201)
-      } finally {
-        await again.close()
-      }
+      const res = await again.request({ method: 'POST', url: '/posts', headers: { ...headers, 'idempotency-key': 'before-the-restart' }, payload })
+      assert.equal(res.statusCode, 201)
     })
 
     it('never completes the effect twice: the dead owner, were it to come back, cannot complete the claim taken over', async () => {

@@ -2,18 +2,18 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildMetricsApp } from '../../../src/http/pipeline/metrics.ts'
 import { buildTestApp, json, type TestApp } from '../../helper.ts'
 import { type Instance, processEnv, startInstance, stop } from '../../process-helper.ts'
+import { before } from '../../support/hooks.ts'
 
 const TOKEN = 'scrape-me-0123456789abcdef'
 
 describe('metrics', () => {
   let t: TestApp
   before(async () => { t = await buildTestApp('sqlite') })
-  after(async () => { await t.close() })
 
   it('are not served on the API, under any version prefix, nor documented there', async () => {
     for (const url of ['/metrics', '/v1/metrics', '/v2/metrics']) {

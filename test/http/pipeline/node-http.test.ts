@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import net from 'node:net'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { buildTestApp, json, type TestApp } from '../../helper.ts'
 import { parseRawResponse, type RawResponse, rawRequest } from '../../raw-http.ts'
 import { recordResult } from '../../reliability-record.ts'
 import { LINGER_MS } from '../../../src/http/pipeline/lingering-close.ts'
+import { before } from '../../support/hooks.ts'
 
 function assertRawProblem (res: RawResponse, status: number, code: string): Record<string, unknown> {
   assert.equal(res.status, status, JSON.stringify(res))
@@ -61,7 +62,6 @@ describe('answers that Node would give itself', () => {
     t = await buildTestApp('sqlite')
     port = await listen(t)
   })
-  after(async () => { await t.close() })
 
   it('answers an Expect it cannot meet with 417 EXPECTATION_FAILED as a problem', async () => {
     const res = await rawRequest(port, 'GET /posts HTTP/1.1\r\nHost: x\r\nExpect: bogus\r\n\r\n')
@@ -158,7 +158,6 @@ describe('slow clients', () => {
     t = await buildTestApp('sqlite', { REQUEST_TIMEOUT_MS: '800', HEADERS_TIMEOUT_MS: '600' })
     port = await listen(t)
   })
-  after(async () => { await t.close() })
 
   it('answers 408 CLIENT_TIMEOUT to every trickling upload, whatever the route or credential, and closes the connection', async () => {
     const auth = await t.auth('alice')

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict'
 import net from 'node:net'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, json, PG_ADMIN_URL, storeKinds, type TestApp } from '../../helper.ts'
 import { until } from '../../support/poll.ts'
 import { createPost, writeOver } from '../../support/posts.ts'
+import { before } from '../../support/hooks.ts'
 
 function assertProblem (res: LightMyRequestResponse, status: number, code: string): void {
   assert.equal(res.statusCode, status, res.body)
@@ -42,7 +43,6 @@ describe('REQUEST_TIMEOUT_MS', () => {
       },
     })
   })
-  after(async () => { await b.close() })
 
   it('answers 503 REQUEST_TIMEOUT with Retry-After and aborts req.abandoned', async () => {
     const res = await b.app.inject({ method: 'GET', url: '/test/slow' })
@@ -84,17 +84,13 @@ describe('the end of a graceful shutdown', () => {
         })
       },
     })
-    try {
-      const pending = t.app.inject({ method: 'GET', url: '/test/forever' })
-      await until(() => started, 'the request to be in flight', 5000)
-      t.context.inFlight.abandonAll()
-      const res = await pending
-      assertProblem(res, 503, 'SERVICE_UNAVAILABLE')
-      assert.match(json(res).detail, /shutting down/)
-      await until(() => aborted !== undefined, 'the work to be told to stop', 1000)
-    } finally {
-      await t.close()
-    }
+    const pending = t.app.inject({ method: 'GET', url: '/test/forever' })
+    await until(() => started, 'the request to be in flight', 5000)
+    t.context.inFlight.abandonAll()
+    const res = await pending
+    assertProblem(res, 503, 'SERVICE_UNAVAILABLE')
+    assert.match(json(res).detail, /shutting down/)
+    await until(() => aborted !== undefined, 'the work to be told to stop', 1000)
   })
 })
 
@@ -102,23 +98,19 @@ for (const kind of await storeKinds()) {
   describe(`abandoned writes [${kind}]`, () => {
     it('never commits a write whose request was abandoned', async () => {
       const t = await buildTestApp(kind)
-      try {
-        const gone = AbortSignal.abort(new Error('abandoned'))
-        await assert.rejects(t.store.transaction(async uow => await createPost(uow, { title: 'late' }), { signal: gone }))
-        const p = await createPost(t.store, { title: 'kept' })
-        // The signal fires while the work runs: what it wrote is rolled back.
-        const controller = new AbortController()
-        await assert.rejects(t.store.transaction(async uow => {
-          await uow.posts.replace(p.id, writeOver(p, { title: 'late' }), p.revision, new Date())
-          controller.abort(new Error('client gone'))
-          await createPost(uow, { title: 'late' })
-        }, { signal: controller.signal }))
-        assert.equal((await t.store.posts.findById(p.id, null))?.title, 'kept')
-        await t.searchIndexed()
-        assert.equal((await t.store.posts.list({ filter: { q: 'late' }, sort: [{ key: 'id', direction: 'asc' }], limit: 10 }, null)).items.length, 0)
-      } finally {
-        await t.close()
-      }
+      const gone = AbortSignal.abort(new Error('abandoned'))
+      await assert.rejects(t.store.transaction(async uow => await createPost(uow, { title: 'late' }), { signal: gone }))
+      const p = await createPost(t.store, { title: 'kept' })
+      // The signal fires while the work runs: what it wrote is rolled back.
+      const controller = new AbortController()
+      await assert.rejects(t.store.transaction(async uow => {
+        await uow.posts.replace(p.id, writeOver(p, { title: 'late' }), p.revision, new Date())
+        controller.abort(new Error('client gone'))
+        await createPost(uow, { title: 'late' })
+      }, { signal: controller.signal }))
+      assert.equal((await t.store.posts.findById(p.id, null))?.title, 'kept')
+      await t.searchIndexed()
+      assert.equal((await t.store.posts.list({ filter: { q: 'late' }, sort: [{ key: 'id', direction: 'asc' }], limit: 10 }, null)).items.length, 0)
     })
   })
 
@@ -145,7 +137,6 @@ for (const kind of await storeKinds()) {
           assert.equal(rows.rows[0].n, 0, 'the insert that waited for the lock was rolled back')
         } finally {
           await locker.end()
-          await t.close()
         }
       })
 
@@ -165,7 +156,6 @@ for (const kind of await storeKinds()) {
         } finally {
           await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`)
           await admin.end()
-          await t.close()
         }
       })
     })
@@ -174,18 +164,14 @@ for (const kind of await storeKinds()) {
   describe(`store unreachable [${kind}]`, () => {
     it('answers 503 SERVICE_UNAVAILABLE with Retry-After, not 500, once the store is closed', async () => {
       const b = await buildTestApp(kind, {})
-      try {
-        const auth = await b.auth('alice', ['posts:write'])
-        const created = await b.app.inject({ method: 'POST', url: '/posts', headers: auth, payload: { title: 't', content: '' } })
-        assert.equal(created.statusCode, 201)
-        await b.store.close()
-        assertProblem(await b.app.inject({ method: 'GET', url: '/posts' }), 503, 'SERVICE_UNAVAILABLE')
-        assertProblem(await b.app.inject({ method: 'GET', url: `/posts/${json(created).id}` }), 503, 'SERVICE_UNAVAILABLE')
-        assertProblem(await b.app.inject({ method: 'POST', url: '/posts', headers: auth, payload: { title: 't', content: '' } }), 503, 'SERVICE_UNAVAILABLE')
-        assertProblem(await b.app.inject({ method: 'GET', url: '/readyz' }), 503, 'SERVICE_UNAVAILABLE')
-      } finally {
-        await b.close()
-      }
+      const auth = await b.auth('alice', ['posts:write'])
+      const created = await b.app.inject({ method: 'POST', url: '/posts', headers: auth, payload: { title: 't', content: '' } })
+      assert.equal(created.statusCode, 201)
+      await b.store.close()
+      assertProblem(await b.app.inject({ method: 'GET', url: '/posts' }), 503, 'SERVICE_UNAVAILABLE')
+      assertProblem(await b.app.inject({ method: 'GET', url: `/posts/${json(created).id}` }), 503, 'SERVICE_UNAVAILABLE')
+      assertProblem(await b.app.inject({ method: 'POST', url: '/posts', headers: auth, payload: { title: 't', content: '' } }), 503, 'SERVICE_UNAVAILABLE')
+      assertProblem(await b.app.inject({ method: 'GET', url: '/readyz' }), 503, 'SERVICE_UNAVAILABLE')
     })
   })
 }
@@ -214,7 +200,6 @@ if ((await storeKinds()).includes('postgres')) {
         },
       })
     })
-    after(async () => { await b.close() })
 
     it('answers 503 with Retry-After when connections are refused', async () => {
       assert.equal((await b.app.inject({ method: 'GET', url: '/posts' })).statusCode, 200)
@@ -232,7 +217,6 @@ if ((await storeKinds()).includes('postgres')) {
 describe('request size limits', () => {
   let t: TestApp
   before(async () => { t = await buildTestApp('sqlite') })
-  after(async () => { await t.close() })
 
   it('answers 413 PAYLOAD_TOO_LARGE to a body over 1 MiB', async () => {
     const res = await t.request({ method: 'POST', url: '/posts', headers: await t.auth('alice'), payload: { title: 'big', content: 'x'.repeat(1024 * 1024 + 1) } })

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { recordResult } from '../../reliability-record.ts'
 import { until } from '../../support/poll.ts'
 import { TcpProxy } from '../../tcp-proxy.ts'
+import { before } from '../../support/hooks.ts'
 
 const DEADLINE_MS = 1500
 /** Scheduling noise on a busy 2-core machine; far below the seconds a stacked timeout would add. */

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
 import { TcpProxy } from '../../tcp-proxy.ts'
 import { buildTestApp, freePort, json, REDIS_URL, redisAvailable, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 const POLICY = /^"default";q=(\d+);w=(\d+)$/
 const LIMIT = /^"default";r=(\d+);t=(\d+)$/
@@ -24,7 +25,6 @@ describe('rate limits', () => {
   describe('in memory', () => {
     let t: TestApp
     before(async () => { t = await buildTestApp('sqlite', { RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW_S: '60' }) })
-    after(async () => { await t.close() })
 
     it('advertises the policy and what is left on every limited response, not the x-ratelimit-* headers', async () => {
       const auth = await t.auth('headers')
@@ -97,51 +97,39 @@ describe('rate limits', () => {
 
   it('starts a new budget when the window has passed', async () => {
     const t = await buildTestApp('sqlite', { RATE_LIMIT_MAX: '2', RATE_LIMIT_WINDOW_S: '1' })
-    try {
-      const auth = await t.auth('patient')
-      await t.request({ method: 'GET', url: '/posts', headers: auth })
-      await t.request({ method: 'GET', url: '/posts', headers: auth })
-      const limited = await t.request({ method: 'GET', url: '/posts', headers: auth })
-      assert.equal(limited.statusCode, 429)
-      assert.equal(limited.headers['retry-after'], '1')
-      // Real time on purpose: @fastify/rate-limit keeps its window on its own clock (Date.now() in
-      // memory, a key's expiry in Redis); its public API takes none to advance.
-      await sleep(1100)
-      const res = await t.request({ method: 'GET', url: '/posts', headers: auth })
-      assert.equal(res.statusCode, 200)
-      assert.equal(limitOf(res).r, 1)
-    } finally {
-      await t.close()
-    }
+    const auth = await t.auth('patient')
+    await t.request({ method: 'GET', url: '/posts', headers: auth })
+    await t.request({ method: 'GET', url: '/posts', headers: auth })
+    const limited = await t.request({ method: 'GET', url: '/posts', headers: auth })
+    assert.equal(limited.statusCode, 429)
+    assert.equal(limited.headers['retry-after'], '1')
+    // Real time on purpose: @fastify/rate-limit keeps its window on its own clock (Date.now() in
+    // memory, a key's expiry in Redis); its public API takes none to advance.
+    await sleep(1100)
+    const res = await t.request({ method: 'GET', url: '/posts', headers: auth })
+    assert.equal(res.statusCode, 200)
+    assert.equal(limitOf(res).r, 1)
   })
 
   it('is off when RATE_LIMIT_MAX is 0: no headers, no limit', async () => {
     const t = await buildTestApp('sqlite', { RATE_LIMIT_MAX: '0' })
-    try {
-      for (let i = 0; i < 30; i++) {
-        const res = await t.request({ method: 'GET', url: '/posts' })
-        assert.equal(res.statusCode, 200)
-        assert.equal(res.headers['ratelimit-policy'], undefined)
-        assert.equal(res.headers.ratelimit, undefined)
-      }
-    } finally {
-      await t.close()
+    for (let i = 0; i < 30; i++) {
+      const res = await t.request({ method: 'GET', url: '/posts' })
+      assert.equal(res.statusCode, 200)
+      assert.equal(res.headers['ratelimit-policy'], undefined)
+      assert.equal(res.headers.ratelimit, undefined)
     }
   })
 
   it('keeps serving when Redis is unreachable, counting in memory meanwhile', async () => {
     const t = await buildTestApp('sqlite', { RATE_LIMIT_MAX: '3', REDIS_URL: `redis://127.0.0.1:${await freePort()}` })
-    try {
-      const statuses: number[] = []
-      for (let i = 0; i < 4; i++) {
-        const res = await t.request({ method: 'GET', url: '/posts' })
-        statuses.push(res.statusCode)
-        assert.ok(res.headers.ratelimit, 'still advertised')
-      }
-      assert.deepEqual(statuses, [200, 200, 200, 429])
-    } finally {
-      await t.close()
+    const statuses: number[] = []
+    for (let i = 0; i < 4; i++) {
+      const res = await t.request({ method: 'GET', url: '/posts' })
+      statuses.push(res.statusCode)
+      assert.ok(res.headers.ratelimit, 'still advertised')
     }
+    assert.deepEqual(statuses, [200, 200, 200, 429])
   })
 
   describe('in Redis', async () => {
@@ -181,21 +169,16 @@ describe('rate limits', () => {
       const env = { RATE_LIMIT_MAX: '5', RATE_LIMIT_WINDOW_S: '60', REDIS_URL, REDIS_KEY_PREFIX: uniquePrefix() }
       const a = await buildTestApp('sqlite', env)
       const b = await buildTestApp('sqlite', env)
-      try {
-        const token = await a.token('shared', ['posts:write'])
-        const headers = { authorization: `Bearer ${token}` }
-        const seen: [number, number][] = []
-        for (let i = 0; i < 6; i++) {
-          const res = await (i % 2 === 0 ? a : b).request({ method: 'GET', url: '/posts', headers })
-          seen.push([res.statusCode, limitOf(res).r])
-        }
-        assert.deepEqual(seen, [[200, 4], [200, 3], [200, 2], [200, 1], [200, 0], [429, 0]])
-        const other = await b.request({ method: 'GET', url: '/posts', headers: await b.auth('someone-else') })
-        assert.equal(limitOf(other).r, 4)
-      } finally {
-        await a.close()
-        await b.close()
+      const token = await a.token('shared', ['posts:write'])
+      const headers = { authorization: `Bearer ${token}` }
+      const seen: [number, number][] = []
+      for (let i = 0; i < 6; i++) {
+        const res = await (i % 2 === 0 ? a : b).request({ method: 'GET', url: '/posts', headers })
+        seen.push([res.statusCode, limitOf(res).r])
       }
+      assert.deepEqual(seen, [[200, 4], [200, 3], [200, 2], [200, 1], [200, 0], [429, 0]])
+      const other = await b.request({ method: 'GET', url: '/posts', headers: await b.auth('someone-else') })
+      assert.equal(limitOf(other).r, 4)
     })
   })
 })

@@ -4,11 +4,12 @@ import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { SignJWT } from 'jose'
 import { API_CSP, DOCS_CSP } from '../../../src/http/pipeline/security.ts'
 import { buildTestApp, JWT_SECRET, skipOutsideCI, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..')
 const DOCUMENT_ONLY = ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control', 'x-download-options', 'x-permitted-cross-domain-policies', 'x-xss-protection']
@@ -17,7 +18,6 @@ const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/go
 describe('security headers', () => {
   let t: TestApp
   before(async () => { t = await buildTestApp('sqlite') })
-  after(async () => { await t.close() })
 
   it('locks a JSON answer down: no scripts, no framing, no sniffing, no referrer', async () => {
     for (const url of ['/posts', '/nowhere', '/posts/abc']) {
@@ -87,7 +87,6 @@ describe('CORS', () => {
   describe('CORS_ORIGINS unset', () => {
     let t: TestApp
     before(async () => { t = await buildTestApp('sqlite') })
-    after(async () => { await t.close() })
 
     it('sends no CORS headers at all', async () => {
       const res = await t.app.inject({ method: 'GET', url: '/posts', headers: { origin: ORIGIN } })
@@ -108,7 +107,6 @@ describe('CORS', () => {
   describe('CORS_ORIGINS=*', () => {
     let t: TestApp
     before(async () => { t = await buildTestApp('sqlite', { CORS_ORIGINS: '*' }) })
-    after(async () => { await t.close() })
 
     it('lets any origin read answers, and the headers a client needs', async () => {
       const res = await t.app.inject({ method: 'GET', url: '/posts', headers: { origin: ORIGIN } })
@@ -153,7 +151,6 @@ describe('CORS', () => {
   describe('CORS_ORIGINS as a list', () => {
     let t: TestApp
     before(async () => { t = await buildTestApp('sqlite', { CORS_ORIGINS: `${ORIGIN}, https://admin.example` }) })
-    after(async () => { await t.close() })
 
     it('echoes a listed origin, with Vary: Origin', async () => {
       const res = await t.app.inject({ method: 'GET', url: '/posts', headers: { origin: 'https://admin.example' } })

@@ -1,12 +1,13 @@
 import http from 'node:http'
 import assert from 'node:assert/strict'
 import type net from 'node:net'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { loadConfig } from '../../../src/context.ts'
 import { buildTestApp, json, type TestApp } from '../../helper.ts'
 import { closedLoop, openLoop, quantile, rawBurst, rawRequest } from '../../raw-http.ts'
 import { recordResult } from '../../reliability-record.ts'
+import { before } from '../../support/hooks.ts'
 
 function busyWait (ms: number): void {
   const end = performance.now() + ms
@@ -38,10 +39,8 @@ async function sheddingApp (waitMs: number, workMs: number, env: Record<string, 
 describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
   const WAIT_MS = 200
   const WORK_MS = 40
-  let t: TestApp
   let port: number
-  before(async () => { ({ t, port } = await sheddingApp(WAIT_MS, WORK_MS)) })
-  after(async () => { await t.close() })
+  before(async () => { ({ port } = await sheddingApp(WAIT_MS, WORK_MS)) })
 
   it('serves the requests that waited through one stall, however long', async () => {
     // 4 kept-alive connections in a closed loop of 2 ms requests while the loop blocks once for
@@ -175,10 +174,8 @@ describe('shedding by the time a request waited (OVERLOAD_MAX_WAIT_MS)', () => {
 
 describe('shedding, when a client pool opens its connections at once', () => {
   const WAIT_MS = 400
-  let t: TestApp
   let port: number
-  before(async () => { ({ t, port } = await sheddingApp(WAIT_MS, 2)) })
-  after(async () => { await t.close() })
+  before(async () => { ({ port } = await sheddingApp(WAIT_MS, 2)) })
 
   it('sheds nothing, though libuv accepts the connections one per turn', async () => {
     // 28 connections opened at once, as a benchmark client opens them, then a closed loop of 2 ms
@@ -212,7 +209,6 @@ describe('shedding by requests in flight (OVERLOAD_MAX_IN_FLIGHT)', () => {
       },
     })
   })
-  after(async () => { await t.close() })
 
   it('answers the request beyond the bound at once with 503, and not health checks', async () => {
     const started = performance.now()
@@ -295,7 +291,6 @@ describe('shedding at twice the capacity, at the default OVERLOAD_MAX_WAIT_MS', 
     await t.app.listen({ port: 0, host: '127.0.0.1' })
     port = (t.app.server.address() as net.AddressInfo).port
   })
-  after(async () => { await t.close() })
 
   it('sheds nothing of a benchmark\'s closed loop of 64 connections', async () => {
     const load = await closedLoop(port, 64, 2000, '/test/busy?ms=0', { raw: true })
@@ -333,10 +328,8 @@ describe('shedding at twice the capacity, at the default OVERLOAD_MAX_WAIT_MS', 
 })
 
 describe('OVERLOAD_MAX_WAIT_MS=0', () => {
-  let t: TestApp
   let port: number
-  before(async () => { ({ t, port } = await sheddingApp(0, 40)) })
-  after(async () => { await t.close() })
+  before(async () => { ({ port } = await sheddingApp(0, 40)) })
 
   it('turns the admission queue off: a burst beyond capacity is served whole, however late', async () => {
     const results = await rawBurst(port, 20, 'GET /test/busy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { catalogueOf } from '../../../src/context.ts'
 import { PROBLEM_LANGUAGES, problemLanguage } from '../../../src/errors-i18n.ts'
 import type { Message, MessageKey, MessageParams } from '../../../src/messages.ts'
 import { buildTestApp, json, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 const catalogue = catalogueOf()
 const PROBLEMS = catalogue.problems
@@ -12,7 +13,6 @@ const PROBLEM_TRANSLATIONS = catalogue.translations
 describe('localised problems (Accept-Language)', () => {
   let t: TestApp
   before(async () => { t = await buildTestApp('sqlite') })
-  after(async () => { await t.close() })
 
   it('answers in English by default, with Content-Language and Vary', async () => {
     const res = await t.request({ method: 'GET', url: '/posts/999' })

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { buildTestApp, json, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 describe('content negotiation, Prefer, compression and versions', () => {
   let t: TestApp
@@ -12,7 +13,6 @@ describe('content negotiation, Prefer, compression and versions', () => {
     alice = await t.auth('alice')
     id = json(await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { title: 'Negotiated', content: 'x'.repeat(3000) } })).id
   })
-  after(async () => { await t.close() })
 
   const get = (url: string, headers: Record<string, string> = {}) => t.request({ method: 'GET', url, headers })
 
@@ -139,40 +139,32 @@ describe('content negotiation, Prefer, compression and versions', () => {
 describe('version lifecycle', () => {
   it('warns with Deprecation, Sunset and Link on a deprecated version', async () => {
     const t = await buildTestApp('sqlite', { API_V1_DEPRECATED_AT: '2026-01-01T00:00:00Z', API_V1_SUNSET_AT: '2099-01-01T00:00:00Z' })
-    try {
-      const res = await t.request({ method: 'GET', url: '/posts' })
-      assert.equal(res.statusCode, 200)
-      assert.equal(res.headers.deprecation, `@${Date.parse('2026-01-01T00:00:00Z') / 1000}`)
-      assert.equal(res.headers.sunset, new Date('2099-01-01T00:00:00Z').toUTCString())
-      assert.match(String(res.headers.link), /<\/versions>; rel="deprecation"/)
-      const v2 = await t.request({ method: 'GET', url: '/v2/posts' })
-      assert.equal(v2.headers.deprecation, undefined)
-      const versions = json(await t.request({ method: 'GET', url: '/versions' })).versions
-      assert.equal(versions[0].deprecated, '2026-01-01T00:00:00.000Z')
-      assert.equal(versions[1].sunset, null)
-    } finally {
-      await t.close()
-    }
+    const res = await t.request({ method: 'GET', url: '/posts' })
+    assert.equal(res.statusCode, 200)
+    assert.equal(res.headers.deprecation, `@${Date.parse('2026-01-01T00:00:00Z') / 1000}`)
+    assert.equal(res.headers.sunset, new Date('2099-01-01T00:00:00Z').toUTCString())
+    assert.match(String(res.headers.link), /<\/versions>; rel="deprecation"/)
+    const v2 = await t.request({ method: 'GET', url: '/v2/posts' })
+    assert.equal(v2.headers.deprecation, undefined)
+    const versions = json(await t.request({ method: 'GET', url: '/versions' })).versions
+    assert.equal(versions[0].deprecated, '2026-01-01T00:00:00.000Z')
+    assert.equal(versions[1].sunset, null)
   })
 
   it('answers 410 VERSION_SUNSET after the sunset', async () => {
     const t = await buildTestApp('sqlite', { API_V1_DEPRECATED_AT: '2025-01-01T00:00:00Z', API_V1_SUNSET_AT: '2026-01-01T00:00:00Z' })
-    try {
-      const res = await t.request({ method: 'GET', url: '/v1/posts' })
-      assert.equal(res.statusCode, 410)
-      assert.equal(json(res).code, 'VERSION_SUNSET')
-      assert.equal((await t.request({ method: 'GET', url: '/v2/posts' })).statusCode, 200)
-      // Where clients learn what to use instead stays up.
-      assert.equal((await t.request({ method: 'GET', url: '/v1/versions' })).statusCode, 200)
-      assert.equal((await t.request({ method: 'GET', url: '/' })).statusCode, 200)
-      const options = await t.request({ method: 'OPTIONS', url: '/v1/posts' })
-      assert.equal(options.headers['api-version'], '1')
-      assert.ok(options.headers.deprecation)
-      const notAllowed = await t.request({ method: 'DELETE', url: '/v1/posts' })
-      assert.equal(notAllowed.statusCode, 405)
-      assert.ok(notAllowed.headers.sunset)
-    } finally {
-      await t.close()
-    }
+    const res = await t.request({ method: 'GET', url: '/v1/posts' })
+    assert.equal(res.statusCode, 410)
+    assert.equal(json(res).code, 'VERSION_SUNSET')
+    assert.equal((await t.request({ method: 'GET', url: '/v2/posts' })).statusCode, 200)
+    // Where clients learn what to use instead stays up.
+    assert.equal((await t.request({ method: 'GET', url: '/v1/versions' })).statusCode, 200)
+    assert.equal((await t.request({ method: 'GET', url: '/' })).statusCode, 200)
+    const options = await t.request({ method: 'OPTIONS', url: '/v1/posts' })
+    assert.equal(options.headers['api-version'], '1')
+    assert.ok(options.headers.deprecation)
+    const notAllowed = await t.request({ method: 'DELETE', url: '/v1/posts' })
+    assert.equal(notAllowed.statusCode, 405)
+    assert.ok(notAllowed.headers.sunset)
   })
 })

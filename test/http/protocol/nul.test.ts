@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { recordResult } from '../../reliability-record.ts'
+import { before } from '../../support/hooks.ts'
 
 function assertNulRefused (res: LightMyRequestResponse, field: string): void {
   assert.equal(res.statusCode, 422, res.body)
@@ -26,7 +27,6 @@ for (const kind of await storeKinds()) {
       assert.equal(res.statusCode, 201)
       id = json(res).id
     })
-    after(async () => { await t.close() })
 
     it('is refused in a title or content on POST with 422 naming the member', async () => {
       assertNulRefused(await t.request({ method: 'POST', url: '/posts', headers: auth, payload: { title: 'a\u0000b', content: '' } }), 'title')

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { PostStatus } from '../../../src/resources/posts/post.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { createPost } from '../../support/posts.ts'
+import { before } from '../../support/hooks.ts'
 
 /** `Link` header → { rel: url }. */
 function links (header: unknown): Record<string, string> {
@@ -37,7 +38,6 @@ for (const kind of await storeKinds()) {
       }
       sameIds = sameIds.sort((a, b) => a - b)
     })
-    after(async () => { await t.close() })
 
     const get = (url: string, headers: Record<string, string> = {}) => t.request({ method: 'GET', url, headers })
     async function problem (url: string, status: number, code: string, headers: Record<string, string> = {}) {

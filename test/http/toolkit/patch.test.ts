@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { AppError } from '../../../src/errors.ts'
 import { applyJsonPatch, applyMergePatch, type Json, type JsonPatchOperation } from '../../../src/http/toolkit/patch.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 describe('RFC 7396 Appendix A examples', () => {
   const cases: [Json, Json, Json][] = [
@@ -81,7 +82,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind)
       alice = await t.auth('alice')
     })
-    after(async () => { await t.close() })
 
     async function post (body: object = { title: 'Title', content: 'Content', status: 'draft' }) {
       return json((await t.request({ method: 'POST', url: '/posts', headers: alice, payload: body })))

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { systemClock } from '../../../src/clock.ts'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import pino from 'pino'
 import { Counter, Registry } from 'prom-client'
 import type { JobRunner } from '../../../src/jobs/job.ts'
@@ -11,6 +11,7 @@ import { runnerOf } from '../../helper.ts'
 import { untilValue } from '../../support/poll.ts'
 import { createPost } from '../../support/posts.ts'
 import { type FreshStore, freshStore } from '../../support/store.ts'
+import { before } from '../../support/hooks.ts'
 
 const log = pino({ level: process.env.TEST_LOG ?? 'silent' })
 const request = { format: 'ndjson' as const, filter: {}, callbackUrl: 'https://example.com/hooks' }
@@ -24,7 +25,6 @@ describe('ExportWorker', () => {
       for (let i = 0; i < PAGE_SIZE + 10; i++) await createPost(uow, { title: `p${i}` })
     })
   })
-  after(async () => { await f.close() })
 
   function worker (opts: { renderPost: (post: Post) => unknown, maxAttempts?: number }) {
     return runnerOf(new ExportWorker({

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { Webhook } from 'standardwebhooks'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { until, untilValue } from '../../support/poll.ts'
+import { before } from '../../support/hooks.ts'
 
 const SECRET = `whsec_${Buffer.alloc(32, 42).toString('base64')}`
 const FAST = { WEBHOOK_SECRET: SECRET, WEBHOOK_ALLOW_LOOPBACK: '1', EXPORT_POLL_MS: '50', WEBHOOK_RETRY_BASE_MS: '20', WEBHOOK_TIMEOUT_MS: '2000' }
@@ -64,7 +65,6 @@ for (const kind of await storeKinds()) {
         await t.request({ method: 'POST', url: '/posts', headers: i % 2 ? alice : bob, payload: { title: `post ${i}`, content: `body ${i} ✓`, status } })
       }
     })
-    after(async () => { await t.close() })
 
     async function create (payload: object, headers: Headers = admin, url = '/exports') {
       return await t.request({ method: 'POST', url, headers, payload })
@@ -231,7 +231,6 @@ for (const kind of await storeKinds()) {
           assert.equal(new Set(hook.got.map(g => g.headers['webhook-id'])).size, 6)
         } finally {
           await hook.close()
-          await b.close()
         }
       })
     }
@@ -389,7 +388,6 @@ describe('exports: callback URLs (no server-side request forgery)', () => {
     t = await buildTestApp('sqlite')
     admin = await t.auth('root', ['admin'])
   })
-  after(async () => { await t.close() })
 
   const create = async (url: string) => await t.request({ method: 'POST', url: '/exports', headers: admin, payload: { format: 'ndjson', callback_url: url } })
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 const order = (n = 1) => ({ customer_email: 'ada@example.com', items: Array.from({ length: n }, (_, i) => ({ sku: `SKU-${i}`, quantity: i + 1 })) })
 const codes = (res: Parameters<typeof json>[0]) => json(res).errors.map((e: { field: string, code: string }) => `${e.field}:${e.code}`).sort()
@@ -17,7 +18,6 @@ for (const kind of await storeKinds()) {
       bob = await t.auth('bob', ['orders:write'])
       admin = await t.auth('root', ['admin'])
     })
-    after(async () => { await t.close() })
 
     const place = async (headers = ada, body: unknown = order(2)) => await t.request({ method: 'POST', url: '/orders', headers, payload: body as object })
 

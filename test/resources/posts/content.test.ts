@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { Ajv } from 'ajv'
 import addFormats from 'ajv-formats'
 import Parser from 'rss-parser'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 type Headers = Record<string, string>
 const MERGE = 'application/merge-patch+json'
@@ -34,7 +35,6 @@ for (const kind of await storeKinds()) {
       bob = await t.auth('bob', ['posts:write'])
       admin = await t.auth('root', ['admin'])
     })
-    after(async () => { await t.close() })
 
     const create = async (body: object, headers: Headers = alice) => await t.request({ method: 'POST', url: '/posts', headers, payload: body })
     const patch = async (id: number, body: object, headers: Headers = alice) =>
@@ -243,7 +243,6 @@ for (const kind of await storeKinds()) {
         await t.request({ method: 'POST', url: '/posts', headers: i % 2 === 1 ? bob : alice, payload: { title: `Post ${i}`, content: '', tags, status: i % 5 === 0 ? 'draft' : 'published' } })
       }
     })
-    after(async () => { await t.close() })
 
     /** Every id of a list, following its next links, `limit` at a time. */
     const all = async (query: string, headers: Headers = {}) => {
@@ -292,7 +291,6 @@ for (const kind of await storeKinds()) {
       await make('d', { title: 'Delta', content: 'unrelated words', tags: ['Gardening'] }, bob)
       await make('e', { title: 'Echo', status: 'archived' })
     })
-    after(async () => { await t.close() })
 
     const list = async (query: string, headers: Headers = {}) => {
       const res = await t.request({ method: 'GET', url: `/posts?${query}`, headers })
@@ -415,7 +413,6 @@ for (const kind of await storeKinds()) {
       const hostile = await t.auth('<evil> & "quoted" ]]>', ['posts:write'])
       await t.request({ method: 'POST', url: '/posts', headers: hostile, payload: { title: '<script>alert(1)</script> & "q" ]]> \u0001', content: '<b>raw</b> &amp; [x](javascript:alert(1))', tags: ['a<b>&c', 'News'] } })
     })
-    after(async () => { await t.close() })
 
     it('serves Atom 1.0 that an independent reader parses: 20 newest published, links, ids, escaping', async () => {
       const res = await t.request({ method: 'GET', url: '/feed.atom' })

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { loadConfig } from '../../../src/context.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { TestClock } from '../../support/clock.ts'
 import { untilValue } from '../../support/poll.ts'
+import { before } from '../../support/hooks.ts'
 
 type Headers = Record<string, string>
 
@@ -32,7 +33,6 @@ for (const kind of await storeKinds()) {
       bob = await t.auth('bob', ['posts:write'])
       admin = await t.auth('root', ['admin'])
     })
-    after(async () => { await t.close() })
 
     const create = async (body: object, headers: Headers = alice) => await t.request({ method: 'POST', url: '/posts', headers, payload: body })
     const get = async (url: string, headers: Headers = alice) => await t.request({ method: 'GET', url, headers })
@@ -290,7 +290,6 @@ for (const kind of await storeKinds()) {
   describe(`REVISIONS_KEEP [${kind}]`, () => {
     let t: TestApp
     before(async () => { t = await buildTestApp(kind, { REVISIONS_KEEP: '3' }) })
-    after(async () => { await t.close() })
 
     it('keeps the newest N revisions; a pruned one is 404 REVISION_NOT_FOUND, to read and to restore', async () => {
       const alice = await t.auth('alice')

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 for (const kind of await storeKinds()) {
   describe(`posts CRUD [${kind}]`, () => {
@@ -10,7 +11,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind)
       alice = await t.auth('alice', ['posts:write'])
     })
-    after(async () => { await t.close() })
 
     async function create (body: unknown, headers: Record<string, string> = alice) {
       return await t.request({ method: 'POST', url: '/posts', headers, payload: body as object })

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, afterEach, before, beforeEach, describe, it } from 'node:test'
+import { after, afterEach, describe, it } from 'node:test'
 import { CompiledQuery, type LogEvent, sql } from 'kysely'
 import type { PostSortKey } from '../../../src/resources/posts/post.ts'
 import { KyselyStore } from '../../../src/store/kysely-store.ts'
@@ -12,6 +12,7 @@ import type { Viewer } from '../../../src/domain/principal.ts'
 import type { ListQuery, SortDirection } from '../../../src/store/store.ts'
 import { storeKinds } from '../../helper.ts'
 import { type FreshStore, freshStore } from '../../support/store.ts'
+import { before, beforeEach } from '../../support/hooks.ts'
 
 const ROWS = 20_000
 
@@ -41,7 +42,6 @@ function suiteStores (kind: Parameters<typeof freshStore>[0], seed: (store: Kyse
   })
   after(async () => {
     await stores.probe.store.close()
-    await f.close()
   })
   return stores
 }

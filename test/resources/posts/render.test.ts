@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import sharp from 'sharp'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 type Headers = Record<string, string>
 
@@ -17,7 +18,6 @@ for (const kind of await storeKinds()) {
       writer = await t.auth('alice', ['posts:write'])
       reader = await t.auth('reader', [])
     })
-    after(async () => { await t.close() })
 
     const render = async (payload: unknown, headers: Headers = writer, url = '/render') =>
       await t.request({ method: 'POST', url, headers, payload: payload as object })

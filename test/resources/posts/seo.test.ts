@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { Ajv } from 'ajv'
 import addFormats from 'ajv-formats'
 import Parser from 'rss-parser'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 type Headers = Record<string, string>
 const jsonFeedSchema = JSON.parse(fs.readFileSync(new URL('../../fixtures/json-feed-1.1.schema.json', import.meta.url), 'utf8')) as object
@@ -22,7 +23,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind, { PUBLIC_BASE_URL: 'https://blog.example.com' })
       alice = await t.auth('alice', ['posts:write'])
     })
-    after(async () => { await t.close() })
 
     const create = async (body: object) => await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { title: 'T', content: 'c', ...body } })
     const codes = (res: { body: string }) => (JSON.parse(res.body) as { errors: { field: string, code: string }[] }).errors.map(e => `${e.field}:${e.code}`)

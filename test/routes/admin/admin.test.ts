@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { loadAdminBuild } from '../../../src/routes/admin/admin-routes.ts'
 import { buildTestApp, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 /** The editor is made by `npm run build` (scripts/bundle-admin.ts); `npm test` builds first. */
 const built = loadAdminBuild()
@@ -12,7 +13,6 @@ describe('GET /admin', () => {
     assert.ok(built !== null, 'dist/admin is missing: run npm run build')
     t = await buildTestApp('sqlite')
   })
-  after(async () => { await t?.close() })
 
   const assetsOf = (html: string) => [...html.matchAll(/(?:src|href)="(\/admin\/assets\/[^"]+)"/g)].map(m => m[1]!)
 

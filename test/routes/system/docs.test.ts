@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { type Browser, chromium } from 'playwright-core'
 import { buildTestApp, type TestApp, underCI } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 
@@ -34,7 +35,6 @@ describe('GET /docs in a browser', { skip }, () => {
   })
   after(async () => {
     await browser?.close()
-    await t?.close()
   })
 
   it('renders every operation from local assets only, without errors', async () => {

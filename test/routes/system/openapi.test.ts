@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import type { LightMyRequestResponse } from 'fastify'
 import { catalogueOf } from '../../../src/context.ts'
 import { RESOURCES } from '../../../src/registry.ts'
 import { buildTestApp, json, type TestApp } from '../../helper.ts'
 import { validateResponse } from '../../openapi-validator.ts'
+import { before } from '../../support/hooks.ts'
 
 const PROBLEMS = catalogueOf().problems
 
@@ -60,7 +61,6 @@ describe('GET /openapi.json', () => {
     operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
       Object.entries(ops).filter(([m]) => METHODS.includes(m)).map(([method, op]) => ({ method, path, op })))
   })
-  after(async () => { await t.close() })
 
   it('is a valid OpenAPI 3.1 document', async () => {
     assert.equal(doc.openapi, '3.1.0')
@@ -197,7 +197,6 @@ describe('the response validator of the tests', () => {
     real = await t.request({ method: 'GET', url: `/posts/${String(post.id)}` })
     problem = json(await t.request({ method: 'GET', url: '/posts/999999' }))
   })
-  after(async () => { await t.close() })
 
   /** A response as inject would give it, with this status and body. */
   function forged (statusCode: number, body: unknown, contentType = 'application/json; charset=utf-8', version = '1'): LightMyRequestResponse {

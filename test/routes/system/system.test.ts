@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { catalogueOf } from '../../../src/context.ts'
 import { problemSlug } from '../../../src/errors.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 const PROBLEMS = catalogueOf().problems
 
@@ -33,7 +34,6 @@ for (const kind of await storeKinds()) {
   describe(`system routes [${kind}]`, () => {
     let t: TestApp
     before(async () => { t = await buildTestApp(kind) })
-    after(async () => { await t.close() })
 
     describe('GET /', () => {
       it('links to every collection, the versions, the OpenAPI document and the docs', async () => {
@@ -266,15 +266,11 @@ describe('GET /readyz when the store is gone', () => {
     it(`answers 503 SERVICE_UNAVAILABLE with Retry-After, not 500 [${kind}]`, async (ctx) => {
       if (!(await storeKinds()).includes(kind)) return ctx.skip('PostgreSQL is not reachable')
       const t = await buildTestApp(kind)
-      try {
-        await t.store.close()
-        const res = await t.request({ method: 'GET', url: '/readyz' })
-        assertProblem(res, 503, 'SERVICE_UNAVAILABLE')
-        assert.match(String(res.headers['retry-after']), /^\d+$/)
-        assert.equal((await t.request({ method: 'GET', url: '/healthz' })).statusCode, 200, 'liveness does not depend on the store')
-      } finally {
-        await t.close()
-      }
+      await t.store.close()
+      const res = await t.request({ method: 'GET', url: '/readyz' })
+      assertProblem(res, 503, 'SERVICE_UNAVAILABLE')
+      assert.match(String(res.headers['retry-after']), /^\d+$/)
+      assert.equal((await t.request({ method: 'GET', url: '/healthz' })).statusCode, 200, 'liveness does not depend on the store')
     })
   }
 })
@@ -289,7 +285,6 @@ describe('over a real socket', () => {
     assert.ok(address !== null && typeof address === 'object')
     base = `http://127.0.0.1:${address.port}`
   })
-  after(async () => { await t.close() })
 
   it('creates a post with a JWT and reads it back', async () => {
     const created = await fetch(`${base}/posts`, {

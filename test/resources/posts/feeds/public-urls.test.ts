@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../../helper.ts'
+import { before } from '../../../support/hooks.ts'
 
 type Headers = Record<string, string>
 const SITE = 'https://read.example.com'
@@ -15,7 +16,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind, { PUBLIC_BASE_URL: 'https://api.example.com', SITE_PORT: '3999', SITE_BASE_URL: `${SITE}/` })
       alice = await t.auth('alice', ['posts:write'])
     })
-    after(async () => { await t.close() })
 
     const create = async (body: object) => json(await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { content: 'Hello', ...body } }))
 

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { Readable } from 'node:stream'
 import { gunzipSync } from 'node:zlib'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { parseSitemap, parseSitemapIndex } from 'sitemap'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../../helper.ts'
 import { createPost } from '../../../support/posts.ts'
+import { before } from '../../../support/hooks.ts'
 
 type Headers = Record<string, string>
 const BASE = 'https://blog.example.com'
@@ -26,7 +27,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind, { PUBLIC_BASE_URL: BASE })
       alice = await t.auth('alice', ['posts:write'])
     })
-    after(async () => { await t.close() })
 
     const create = async (body: object) => json(await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { content: '', ...body } }))
     const sitemap = async (headers: Headers = {}) => await t.request({ method: 'GET', url: '/sitemap.xml', headers })
@@ -133,7 +133,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind, { PUBLIC_BASE_URL: BASE, SITEMAP_URLS_PER_FILE: '3' })
       alice = await t.auth('alice', ['posts:write'])
     })
-    after(async () => { await t.close() })
 
     const create = async (body: object) => json(await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { content: '', ...body } }))
 

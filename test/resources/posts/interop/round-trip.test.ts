@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../../helper.ts'
 import { allPosts, type Headers, importFile } from '../../imports/import-helper.ts'
 import { untilValue } from '../../../support/poll.ts'
+import { before } from '../../../support/hooks.ts'
 
 const FAST = { IMPORT_POLL_MS: '20', EXPORT_POLL_MS: '20', RATE_LIMIT_MAX: '0', PUBLIC_BASE_URL: 'https://blog.example.com' }
 const COMPARED = ['title', 'content', 'status', 'slug', 'tags', 'excerpt', 'published_at', 'publish_at', 'author'] as const
@@ -48,10 +49,6 @@ for (const kind of await storeKinds()) {
       const put = await from.request({ method: 'PATCH', url: `/posts/${gone.id}`, headers: { ...admin, 'content-type': 'application/merge-patch+json' }, payload: { status: 'archived' } })
       assert.equal(put.statusCode, 200, put.body)
       await write(bob, { title: 'Archived never published', content: 'Hidden.', status: 'archived' })
-    })
-    after(async () => {
-      await from.close()
-      await to.close()
     })
 
     it('exports a WXR 1.2 file, and importing it into an empty instance gives the same posts', async () => {

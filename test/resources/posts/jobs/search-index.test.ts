@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { SEARCH_INDEX_BATCH } from '../../../../src/resources/posts/search-indexer.ts'
 import type { KyselyStore } from '../../../../src/store/kysely-store.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../../helper.ts'
 import { until } from '../../../support/poll.ts'
+import { before } from '../../../support/hooks.ts'
 
 /** How far behind a write search may be, as docs/querying.md promises it. */
 const BOUND_MS = 2000
@@ -17,7 +18,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind)
       alice = await t.auth('alice')
     })
-    after(async () => { await t.close() })
 
     const ids = async (q: string) => json<{ id: number }[]>(await t.request({ method: 'GET', url: `/posts?q=${encodeURIComponent(q)}&fields=id`, headers: alice })).map(p => p.id)
 

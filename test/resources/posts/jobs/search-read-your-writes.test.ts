@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { bearer, buildTestApp, json, storeKinds, type TestApp, twoInstances } from '../../../helper.ts'
+import { before } from '../../../support/hooks.ts'
 
 /** Writes that search must see at once: more than one batch of the indexer would be only with 30. */
 const WRITES = 30
@@ -16,7 +17,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind, { BACKGROUND_WORK: 'false', RATE_LIMIT_MAX: '0' })
       alice = await t.auth('alice')
     })
-    after(async () => { await t.close() })
 
     it(`finds all of ${WRITES} posts created just before, with status, count and tag`, async () => {
       for (let i = 0; i < WRITES; i++) {

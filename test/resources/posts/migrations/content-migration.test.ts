@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { Migrator, sql } from 'kysely'
 import { loadConfig, openStore } from '../../../../src/context.ts'
 import type { KyselyStore } from '../../../../src/store/kysely-store.ts'
 import { migratorProps } from '../../../../src/store/migrations/plan.ts'
 import { buildTestApp, freshDatabase, json, storeKinds, type TestApp } from '../../../helper.ts'
+import { before } from '../../../support/hooks.ts'
 
 const CONTENT_MIGRATION = 'posts/0001-content'
 

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { KyselyStore } from '../../../../src/store/kysely-store.ts'
 import { bearer, buildTestApp, json, postgresAvailable, storeKinds, type TestApp, twoInstances } from '../../../helper.ts'
 import { until } from '../../../support/poll.ts'
+import { before } from '../../../support/hooks.ts'
 
 type Headers = Record<string, string>
 
@@ -26,7 +27,6 @@ for (const kind of await storeKinds()) {
       bob = await t.auth('bob', ['posts:write'])
       admin = await t.auth('root', ['admin'])
     })
-    after(async () => { await t.close() })
 
     const create = async (body: object = {}) => json(await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { title: 'Draft', content: 'Hello *world*', status: 'draft', ...body } }))
     const link = async (postId: number, body?: object, headers: Headers = alice) =>
@@ -226,24 +226,20 @@ for (const kind of await storeKinds()) {
 
     it('rate limits preview answers by the token: one token used up, another still answers', async () => {
       const limited = await buildTestApp(kind, { RATE_LIMIT_MAX: '5', RATE_LIMIT_WINDOW_S: '60' })
-      try {
-        const headers = await limited.auth('alice', ['posts:write'])
-        const post = json(await limited.request({ method: 'POST', url: '/posts', headers, payload: { title: 'x', content: '', status: 'draft' } }))
-        const one = json(await limited.request({ method: 'POST', url: `/posts/${post.id}/preview-links`, headers }))
-        const two = json(await limited.request({ method: 'POST', url: `/posts/${post.id}/preview-links`, headers }))
-        const statuses: number[] = []
-        for (let i = 0; i < 6; i++) statuses.push((await limited.request({ method: 'GET', url: one.url })).statusCode)
-        assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429])
-        const res = await limited.request({ method: 'GET', url: one.url })
-        assert.equal(res.statusCode, 429)
-        assert.ok(res.headers['retry-after'] !== undefined)
-        // The same client, another token: counted apart (and apart from the author's own requests).
-        const other = await limited.request({ method: 'GET', url: two.url })
-        assert.equal(other.statusCode, 200)
-        assert.match(String(other.headers.ratelimit), /r=4/)
-      } finally {
-        await limited.close()
-      }
+      const headers = await limited.auth('alice', ['posts:write'])
+      const post = json(await limited.request({ method: 'POST', url: '/posts', headers, payload: { title: 'x', content: '', status: 'draft' } }))
+      const one = json(await limited.request({ method: 'POST', url: `/posts/${post.id}/preview-links`, headers }))
+      const two = json(await limited.request({ method: 'POST', url: `/posts/${post.id}/preview-links`, headers }))
+      const statuses: number[] = []
+      for (let i = 0; i < 6; i++) statuses.push((await limited.request({ method: 'GET', url: one.url })).statusCode)
+      assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429])
+      const res = await limited.request({ method: 'GET', url: one.url })
+      assert.equal(res.statusCode, 429)
+      assert.ok(res.headers['retry-after'] !== undefined)
+      // The same client, another token: counted apart (and apart from the author's own requests).
+      const other = await limited.request({ method: 'GET', url: two.url })
+      assert.equal(other.statusCode, 200)
+      assert.match(String(other.headers.ratelimit), /r=4/)
     })
   })
 }
