@@ -11,8 +11,9 @@ import { after, before as nodeBefore, beforeEach as nodeBeforeEach, type HookFn,
  * before the suite's first test. So the suites' hooks come from here: `before` (and `beforeEach`)
  * run their function with an owner that `closeWhenDone` hands the close to, closed when that suite
  * (or test) ends, in the reverse order of making. Import `before` and `beforeEach` from this file,
- * not node:test, wherever one makes a fixture; a fixture made in node:test's own `before` fails
- * the suite, saying so.
+ * not node:test, wherever one makes a fixture: a fixture made in node:test's own `before` is
+ * closed when the hook returns and fails the suite, saying so; one made in node:test's own
+ * `beforeEach` is closed when that hook returns, and the test finds it closed.
  */
 const owners = new AsyncLocalStorage<(close: () => Promise<void>) => void>()
 
@@ -51,7 +52,9 @@ export function before (fn: HookFn, options?: Parameters<typeof nodeBefore>[1]):
     await owners.run(close => { owned.push(close) }, async () => { await (fn as (c: unknown) => unknown)(ctx) })
   }, options)
   // Registered once the suite's body has run (a microtask of the suite, which node:test counts as
-  // the suite's own), so that this hook comes after the `after` hooks the body registers.
+  // the suite's own, as it does a promise's continuation in a test), so that this hook comes after
+  // the `after` hooks the body registers; in an async body, after those registered before its
+  // first await. Were it ever counted as another's, the check below says so.
   queueMicrotask(() => {
     after(async (ctx: unknown) => {
       for (const close of owned.splice(0).reverse()) await close()
