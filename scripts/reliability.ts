@@ -23,7 +23,7 @@ export const RELIABILITY_TESTS = [
   'test/http/memory.test.ts',
   'test/fuzz/fuzz.test.ts',
   'test/crash/crash.test.ts',
-  'test/idempotency-crash.test.ts',
+  'test/crash/idempotency-crash.test.ts',
 ]
 
 interface Row { key: string, test: string, injected: string, count: number, result: string }

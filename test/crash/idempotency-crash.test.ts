@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { KyselyStore } from '../src/store/kysely-store.ts'
-import { openStore } from '../src/context.ts'
-import { freshDatabase, storeKinds } from './helper.ts'
-import { recordResult } from './reliability-record.ts'
-import { processEnv, startInstance, token } from './process-helper.ts'
+import type { KyselyStore } from '../../src/store/kysely-store.ts'
+import { openStore } from '../../src/context.ts'
+import { freshDatabase, storeKinds } from '../helper.ts'
+import { recordResult } from '../reliability-record.ts'
+import { processEnv, startInstance, token } from '../process-helper.ts'
 
 // At most 3: the checks read the posts back in one page of 100.
 const ROUNDS = Math.min(3, Number(process.env.IDEMPOTENCY_CRASH_ROUNDS ?? 2))
