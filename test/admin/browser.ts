@@ -44,9 +44,11 @@ export interface EditorWorld {
  * The service on a real socket (as the other browser tests start it) and Chromium. With
  * `localhost`, the page is at `http://localhost:PORT` (PUBLIC_BASE_URL too): WebAuthn refuses an IP
  * address as relying party, and the service makes `localhost` the one on loopback. With `site`, the
- * reading site too (src/site/site.ts, as `npm start` runs it), on a port of its own.
+ * reading site too (src/site/site.ts, as `npm start` runs it), on a port of its own. It closes
+ * itself when the test or suite that made it ends (test/support/hooks.ts); a script outside the
+ * test runner passes `selfClosing: false` and closes it.
  */
-export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: { localhost?: boolean, site?: boolean } = {}): Promise<EditorWorld> {
+export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: { localhost?: boolean, site?: boolean, selfClosing?: boolean } = {}): Promise<EditorWorld> {
   const port = opts.localhost === true ? await freePort() : 0
   const sitePort = opts.site === true ? await freePort() : 0
   const siteUrl = `http://127.0.0.1:${sitePort}`
@@ -102,7 +104,7 @@ export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<
       await t.close()
     }),
   }
-  closeWhenDone(world.close)
+  if (opts.selfClosing !== false) closeWhenDone(world.close)
   return world
 }
 
