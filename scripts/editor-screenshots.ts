@@ -8,7 +8,7 @@ import { signIn, startEditorWorld } from '../test/admin/browser.ts'
 
 const DOCS = path.resolve(import.meta.dirname, '..', 'docs')
 
-const w = await startEditorWorld('sqlite')
+const w = await startEditorWorld('sqlite', {}, { selfClosing: false })
 try {
   const key = await w.t.apiKey('ada', ['posts:write'])
   const headers = { authorization: `Bearer ${key}` }

@@ -15,15 +15,15 @@ export const RELIABILITY_DOC = path.join(ROOT, 'docs', 'reliability.md')
 export const TABLE_START = '<!-- reliability-table:start (written by npm run reliability) -->'
 export const TABLE_END = '<!-- reliability-table:end -->'
 export const RELIABILITY_TESTS = [
-  'test/domain/callback-url.test.ts',
-  'test/http/nul.test.ts',
-  'test/http/node-http.test.ts',
-  'test/http/shedding.test.ts',
-  'test/http/partition.test.ts',
+  'test/facilities/events/callback-url.test.ts',
+  'test/http/protocol/nul.test.ts',
+  'test/http/pipeline/node-http.test.ts',
+  'test/http/pipeline/shedding.test.ts',
+  'test/http/pipeline/partition.test.ts',
   'test/http/memory.test.ts',
   'test/fuzz/fuzz.test.ts',
   'test/crash/crash.test.ts',
-  'test/idempotency-crash.test.ts',
+  'test/crash/idempotency-crash.test.ts',
 ]
 
 interface Row { key: string, test: string, injected: string, count: number, result: string }

@@ -27,7 +27,7 @@ async function picture (i: number): Promise<Buffer> {
   return await sharp(Buffer.from(svg)).jpeg({ quality: 82 }).toBuffer()
 }
 
-const w = await startEditorWorld('sqlite', {}, { site: true })
+const w = await startEditorWorld('sqlite', {}, { site: true, selfClosing: false })
 try {
   const base = w.origin
   await w.t.request({ method: 'POST', url: '/setup', payload: { token: w.t.context.services.identity.setupToken, name: 'Olive Marsh', email: 'olive@example.com', password: PASSWORD } })

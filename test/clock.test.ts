@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { buildTestApp, json, storeKinds, type TestApp } from './helper.ts'
 import { TestClock } from './support/clock.ts'
 import { untilValue } from './support/poll.ts'
+import { before } from './support/hooks.ts'
 
 /**
  * The service on a clock the test moves: each rule that decides by time is seen from both sides of
@@ -19,7 +20,6 @@ for (const kind of await storeKinds()) {
       // The scheduler sleeps on real timers: after the clock moves, it looks again within 100 ms.
       t = await buildTestApp(kind, { SCHEDULE_RESCAN_MS: '100' }, { clock })
     })
-    after(async () => { await t.close() })
 
     const at = (ms: number) => new Date(clock.now().getTime() + ms).toISOString()
     /** Alice's credentials, issued now by the clock (a token lives an hour, and the tests move days). */

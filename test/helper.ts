@@ -18,6 +18,7 @@ import type { Facility, Part, Resource } from '../src/http/contract/resources.ts
 import { FACILITIES, RESOURCES } from '../src/registry.ts'
 import type { Store } from '../src/store/store.ts'
 import { validateResponse } from './openapi-validator.ts'
+import { closeWhenDone, once } from './support/hooks.ts'
 
 export type StoreKind = 'sqlite' | 'postgres'
 
@@ -157,6 +158,8 @@ export interface TestAppOptions {
   facilities?: readonly Facility[]
   /** The clock the app's time-based rules read (a TestClock the test advances); the system's unless given. */
   clock?: Clock
+  /** false: a fixture that builds the app (test/admin/browser.ts …) closes it, with what it made around it. */
+  selfClosing?: boolean
 }
 
 /**
@@ -214,7 +217,10 @@ export function testConfig (url: string, dataDir: string, env: Record<string, st
 
 /**
  * Builds the same app production builds (same options, a real store) on a fresh database.
- * `env` overrides settings; tests run silent unless TEST_LOG is set.
+ * `env` overrides settings; tests run silent unless TEST_LOG is set. It closes itself when what
+ * built it ends (test/support/hooks.ts): the test, the suite whose `before` built it (that
+ * `before` imported from test/support/hooks.ts), or the file. `close()` closes it earlier (a
+ * restart); closing again does nothing.
  */
 export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: TestAppOptions = {}): Promise<TestApp> {
   const db = await freshDatabase(kind)
@@ -272,14 +278,15 @@ export async function buildTestApp (kind: StoreKind = 'sqlite', env: Record<stri
     async searchIndexed () {
       while (await store.transaction(async uow => await uow.posts.indexSearch(100)) > 0);
     },
-    async close () {
+    close: once(async () => {
       await (await metricsApp)?.close()
       await app.close()
       // A test may have closed the store already, to see what the service does without it.
       await store.close().catch(() => {})
       await db.drop()
-    },
+    }),
   }
+  if (opts.selfClosing !== false) closeWhenDone(t.close)
   return t
 }
 

@@ -2,11 +2,12 @@ import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { promisify } from 'node:util'
 import openapiTS, { astToString } from 'openapi-typescript'
 import { buildTestApp, type TestApp } from './helper.ts'
 import { ROOT } from './process-helper.ts'
+import { before } from './support/hooks.ts'
 
 const run = promisify(execFile)
 
@@ -37,7 +38,6 @@ describe('a client generated from /openapi.json', () => {
     dir = fs.mkdtempSync(path.join(ROOT, '.cache', 'typed-client-'))
   })
   after(async () => {
-    await t.close()
     fs.rmSync(dir, { recursive: true, force: true })
   })
 

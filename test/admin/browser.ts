@@ -5,6 +5,7 @@ import { gzipSync } from 'node:zlib'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import { buildSite, type Site } from '../../src/site/site.ts'
 import { buildTestApp, freePort, type StoreKind, type TestApp, underCI } from '../helper.ts'
+import { closeWhenDone, once } from '../support/hooks.ts'
 
 export const CHROMIUM = '/usr/bin/chromium'
 export const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
@@ -43,9 +44,11 @@ export interface EditorWorld {
  * The service on a real socket (as the other browser tests start it) and Chromium. With
  * `localhost`, the page is at `http://localhost:PORT` (PUBLIC_BASE_URL too): WebAuthn refuses an IP
  * address as relying party, and the service makes `localhost` the one on loopback. With `site`, the
- * reading site too (src/site/site.ts, as `npm start` runs it), on a port of its own.
+ * reading site too (src/site/site.ts, as `npm start` runs it), on a port of its own. It closes
+ * itself when the test or suite that made it ends (test/support/hooks.ts); a script outside the
+ * test runner passes `selfClosing: false` and closes it.
  */
-export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: { localhost?: boolean, site?: boolean } = {}): Promise<EditorWorld> {
+export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<string, string> = {}, opts: { localhost?: boolean, site?: boolean, selfClosing?: boolean } = {}): Promise<EditorWorld> {
   const port = opts.localhost === true ? await freePort() : 0
   const sitePort = opts.site === true ? await freePort() : 0
   const siteUrl = `http://127.0.0.1:${sitePort}`
@@ -54,7 +57,7 @@ export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<
     ...(port === 0 ? {} : { PORT: String(port), PUBLIC_BASE_URL: `http://localhost:${port}` }),
     ...(sitePort === 0 ? {} : { SITE_PORT: String(sitePort), SITE_BASE_URL: siteUrl, HOST: '127.0.0.1' }),
     ...env,
-  })
+  }, { selfClosing: false })
   let site: Site | undefined
   try {
     await t.app.listen({ port, host: '127.0.0.1' })
@@ -70,8 +73,15 @@ export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<
   const address = t.app.server.address()
   assert.ok(address !== null && typeof address === 'object')
   const origin = `http://${port === 0 ? '127.0.0.1' : 'localhost'}:${address.port}`
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: [...LAUNCH_ARGS, ...(port === 0 ? [] : ['--host-resolver-rules=MAP localhost 127.0.0.1'])] })
-  return {
+  let browser: Browser
+  try {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: [...LAUNCH_ARGS, ...(port === 0 ? [] : ['--host-resolver-rules=MAP localhost 127.0.0.1'])] })
+  } catch (err) {
+    await site?.app.close()
+    await t.close()
+    throw err
+  }
+  const world: EditorWorld = {
     t,
     origin,
     browser,
@@ -88,12 +98,14 @@ export async function startEditorWorld (kind: StoreKind = 'sqlite', env: Record<
       await page.addInitScript(CSP_WATCH)
       return { context, page, requests, errors }
     },
-    async close () {
+    close: once(async () => {
       await browser.close()
       await site?.app.close()
       await t.close()
-    },
+    }),
   }
+  if (opts.selfClosing !== false) closeWhenDone(world.close)
+  return world
 }
 
 /** Records each `securitypolicyviolation` (they are composed: a shadow root's reach the document) in `window.__csp`. */

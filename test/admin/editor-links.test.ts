@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { cspViolations, editorMissing, type EditorWorld, seriousViolations, startEditorWorld } from './browser.ts'
+import { before } from '../support/hooks.ts'
 
 describe('an invitation\'s and a password reset\'s links, in Chromium', { skip: editorMissing() }, () => {
   let w: EditorWorld
@@ -10,7 +11,6 @@ describe('an invitation\'s and a password reset\'s links, in Chromium', { skip: 
     const setup = (await w.t.request({ method: 'POST', url: '/setup', payload: { token: w.t.context.services.identity.setupToken, name: 'Olive', email: 'olive@example.com', password: 'a long pass phrase for olive' } })).json()
     owner = { authorization: `Bearer ${setup.access_token as string}` }
   })
-  after(async () => { await w?.close() })
 
   it('accepts an invitation at /admin/invite#<token>, signed in at once; a reset link sets a new password to sign in with', async () => {
     const invitation = (await w.t.request({ method: 'POST', url: '/invitations', headers: owner, payload: { email: 'cora@example.com', role: 'contributor' } })).json()

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { Page } from 'playwright-core'
 import sharp from 'sharp'
 import { json } from '../helper.ts'
 import { editorMissing, type EditorWorld, eventually, foreign, seriousViolations, signIn, startEditorWorld } from './browser.ts'
+import { before } from '../support/hooks.ts'
 
 async function png (width: number, height: number, colour: string): Promise<Buffer> {
   return await sharp({ create: { width, height, channels: 3, background: colour } }).png().toBuffer()
@@ -34,7 +35,6 @@ describe('the editor\'s images, in Chromium', { skip: editorMissing() }, () => {
     key = await w.t.apiKey('illustrator', ['posts:write'])
     writer = { authorization: `Bearer ${key}` }
   })
-  after(async () => { await w?.close() })
 
   it('uploads a feature image, takes a pasted and a dropped image into the content, and saves', async () => {
     const { page, context, requests, errors } = await w.open()

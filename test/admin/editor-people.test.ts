@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { generate } from 'otplib'
 import { cspViolations, editorMissing, type EditorWorld, seriousViolations, startEditorWorld } from './browser.ts'
+import { before } from '../support/hooks.ts'
 
 const PASSWORD = 'a long pass phrase for ada'
 
@@ -17,7 +18,6 @@ describe('people signing in to the editor, in Chromium', { skip: editorMissing()
     const { secret } = (await w.t.request({ method: 'POST', url: '/users/me/two-factor', headers: bearer })).json()
     recovery = (await w.t.request({ method: 'POST', url: '/users/me/two-factor/confirm', headers: bearer, payload: { code: await generate({ secret }) } })).json().recovery_codes
   })
-  after(async () => { await w?.close() })
 
   it('signs in with email, password and a code; a reload keeps the session; Sign out ends it on the service', async () => {
     const { page, context, errors } = await w.open()

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { generate } from 'otplib'
 import type { Page } from 'playwright-core'
 import { cspViolations, editorMissing, type EditorWorld, seriousViolations, startEditorWorld } from './browser.ts'
+import { before } from '../support/hooks.ts'
 
 const PASSWORD = 'a long pass phrase for ada'
 
@@ -22,7 +23,6 @@ describe('a person\'s Profile in the editor, in Chromium', { skip: editorMissing
     const invite = (await w.t.request({ method: 'POST', url: '/invitations', headers: { authorization: `Bearer ${owner.access_token as string}` }, payload: { email: 'ada@example.com', role: 'author' } })).json()
     await w.t.request({ method: 'POST', url: '/invitations/accept', payload: { token: invite.token, name: 'Ada', password: PASSWORD } })
   })
-  after(async () => { await w?.close() })
 
   it('saves the profile, adds a passkey, turns on two-factor (then asked at sign-in), signs in with the passkey, and loads only when opened', async () => {
     const { page, context, errors } = await w.open()

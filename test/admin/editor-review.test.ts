@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { json } from '../helper.ts'
 import { editorMissing, type EditorWorld, foreign, seriousViolations, signIn, startEditorWorld } from './browser.ts'
+import { before } from '../support/hooks.ts'
 
 describe('the editor\'s SEO fields and preview links, in Chromium', { skip: editorMissing() }, () => {
   let w: EditorWorld
@@ -12,7 +13,6 @@ describe('the editor\'s SEO fields and preview links, in Chromium', { skip: edit
     key = await w.t.apiKey('reviewer', ['posts:write'])
     writer = { authorization: `Bearer ${key}` }
   })
-  after(async () => { await w?.close() })
 
   it('saves the SEO fields, makes a preview link that opens without a credential, and revokes it', async () => {
     const post = json(await w.t.request({ method: 'POST', url: '/posts', headers: writer, payload: { title: 'Under review', content: 'Draft *text*.', status: 'draft' } }))

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { SignJWT } from 'jose'
 import { json, JWT_SECRET } from '../helper.ts'
 import { editorMissing, type EditorWorld, eventually, startEditorWorld, useKey } from './browser.ts'
+import { before } from '../support/hooks.ts'
 
 describe('the editor when its credential expires, in Chromium', { skip: editorMissing() }, () => {
   let w: EditorWorld
@@ -10,7 +11,6 @@ describe('the editor when its credential expires, in Chromium', { skip: editorMi
     // No leeway on `exp`, so that the credential expires while the test watches.
     w = await startEditorWorld('sqlite', { AUTH_CLOCK_TOLERANCE_S: '0' })
   })
-  after(async () => { await w?.close() })
 
   it('signs out, says why, and after signing in again shows the same post with the text typed before', async () => {
     const expires = Math.floor(Date.now() / 1000) + 4

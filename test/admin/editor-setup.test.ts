@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { cspViolations, editorMissing, type EditorWorld, seriousViolations, startEditorWorld } from './browser.ts'
+import { before } from '../support/hooks.ts'
 
 describe('the owner\'s set-up from the printed link, in Chromium', { skip: editorMissing() }, () => {
   let w: EditorWorld
   before(async () => { w = await startEditorWorld() })
-  after(async () => { await w?.close() })
 
   it('makes the owner\'s account at /admin/setup#<token> and opens the editor signed in; the link then says it is used', async () => {
     const { page, context, errors } = await w.open()

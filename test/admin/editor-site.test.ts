@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import sharp from 'sharp'
 import { cspViolations, editorMissing, type EditorWorld, eventually, seriousViolations, signInAs, startEditorWorld } from './browser.ts'
+import { before } from '../support/hooks.ts'
 
 const OWNER_PASSWORD = 'a long pass phrase for olive'
 const EDITOR_PASSWORD = 'a long pass phrase for eddie'
@@ -18,7 +19,6 @@ describe('the Site screen in Chromium, with the reading site on its own listener
     const accepted = await w.t.request({ method: 'POST', url: '/invitations/accept', payload: { token: invitation.token, name: 'Eddie', password: EDITOR_PASSWORD } })
     assert.equal(accepted.statusCode, 201, accepted.body)
   })
-  after(async () => { await w?.close() })
 
   it('lets an admin change the title, accent, logo and navigation, which the site shows within a second; refuses a bad colour by its field and a stale save', async () => {
     const { page, context, errors } = await w.open()

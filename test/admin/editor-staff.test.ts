@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { cspViolations, editorMissing, type EditorWorld, seriousViolations, signInAs, startEditorWorld } from './browser.ts'
+import { before } from '../support/hooks.ts'
 
 const OWNER_PASSWORD = 'a long pass phrase for olive'
 
@@ -12,7 +13,6 @@ describe('the Staff screen and a team\'s roles in the editor, in Chromium', { sk
     await w.t.request({ method: 'POST', url: '/setup', payload: { token: w.t.context.services.identity.setupToken, name: 'Olive', email: 'olive@example.com', password: OWNER_PASSWORD } })
     admin = await w.t.auth('root', ['admin'])
   })
-  after(async () => { await w?.close() })
 
   it('invites a contributor who accepts in another browser and may only write drafts; an editor sets authors; the admin changes her role, suspends her (her open editor says so) and removes her', async () => {
     const owner = await w.open()

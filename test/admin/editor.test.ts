@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { Page } from 'playwright-core'
 import { json } from '../helper.ts'
 import { cspViolations, editorMissing, eventually, type EditorWorld, foreign, gzippedAssets, seriousViolations, signIn, startEditorWorld, useKey, type Watched } from './browser.ts'
+import { before } from '../support/hooks.ts'
 
 const skip = editorMissing()
 
@@ -35,9 +36,6 @@ describe('the editor at /admin, in Chromium', { skip }, () => {
     key = await w.t.apiKey('writer', ['posts:write'])
     writer = { authorization: `Bearer ${key}` }
     tab = await w.open()
-  })
-  after(async () => {
-    await w?.close()
   })
 
   const api = async (method: string, url: string, payload?: object, headers: Record<string, string> = {}) =>

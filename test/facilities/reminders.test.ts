@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { ConfigError } from '../../src/config.ts'
 import { catalogueOf, loadConfig } from '../../src/context.ts'
 import { FACILITIES, RESOURCES } from '../../src/registry.ts'
@@ -7,6 +7,7 @@ import { remindersFacility } from '../fixtures/reminders/index.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
 import { receiver } from '../support/receiver.ts'
 import { until } from '../support/poll.ts'
+import { before } from '../support/hooks.ts'
 
 // The one line a new facility adds to src/registry.ts, here beside the registry's own.
 const facilities = [...FACILITIES, remindersFacility]
@@ -26,7 +27,6 @@ for (const kind of await storeKinds()) {
       rx = await receiver()
     })
     after(async () => {
-      await t.close()
       await rx.close()
     })
 

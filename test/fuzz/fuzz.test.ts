@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import type net from 'node:net'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import type { LightMyRequestResponse } from 'fastify'
 import { POST_STATUSES, type Post } from '../../src/resources/posts/post.ts'
@@ -10,6 +10,7 @@ import { buildTestApp, storeKinds, type TestApp } from '../helper.ts'
 import { decodedBody } from '../openapi-validator.ts'
 import { rawRequest } from '../raw-http.ts'
 import { recordResult } from '../reliability-record.ts'
+import { before } from '../support/hooks.ts'
 
 const PROBLEMS = catalogueOf().problems
 
@@ -174,7 +175,7 @@ for (const kind of await storeKinds()) {
     const tokens: Record<string, string> = {}
     before(async () => {
       // Load shedding off: the fuzzer shares the server's event loop, so its own work would count
-      // as the server's queue (test/http/shedding.test.ts covers shedding).
+      // as the server's queue (test/http/pipeline/shedding.test.ts covers shedding).
       t = await buildTestApp(kind, { RATE_LIMIT_MAX: '0', REQUEST_TIMEOUT_MS: '3000', HEADERS_TIMEOUT_MS: '1000', OVERLOAD_MAX_WAIT_MS: '0' })
       doc = JSON.parse(JSON.stringify(t.app.swagger())) as Schema
       ops = operationsOf(doc)
@@ -187,7 +188,6 @@ for (const kind of await storeKinds()) {
         await t.request({ method: 'POST', url: '/posts', headers: { authorization: tokens.alice! }, payload: { title: `seed ${i}`, content: 'seed', status: i === 2 ? 'draft' : 'published' } })
       }
     })
-    after(async () => { await t.close() })
 
     it(`answers ${RUNS} generated requests with no 5xx, only catalogued problems, documented bodies and no leaks`, async () => {
       const request: fc.Arbitrary<FuzzRequest> = fc.constantFrom(...ops).chain(op => {

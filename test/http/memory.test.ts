@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import v8 from 'node:v8'
 import vm from 'node:vm'
 import { buildTestApp, type TestApp } from '../helper.ts'
 import { recordResult } from '../reliability-record.ts'
+import { before } from '../support/hooks.ts'
 
 v8.setFlagsFromString('--expose-gc')
 const gc = vm.runInNewContext('gc') as () => void
@@ -43,7 +44,6 @@ describe('memory under hostile load', () => {
     })
     tokens = await Promise.all(Array.from({ length: 50 }, async (_, i) => `Bearer ${await t.token(`user-${i}`, ['posts:write'])}`))
   })
-  after(async () => { await t.close() })
 
   async function round (): Promise<void> {
     const big = JSON.stringify({ title: 't', content: 'x'.repeat(90_000) })

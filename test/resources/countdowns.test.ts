@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { RESOURCES } from '../../src/registry.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
@@ -7,6 +7,7 @@ import { countdownsResource } from '../fixtures/countdowns/index.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../helper.ts'
 import { TestClock } from '../support/clock.ts'
 import { until, untilValue } from '../support/poll.ts'
+import { before } from '../support/hooks.ts'
 
 // The one line a new resource adds to src/registry.ts, here beside the registry's own.
 const resources = [...RESOURCES, countdownsResource]
@@ -24,7 +25,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind, { COUNTDOWNS_STEP_MS: '20', COUNTDOWNS_LEASE_MS: String(LEASE_MS) }, { resources, clock })
       alice = await t.auth('alice', ['countdowns:write'])
     })
-    after(async () => { await t.close() })
 
     /** Polls until the countdown ended, checking Retry-After on every answer. */
     async function ended (url: string): Promise<any> {
@@ -117,7 +117,6 @@ for (const kind of await storeKinds()) {
   describe(`a long operation that fails on the service's side [${kind}]`, () => {
     let t: TestApp
     before(async () => { t = await buildTestApp(kind, { COUNTDOWNS_FAIL_AT: '2', COUNTDOWNS_MAX_ATTEMPTS: '2', COUNTDOWNS_POLL_MS: '20' }, { resources }) })
-    after(async () => { await t.close() })
 
     it('is tried again, from what it committed, then failed with the reason its owner reads', async () => {
       const alice = await t.auth('alice', ['countdowns:write'])

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { renderErrorsDoc } from '../../scripts/gen-errors-doc.ts'
 import { runCli } from '../../src/cli/commands.ts'
@@ -9,6 +9,7 @@ import { RESOURCES } from '../../src/registry.ts'
 import type { KyselyStore } from '../../src/store/kysely-store.ts'
 import { ticketsResource } from '../fixtures/tickets/index.ts'
 import { buildTestApp, freshDatabase, json, type TestApp } from '../helper.ts'
+import { before } from '../support/hooks.ts'
 
 // The one line a new resource adds to src/registry.ts, here beside the registry's own.
 const resources = [...RESOURCES, ticketsResource]
@@ -36,7 +37,6 @@ async function cli (args: string[], env: NodeJS.ProcessEnv): Promise<{ code: num
 describe('a new resource is its folder plus one registry line (test/fixtures/tickets)', () => {
   let t: TestApp
   before(async () => { t = await buildTestApp('sqlite', {}, { resources }) })
-  after(async () => { await t.close() })
 
   it('is served: its routes, its scope, its problem code', async () => {
     const made = await t.request({ method: 'POST', url: '/tickets', headers: await t.auth('alice', ['tickets:write']), payload: { subject: 'printer' } })
@@ -74,13 +74,9 @@ describe('a new resource is its folder plus one registry line (test/fixtures/tic
     assert.equal(loadConfig({ TICKETS_INITIAL_STATUS: 'TRIAGE' }).tickets, undefined, 'the registry alone has no tickets section')
     assert.throws(() => loadConfig({ TICKETS_INITIAL_STATUS: 'open' }, resources), (err: unknown) => err instanceof ConfigError && err.setting === 'TICKETS_INITIAL_STATUS' && /must be one of OPEN, TRIAGE, got "open"/.test(err.message))
     const triage = await buildTestApp('sqlite', { TICKETS_INITIAL_STATUS: 'TRIAGE' }, { resources })
-    try {
-      const res = await triage.request({ method: 'POST', url: '/tickets', headers: await triage.auth('alice', ['tickets:write']), payload: { subject: 'fax' } })
-      assert.equal(res.statusCode, 201)
-      assert.equal(json(res).status, 'TRIAGE')
-    } finally {
-      await triage.close()
-    }
+    const res = await triage.request({ method: 'POST', url: '/tickets', headers: await triage.auth('alice', ['tickets:write']), payload: { subject: 'fax' } })
+    assert.equal(res.statusCode, 201)
+    assert.equal(json(res).status, 'TRIAGE')
   })
 
   it('gives the CLI its scope', async () => {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { type Browser, chromium } from 'playwright-core'
 import { CHROMIUM, cspViolations, gzippedAssets, LAUNCH_ARGS, seriousViolations } from '../admin/browser.ts'
 import { addAuthor, addImage, buildTestSite, chromiumMissing, publish, type TestSite } from './site-helper.ts'
+import { before } from '../support/hooks.ts'
 
 const CSP_WATCH = 'window.__csp = []; document.addEventListener("securitypolicyviolation", e => { window.__csp.push(e.violatedDirective + " " + (e.blockedURI || e.sample)) }, true)'
 
@@ -24,7 +25,6 @@ describe('the site in a browser', { skip: chromiumMissing() }, () => {
   })
   after(async () => {
     await browser?.close()
-    await s?.close()
   })
 
   it('has no serious or critical axe-core violation, sends no script, and scrolls nothing sideways at 320 px, on every page kind', async () => {

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import path from 'node:path'
 import { HtmlValidate } from 'html-validate'
 import { storeKinds } from '../helper.ts'
 import { ROOT } from '../process-helper.ts'
 import { addAuthor, addImage, buildTestSite, publish, type TestSite } from './site-helper.ts'
+import { before } from '../support/hooks.ts'
 
 const validator = new HtmlValidate({ extends: ['html-validate:standard'] })
 
@@ -28,7 +29,6 @@ for (const kind of await storeKinds()) {
       for (let i = 0; i < 11; i++) await publish(s.t, { title: `Filler ${i}`, authors: ['ann'], tags: ['Photos'], feature_image: image.id }, admin)
       await s.t.searchIndexed()
     })
-    after(async () => { await s.close() })
 
     const kinds = (): Record<string, string> => ({
       home: '/',
@@ -51,16 +51,12 @@ for (const kind of await storeKinds()) {
 
     it('keeps every page valid with the example theme (examples/theme/)', async () => {
       const other = await buildTestSite(kind, { SITE_THEME_DIR: path.join(ROOT, 'examples/theme') })
-      try {
-        await publish(other.t, { title: 'In the example theme' })
-        for (const p of ['/', '/in-the-example-theme', '/nothing']) {
-          const res = await other.get(p)
-          assert.deepEqual(await errorsOf(await res.text()), [], p)
-        }
-        assert.match(await (await other.get('/')).text(), /<article class="row">/)
-      } finally {
-        await other.close()
+      await publish(other.t, { title: 'In the example theme' })
+      for (const p of ['/', '/in-the-example-theme', '/nothing']) {
+        const res = await other.get(p)
+        assert.deepEqual(await errorsOf(await res.text()), [], p)
       }
+      assert.match(await (await other.get('/')).text(), /<article class="row">/)
     })
 
     it('gives a post its description, canonical URL, Open Graph, Twitter card, JSON-LD and images', async () => {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { json, storeKinds } from '../helper.ts'
 import { addAuthor, buildTestSite, publish, type TestSite } from './site-helper.ts'
+import { before } from '../support/hooks.ts'
 
 const MERGE = 'application/merge-patch+json'
 /** Every change reaches the other instance's pages within this. */
@@ -36,10 +37,6 @@ if ((await storeKinds()).includes('postgres')) {
       a = await buildTestSite('postgres')
       b = await buildTestSite('postgres', { BACKGROUND_WORK: 'false' }, undefined, a.t.config.databaseUrl)
       admin = await a.t.auth('root', ['admin'])
-    })
-    after(async () => {
-      await b.close()
-      await a.close()
     })
 
     it('a post published, then unpublished, then deleted', async () => {

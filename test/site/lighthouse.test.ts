@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import * as chromeLauncher from 'chrome-launcher'
 import lighthouse from 'lighthouse'
 import { CHROMIUM } from '../admin/browser.ts'
 import { addAuthor, addImage, buildTestSite, chromiumMissing, publish, type TestSite } from './site-helper.ts'
+import { before } from '../support/hooks.ts'
 
 /** What Chromium asks for when it loads an image. */
 const BROWSER_IMAGES = 'image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8'
@@ -27,7 +28,6 @@ describe('the reading site under Lighthouse', { skip: chromiumMissing() }, () =>
       slug = post.slug
     }
   })
-  after(async () => { await s?.close() })
 
   it('scores at least 95 in each of Lighthouse\'s categories (mobile) on the home page and a post', async () => {
     const chrome = await chromeLauncher.launch({ chromePath: CHROMIUM, chromeFlags: ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run'] })

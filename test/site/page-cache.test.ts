@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { FRESH_MS, PublicCache } from '../../src/http/protocol/public-cache.ts'
 import { storeKinds } from '../helper.ts'
 import { addImage, buildTestSite, publish, type TestSite } from './site-helper.ts'
+import { before } from '../support/hooks.ts'
 
 const MERGE = 'application/merge-patch+json'
 
@@ -69,10 +70,6 @@ for (const kind of await storeKinds()) {
       // otherwise wait on each other's writes (what two processes do concurrently).
       b = await buildTestSite(kind, { BACKGROUND_WORK: 'false' }, undefined, a.t.config.databaseUrl)
       post = await publish(a.t, { title: 'Before the change' })
-    })
-    after(async () => {
-      await b.close()
-      await a.close()
     })
 
     it('shows a post edited on instance A on instance B\'s pages within a second', async () => {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { storeKinds } from '../helper.ts'
 import { png } from '../resources/media/images.ts'
 import { buildTestSite, publish, type TestSite } from './site-helper.ts'
+import { before } from '../support/hooks.ts'
 
 for (const kind of await storeKinds()) {
   describe(`the site's pages (${kind})`, () => {
@@ -14,7 +15,6 @@ for (const kind of await storeKinds()) {
       for (let i = 2; i <= 12; i++) await publish(s.t, { title: `Post number ${i}`, tags: ['News'] })
       await publish(s.t, { title: 'A draft', status: 'draft' })
     })
-    after(async () => { await s.close() })
 
     it('serves the home page with the newest posts, and older ones on /page/2', async () => {
       const res = await s.get('/')

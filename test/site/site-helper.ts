@@ -4,6 +4,7 @@ import { buildSite, type Site } from '../../src/site/site.ts'
 import { CHROMIUM } from '../admin/browser.ts'
 import { buildTestApp, freePort, json, type StoreKind, type TestApp, underCI } from '../helper.ts'
 import { png } from '../resources/media/images.ts'
+import { closeWhenDone, once } from '../support/hooks.ts'
 
 /** The app and its reading site, listening on a port of its own, as `npm start` runs them. */
 export interface TestSite {
@@ -23,7 +24,7 @@ export interface TestSite {
 export async function buildTestSite (kind: StoreKind, env: Record<string, string> = {}, log?: FastifyBaseLogger, databaseUrl?: string): Promise<TestSite> {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
-  const t = await buildTestApp(kind, { SITE_PORT: String(port), SITE_BASE_URL: url, HOST: '127.0.0.1', RATE_LIMIT_MAX: '0', ...env }, databaseUrl === undefined ? {} : { url: () => databaseUrl })
+  const t = await buildTestApp(kind, { SITE_PORT: String(port), SITE_BASE_URL: url, HOST: '127.0.0.1', RATE_LIMIT_MAX: '0', ...env }, { selfClosing: false, ...(databaseUrl === undefined ? {} : { url: () => databaseUrl }) })
   let site: Site
   try {
     site = await buildSite(log === undefined ? t.context : { ...t.context, log }, t.app)
@@ -32,16 +33,18 @@ export async function buildTestSite (kind: StoreKind, env: Record<string, string
     await t.close()
     throw err
   }
-  return {
+  const made: TestSite = {
     t,
     site,
     url,
     get: async (path, init = {}) => await fetch(`${url}${path}`, { redirect: 'manual', ...init }),
-    async close () {
+    close: once(async () => {
       await site.app.close()
       await t.close()
-    },
+    }),
   }
+  closeWhenDone(made.close)
+  return made
 }
 
 /** Publishes a post through the API; its representation. */

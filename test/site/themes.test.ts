@@ -3,13 +3,14 @@ import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { pino } from 'pino'
 import { ConfigError } from '../../src/config.ts'
 import { Theme } from '../../src/site/theme.ts'
 import { freePort, storeKinds } from '../helper.ts'
 import { processEnv, ROOT } from '../process-helper.ts'
 import { buildTestSite, publish, type TestSite } from './site-helper.ts'
+import { before } from '../support/hooks.ts'
 
 function themeDir (files: Record<string, string>): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'blog-theme-'))
@@ -79,7 +80,6 @@ for (const kind of await storeKinds()) {
       await publish(s.t, { title: 'Theme test', tags: ['T'] })
     })
     after(async () => {
-      await s.close()
       fs.rmSync(dir, { recursive: true, force: true })
     })
 

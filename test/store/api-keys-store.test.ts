@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { Store } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
 import { createPost } from '../support/posts.ts'
-import { type FreshStore, freshStore } from './store-helper.ts'
+import { type FreshStore, freshStore } from '../support/store.ts'
+import { before } from '../support/hooks.ts'
 
 for (const kind of await storeKinds()) {
   describe(`api key store [${kind}]`, () => {
@@ -13,7 +14,6 @@ for (const kind of await storeKinds()) {
       f = await freshStore(kind)
       store = f.store
     })
-    after(async () => { await f.close() })
 
     it('creates, finds and lists keys, never changing what was stored', async () => {
       const now = new Date('2024-02-03T04:05:06.789Z')
@@ -44,59 +44,43 @@ for (const kind of await storeKinds()) {
   describe(`store lifecycle [${kind}]`, () => {
     it('shares one server secret between stores on one database', async () => {
       const f = await freshStore(kind)
-      try {
-        const other = await f.open()
-        const [a, b] = await Promise.all([f.store.serverSecret(), other.serverSecret()])
-        assert.equal(a.length, 32)
-        assert.deepEqual(a, b)
-        const third = await f.open()
-        assert.deepEqual(await third.serverSecret(), a, 'a store opened later reads the same secret')
-      } finally {
-        await f.close()
-      }
+      const other = await f.open()
+      const [a, b] = await Promise.all([f.store.serverSecret(), other.serverSecret()])
+      assert.equal(a.length, 32)
+      assert.deepEqual(a, b)
+      const third = await f.open()
+      assert.deepEqual(await third.serverSecret(), a, 'a store opened later reads the same secret')
     })
 
     it('migrates twice without error or change', async () => {
       const f = await freshStore(kind)
-      try {
-        const tables = async () => {
-          const { rows } = await (await import('kysely')).sql<{ n: string }>`select name as n from kysely_migration order by name`.execute((f.store as unknown as { db: import('kysely').Kysely<unknown> }).db)
-          return rows.map(r => r.n)
-        }
-        const first = await tables()
-        assert.ok(first.length >= 1)
-        await f.store.migrate()
-        assert.deepEqual(await tables(), first)
-        const p = await createPost(f.store, { title: 't', content: 'c' }, { author: 'a' })
-        await (await f.open()).migrate()
-        assert.deepEqual(await f.store.posts.findById(p.id, null), p, 'data survives')
-      } finally {
-        await f.close()
+      const tables = async () => {
+        const { rows } = await (await import('kysely')).sql<{ n: string }>`select name as n from kysely_migration order by name`.execute((f.store as unknown as { db: import('kysely').Kysely<unknown> }).db)
+        return rows.map(r => r.n)
       }
+      const first = await tables()
+      assert.ok(first.length >= 1)
+      await f.store.migrate()
+      assert.deepEqual(await tables(), first)
+      const p = await createPost(f.store, { title: 't', content: 'c' }, { author: 'a' })
+      await (await f.open()).migrate()
+      assert.deepEqual(await f.store.posts.findById(p.id, null), p, 'data survives')
     })
 
     it('lets several stores migrate one fresh database at once', async () => {
       const f = await freshStore(kind, { migrate: false })
-      try {
-        const stores = [f.store, await f.open(), await f.open(), await f.open()]
-        await Promise.all(stores.map(async s => { await s.migrate() }))
-        const p = await createPost(stores[1]!, { title: 't', content: 'c' }, { author: 'a' })
-        assert.equal((await stores[3]!.posts.findById(p.id, null))?.id, p.id)
-      } finally {
-        await f.close()
-      }
+      const stores = [f.store, await f.open(), await f.open(), await f.open()]
+      await Promise.all(stores.map(async s => { await s.migrate() }))
+      const p = await createPost(stores[1]!, { title: 't', content: 'c' }, { author: 'a' })
+      assert.equal((await stores[3]!.posts.findById(p.id, null))?.id, p.id)
     })
 
     it('stops answering once closed', async () => {
       const f = await freshStore(kind)
-      try {
-        const other = await f.open()
-        await other.ping()
-        await other.close()
-        await assert.rejects(other.ping())
-      } finally {
-        await f.close()
-      }
+      const other = await f.open()
+      await other.ping()
+      await other.close()
+      await assert.rejects(other.ping())
     })
   })
 }

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { UnitOfWorkEnded } from '../../src/store/kysely-store.ts'
 import type { UnitOfWork } from '../../src/store/store.ts'
 import { storeKinds } from '../helper.ts'
 import { createPost, writeOver } from '../support/posts.ts'
-import { type FreshStore, freshStore } from './store-helper.ts'
+import { type FreshStore, freshStore } from '../support/store.ts'
+import { before } from '../support/hooks.ts'
 
 const admin = { subject: 'root', scopes: new Set(['admin']), kind: 'jwt' as const }
 
@@ -12,7 +13,6 @@ for (const kind of await storeKinds()) {
   describe(`store.transaction [${kind}]`, () => {
     let f: FreshStore
     before(async () => { f = await freshStore(kind) })
-    after(async () => { await f.close() })
 
     async function titles (): Promise<string[]> {
       return (await f.store.posts.list({ filter: {}, sort: [{ key: 'id', direction: 'asc' }], limit: 100 }, admin)).items.map(p => p.title)

@@ -2,10 +2,11 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { type Browser, chromium, type Page } from 'playwright-core'
 import { CHROMIUM, LAUNCH_ARGS } from '../../admin/browser.ts'
 import { buildTestApp, freePort, type TestApp, underCI } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 /** The browser half of WebAuthn the editor uses (@simplewebauthn/browser), as its own bundle. */
 const WEBAUTHN_BROWSER = fs.readFileSync(path.join(path.dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser')), '../dist/bundle/index.umd.min.js'), 'utf8')
@@ -46,7 +47,6 @@ describe('passkeys in a real browser', { skip: browserMissing() }, () => {
   })
   after(async () => {
     await browser?.close()
-    await t?.close()
   })
 
   it('registers a passkey and signs in with it; the same answer twice is refused', async () => {

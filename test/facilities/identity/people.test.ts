@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { createLocalJWKSet, jwtVerify } from 'jose'
 import { generate } from 'otplib'
 import { setupTokenOf } from '../../../src/facilities/identity/index.ts'
 import { buildTestApp, freshDatabase, instanceOn, REDIS_URL, redisAvailable, storeKinds, type TestApp, twoInstances } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 const PASSWORD = 'correct horse battery staple'
 const FAST = { RATE_LIMIT_MAX: '0' }
@@ -23,7 +24,6 @@ for (const kind of await storeKinds()) {
   describe(`people: set-up, sign-in, sessions [${kind}]`, () => {
     let t: TestApp
     before(async () => { t = await buildTestApp(kind, FAST) })
-    after(async () => { await t.close() })
 
     it('sets up the owner once; the access token verifies with the JWKS from outside; a second set-up is 409', async () => {
       const wrong = await t.request({ method: 'POST', url: '/setup', payload: { token: 'nope', name: 'X', email: 'x@example.com', password: PASSWORD } })

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, storeKinds, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 /**
  * The sign-in throttle, each limit from both sides: one failure fewer than the limit still lets the
@@ -64,7 +65,6 @@ for (const kind of await storeKinds()) {
       const wren = await t.request({ method: 'POST', url: '/invitations/accept', payload: { token: inv.json().token, name: 'Wren', password: PASSWORD } })
       assert.equal(wren.statusCode, 201, wren.body)
     })
-    after(async () => { await t.close() })
 
     it('per email: one failure under the limit lets the right password in; at the limit it is refused, from any address, comparing nothing', async () => {
       await fail('olive@example.com', '10.0.1.1', emailLimit - 1)

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { buildTestApp, storeKinds, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 /**
  * A sign-in's answer time does not tell whether an email exists: an unknown email is compared
@@ -38,7 +39,6 @@ for (const kind of await storeKinds()) {
       const setup = await t.request({ method: 'POST', url: '/setup', payload: { token: t.context.services.identity.setupToken, name: 'Olive', email: 'olive@example.com', password: PASSWORD } })
       assert.equal(setup.statusCode, 201, setup.body)
     })
-    after(async () => { await t.close() })
 
     it('an unknown email takes about as long as a known one with a wrong password', async c => {
       const known = () => timed('olive@example.com', 'not the password at all', 'INVALID_CREDENTIALS')

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { png, sidewaysJpeg } from '../media/images.ts'
 import { allPosts, type Headers, importFile, wxr, wxrPost } from './import-helper.ts'
+import { before } from '../../support/hooks.ts'
 
 const XML = 'application/xml'
 const CAP = 50_000
@@ -75,7 +76,6 @@ for (const kind of await storeKinds()) {
       admin = await t.auth('root', ['admin'])
     })
     after(async () => {
-      await t.close()
       await host.stop()
     })
 
@@ -199,7 +199,6 @@ for (const kind of await storeKinds()) {
       admin = await t.auth('root', ['admin'])
     })
     after(async () => {
-      await t.close()
       await host.stop()
     })
 

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { Readable } from 'node:stream'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { allPosts, fixture, type Headers, importFile, upstream, wxr, wxrPost } from './import-helper.ts'
+import { before } from '../../support/hooks.ts'
 
 const FAST = { IMPORT_POLL_MS: '20', RATE_LIMIT_MAX: '0' }
 const XML = 'application/xml'
@@ -38,7 +39,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind, FAST)
       admin = await t.auth('root', ['admin'])
     })
-    after(async () => { await t.close() })
 
     it('imports the WordPress importer\'s valid-wxr-1.1.xml: its post mapped, its page, comment and author counted', async c => {
       const file = upstream('wp-valid-wxr-1.1.xml')
@@ -139,7 +139,6 @@ for (const kind of await storeKinds()) {
       admin = await t.auth('root', ['admin'])
       edge = await importFile(t, fixture('edge-cases.xml'), 'application/rss+xml', admin)
     })
-    after(async () => { await t.close() })
 
     it('answers 202 with the job, Location and no-store; the job\'s end holds the counts', async () => {
       assert.equal(edge.status, 'succeeded', edge.failure)
@@ -284,7 +283,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind, FAST)
       admin = await t.auth('root', ['admin'])
     })
-    after(async () => { await t.close() })
 
     async function post (payload: string | Buffer, type = XML) {
       return await t.request({ method: 'POST', url: '/imports', headers: { ...admin, 'content-type': type }, payload })
@@ -471,7 +469,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind, { ...FAST, IMPORT_MAX_BYTES: String(LIMIT) })
       admin = await t.auth('root', ['admin'])
     })
-    after(async () => { await t.close() })
 
     /** A WXR of one post padded with a comment to exactly `size` bytes. */
     function sized (size: number): Buffer {
@@ -497,13 +494,9 @@ for (const kind of await storeKinds()) {
 describe('POST /imports: the default limit', () => {
   it('refuses 100 MiB + 1 with 413 before storing it', async () => {
     const t = await buildTestApp('sqlite', FAST)
-    try {
-      const admin = await t.auth('root', ['admin'])
-      const res = await t.request({ method: 'POST', url: '/imports', headers: { ...admin, 'content-type': XML }, payload: Buffer.alloc(100 * 1024 * 1024 + 1, 0x20) })
-      assert.equal(res.statusCode, 413)
-      assert.equal(json(res).code, 'IMPORT_TOO_LARGE')
-    } finally {
-      await t.close()
-    }
+    const admin = await t.auth('root', ['admin'])
+    const res = await t.request({ method: 'POST', url: '/imports', headers: { ...admin, 'content-type': XML }, payload: Buffer.alloc(100 * 1024 * 1024 + 1, 0x20) })
+    assert.equal(res.statusCode, 413)
+    assert.equal(json(res).code, 'IMPORT_TOO_LARGE')
   })
 })

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { Resource } from '../../../src/http/contract/resources.ts'
 import { RESOURCES } from '../../../src/registry.ts'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { png } from './images.ts'
+import { before } from '../../support/hooks.ts'
 
 /** Stands for a resource whose rows hold images (a post's feature image), found by its capability. */
 const held = new Set<string>()
@@ -25,7 +26,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind, {}, { resources: [...RESOURCES, holders] })
       headers = await t.auth('alice', ['media:write'])
     })
-    after(async () => { await t.close() })
 
     const catalogue = () => t.context.resources.find(r => r.images !== undefined)!.images!
 

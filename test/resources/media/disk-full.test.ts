@@ -3,9 +3,10 @@ import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { buildTestApp, json, skipOutsideCI, type TestApp } from '../../helper.ts'
 import { noisyJpeg, png } from './images.ts'
+import { before } from '../../support/hooks.ts'
 
 /** A file system of `kb` KiB mounted at `dir` (needs root and mount rights); false when it cannot be made. */
 function smallDisk (dir: string, kb: number): boolean {

@@ -3,12 +3,13 @@ import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import sharp from 'sharp'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { rawRequest } from '../../raw-http.ts'
 import { sweepOnce } from '../../../src/resources/media/sweep.ts'
 import { lyingPng, png, sidewaysJpeg, SVG } from './images.ts'
+import { before } from '../../support/hooks.ts'
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex')
 
@@ -49,7 +50,6 @@ for (const kind of await storeKinds()) {
       alice = await t.auth('alice', ['media:write'])
       jpeg = await sidewaysJpeg()
     })
-    after(async () => { await t.close() })
 
     const upload = async (body: Buffer, type: string, headers: Record<string, string> = alice) =>
       await t.request({ method: 'POST', url: '/media', headers: { ...headers, 'content-type': type }, payload: body })
@@ -311,7 +311,6 @@ describe('media limits (sqlite)', () => {
     image = await png(40, 30)
     t = await buildTestApp('sqlite', { MEDIA_MAX_BYTES: String(Math.max(1024, image.length)) })
   })
-  after(async () => { await t.close() })
 
   it('takes a body of MEDIA_MAX_BYTES and refuses one byte more with 413, the form too', async () => {
     const max = t.config.media.maxBytes
@@ -352,7 +351,6 @@ describe('media uploads that stall or lie (sqlite, over a socket)', () => {
     port = (t.app.server.address() as AddressInfo).port
     authorization = (await t.auth('alice', ['media:write'])).authorization
   })
-  after(async () => { await t.close() })
 
   const head = (length: number) => `POST /media HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: image/png\r\nContent-Length: ${length}\r\n\r\n`
 
@@ -386,7 +384,6 @@ describe('a chunked upload past MEDIA_MAX_BYTES (sqlite, over a socket)', () => 
     port = (t.app.server.address() as AddressInfo).port
     authorization = (await t.auth('alice', ['media:write'])).authorization
   })
-  after(async () => { await t.close() })
 
   const head = () => `POST /media HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: image/png\r\nTransfer-Encoding: chunked\r\n\r\n`
   const chunk = (bytes: Buffer) => Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, Buffer.from('\r\n')])

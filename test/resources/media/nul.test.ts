@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { png } from './images.ts'
+import { before } from '../../support/hooks.ts'
 
 /** PostgreSQL text holds no NUL: every way one can reach a media's text is refused or cleaned, never a 500. */
 for (const kind of await storeKinds()) {
@@ -12,7 +13,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind)
       alice = await t.auth('alice', ['media:write'])
     })
-    after(async () => { await t.close() })
 
     it('refuses a search for NUL with 422, and takes the same search without it', async () => {
       const bad = await t.request({ method: 'GET', url: '/media?q=a%00b', headers: alice })

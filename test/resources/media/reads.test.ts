@@ -3,13 +3,14 @@ import { createHash, randomBytes } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import sharp from 'sharp'
 import { ConfigError } from '../../../src/config.ts'
 import { loadConfig } from '../../../src/context.ts'
 import { SMALL_BLOB_BYTES } from '../../../src/resources/media/library.ts'
 import { buildTestApp, json, type TestApp } from '../../helper.ts'
 import { png } from './images.ts'
+import { before } from '../../support/hooks.ts'
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex')
 
@@ -33,7 +34,6 @@ async function uploaded (t: TestApp, bytes: Buffer): Promise<{ id: string, sha25
 describe('media reads (sqlite)', () => {
   let t: TestApp
   before(async () => { t = await buildTestApp('sqlite') })
-  after(async () => { await t.close() })
 
   it('keeps a small file in memory once read: served whole and in part without the storage, 404 at once when deleted', async () => {
     const m = await uploaded(t, await png(64, 48))
@@ -114,17 +114,13 @@ describe('MEDIA_CACHE_MB', () => {
 
   it('at 0 keeps nothing: every read goes to the storage', async () => {
     const t = await buildTestApp('sqlite', { MEDIA_CACHE_MB: '0' })
-    try {
-      const m = await uploaded(t, await png(64, 48))
-      const first = await t.request({ method: 'GET', url: `/media/${m.id}/file` })
-      assert.equal(first.statusCode, 200)
-      const other = Buffer.from(first.rawPayload)
-      other[0] = other[0]! ^ 0xff
-      fs.writeFileSync(blobFile(t, m.sha256), other)
-      const again = await t.request({ method: 'GET', url: `/media/${m.id}/file` })
-      assert.deepEqual(again.rawPayload, other)
-    } finally {
-      await t.close()
-    }
+    const m = await uploaded(t, await png(64, 48))
+    const first = await t.request({ method: 'GET', url: `/media/${m.id}/file` })
+    assert.equal(first.statusCode, 200)
+    const other = Buffer.from(first.rawPayload)
+    other[0] = other[0]! ^ 0xff
+    fs.writeFileSync(blobFile(t, m.sha256), other)
+    const again = await t.request({ method: 'GET', url: `/media/${m.id}/file` })
+    assert.deepEqual(again.rawPayload, other)
   })
 })

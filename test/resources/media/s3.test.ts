@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import sharp from 'sharp'
 import { sweepOnce } from '../../../src/resources/media/sweep.ts'
 import type { BlobStorage } from '../../../src/storage/blob-storage.ts'
@@ -8,6 +8,7 @@ import { openS3BlobStorage } from '../../../src/storage/s3-blob-storage.ts'
 import { buildTestApp, freePort, json, storeKinds, type TestApp } from '../../helper.ts'
 import { type S3Server, S3RVER_CREDENTIALS, startS3 } from '../../support/s3.ts'
 import { png } from './images.ts'
+import { before } from '../../support/hooks.ts'
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex')
 

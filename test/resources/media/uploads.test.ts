@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import sharp from 'sharp'
 import * as tus from 'tus-js-client'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { noisyJpeg } from './images.ts'
+import { before } from '../../support/hooks.ts'
 
 interface Seen { method: string, offset: string | null, status?: number, mediaLocation?: string | null }
 
@@ -28,7 +29,6 @@ for (const kind of await storeKinds()) {
       base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`
       headers = await t.auth('alice', ['media:write'])
     })
-    after(async () => { await t.close() })
 
     it('tus-js-client uploads, is interrupted, and resumes from the offset the service reports; the last PATCH answers 204 with Media-Location', async () => {
       const file = await noisyJpeg(300, 200)

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { buildTestApp, storeKinds, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 const PASSWORD = 'correct horse battery staple'
 
@@ -32,7 +33,6 @@ for (const kind of await storeKinds()) {
         people[role] = { access: accepted.json().access_token, slug: accepted.json().user.slug, id: accepted.json().user.id }
       }
     })
-    after(async () => { await t.close() })
 
     const create = async (who: keyof typeof people, payload: Record<string, unknown>) =>
       await t.request({ method: 'POST', url: '/posts', headers: auth(people[who].access), payload: { content: 'Text', ...payload } })

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import sharp from 'sharp'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 for (const kind of await storeKinds()) {
   describe(`images of the service in a post's content (${kind})`, () => {
@@ -14,7 +15,6 @@ for (const kind of await storeKinds()) {
       const image = await sharp({ create: { width: 1000, height: 600, channels: 3, background: 'teal' } }).png().toBuffer()
       id = json(await t.request({ method: 'POST', url: '/media', headers: { ...headers, 'content-type': 'image/png' }, payload: image })).id
     })
-    after(async () => { await t.close() })
 
     const post = async (content: string) => {
       const res = await t.request({ method: 'POST', url: '/posts', headers, payload: { title: 'Pictures', content } })

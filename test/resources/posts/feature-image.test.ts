@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import sharp from 'sharp'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 for (const kind of await storeKinds()) {
   describe(`a post's feature image (${kind})`, () => {
@@ -15,7 +16,6 @@ for (const kind of await storeKinds()) {
       image = json(await t.request({ method: 'POST', url: '/media', headers: { ...headers, 'content-type': 'image/png' }, payload: bytes }))
       await t.request({ method: 'PATCH', url: `/media/${image.id as string}`, headers: { ...headers, 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify({ alt: 'An orange' }) })
     })
-    after(async () => { await t.close() })
 
     const expected = () => ({
       id: image.id,

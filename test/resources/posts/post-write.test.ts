@@ -35,7 +35,7 @@ function post (fields: Partial<Post> = {}): Post {
 }
 
 // The rules a write derives are decided here, once; the store keeps what they decide
-// (test/store/posts-store.test.ts: "stores a write as it is given").
+// (test/resources/posts/posts-store.test.ts: "stores a write as it is given").
 describe('what a new post writes (newPostWrite)', () => {
   it('derives the slug from the title, renders the HTML and the excerpt, and sets published_at when published', () => {
     const w = newPostWrite(input(), now)

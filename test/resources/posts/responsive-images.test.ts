@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { type Browser, chromium } from 'playwright-core'
 import sharp from 'sharp'
 import { buildTestApp, json, skipOutsideCI, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 const skip = skipOutsideCI(fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (run sh scripts/install-browser.sh)`)
@@ -31,7 +32,6 @@ describe('a post\'s content_html in a browser', { skip }, () => {
   })
   after(async () => {
     await browser?.close()
-    await t?.close()
   })
 
   for (const [viewport, width] of [[400, 640], [1200, 960]] as const) {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { type CompiledQuery, type LogEvent, sql } from 'kysely'
 import { STORE_MODULES } from '../../../src/context.ts'
 import { KyselyStore } from '../../../src/store/kysely-store.ts'
@@ -7,6 +7,7 @@ import { openPostgresStore } from '../../../src/store/postgres/postgres-store.ts
 import { openSqliteStore } from '../../../src/store/sqlite/sqlite-store.ts'
 import { buildTestApp, freshDatabase, json, storeKinds, type TestApp } from '../../helper.ts'
 import { createPost } from '../../support/posts.ts'
+import { before } from '../../support/hooks.ts'
 
 type Headers = Record<string, string>
 
@@ -24,7 +25,6 @@ for (const kind of await storeKinds()) {
       assert.ok(t.store instanceof KyselyStore)
       db = t.store.db
     })
-    after(async () => { await t.close() })
 
     const create = async (body: object) => {
       const res = await t.request({ method: 'POST', url: '/posts', headers: alice, payload: { content: '', ...body } })

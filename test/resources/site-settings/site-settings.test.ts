@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { buildTestApp, json, storeKinds, type TestApp } from '../../helper.ts'
 import { png } from '../media/images.ts'
+import { before } from '../../support/hooks.ts'
 
 const MERGE = 'application/merge-patch+json'
 
@@ -14,7 +15,6 @@ for (const kind of await storeKinds()) {
       t = await buildTestApp(kind)
       admin = await t.auth('ann', ['admin'])
     })
-    after(async () => { await t.close() })
 
     it('answers the defaults before anyone set anything, publicly, with a strong ETag and 304', async () => {
       const res = await t.request({ method: 'GET', url: '/site' })

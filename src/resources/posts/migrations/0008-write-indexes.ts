@@ -8,7 +8,7 @@ export const migration: SharedMigration = (t: ColumnTypes) => ({
     // keeps only the orders a reader's front page uses (created_at, published_at newest first, id
     // for the sitemap): a list by title, updated_at, slug or oldest published first walks the sort
     // key's own index and passes over posts that are not published, still without sorting
-    // (test/store/query-plans.test.ts lists every shape and its plan). PostgreSQL's planner sorts
+    // (test/resources/posts/query-plans.test.ts lists every shape and its plan). PostgreSQL's planner sorts
     // instead, so it keeps them.
     if (t.kind === 'sqlite') {
       for (const name of ['posts_status_title_idx', 'posts_status_updated_at_idx', 'posts_status_slug_idx', 'posts_status_published_asc_idx']) {
