@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
-import { FRESH_MS } from '../../src/http/protocol/public-cache.ts'
-import { bearer, buildTestApp, json, storeKinds, twoInstances, type TestApp } from '../helper.ts'
-import { until } from '../support/poll.ts'
-import { TcpProxy } from '../tcp-proxy.ts'
+import { FRESH_MS } from '../../../src/http/protocol/public-cache.ts'
+import { bearer, buildTestApp, json, storeKinds, twoInstances, type TestApp } from '../../helper.ts'
+import { before } from '../../support/hooks.ts'
+import { until } from '../../support/poll.ts'
+import { TcpProxy } from '../../tcp-proxy.ts'
 
 /** Headers that belong to one request, which a hit makes anew. */
 const PER_REQUEST = ['date', 'x-request-id', 'traceparent', 'ratelimit', 'ratelimit-policy']
@@ -57,7 +58,6 @@ for (const kind of await storeKinds()) {
       queries = countQueries(t)
       await new Promise(resolve => setTimeout(resolve, 300))
     })
-    after(async () => { await t.close() })
 
     const reads = ['/posts/ID', '/v2/posts/ID', '/posts/by-slug/kept', '/posts?limit=20', '/posts?limit=5&fields=id,title', '/tags', '/feed.atom', '/feed.json', '/authors']
     for (const path of reads) {
@@ -153,56 +153,44 @@ for (const kind of await storeKinds()) {
   describe(`the public answers cache's bounds [${kind}]`, () => {
     async function sizeOfOne (): Promise<number> {
       const t = await buildTestApp(kind)
-      try {
-        const a = await t.auth('alice', ['posts:write'])
-        await t.request({ method: 'POST', url: '/posts', headers: a, payload: { title: 'One', content: 'z' } })
-        await logRead(t)
-        await t.request({ method: 'GET', url: '/posts/1' })
-        assert.equal(t.context.publicCache!.count, 1)
-        return t.context.publicCache!.bytes
-      } finally {
-        await t.close()
-      }
+      const a = await t.auth('alice', ['posts:write'])
+      await t.request({ method: 'POST', url: '/posts', headers: a, payload: { title: 'One', content: 'z' } })
+      await logRead(t)
+      await t.request({ method: 'GET', url: '/posts/1' })
+      assert.equal(t.context.publicCache!.count, 1)
+      return t.context.publicCache!.bytes
     }
 
     it('keeps an answer that just fits, not one just over, and lets the oldest go when full', async () => {
       const size = await sizeOfOne()
       for (const [bytes, kept] of [[size, 1], [size - 1, 0]] as const) {
         const t = await buildTestApp(kind, { PUBLIC_CACHE_BYTES: String(bytes) })
-        try {
-          const a = await t.auth('alice', ['posts:write'])
-          await t.request({ method: 'POST', url: '/posts', headers: a, payload: { title: 'One', content: 'z' } })
-          await t.request({ method: 'POST', url: '/posts', headers: a, payload: { title: 'Two', content: 'z' } })
-          await logRead(t)
-          await t.request({ method: 'GET', url: '/posts/1' })
-          assert.equal(t.context.publicCache!.count, kept, `${bytes} bytes`)
-          if (kept === 0) continue
-          await t.request({ method: 'GET', url: '/posts/2' })
-          assert.equal(t.context.publicCache!.count, 1)
-          assert.ok(t.context.publicCache!.bytes <= bytes)
-          const counted = countQueries(t)
-          await t.request({ method: 'GET', url: '/posts/1' })
-          assert.ok(counted.n > 0, 'the oldest was let go')
-        } finally {
-          await t.close()
-        }
+        const a = await t.auth('alice', ['posts:write'])
+        await t.request({ method: 'POST', url: '/posts', headers: a, payload: { title: 'One', content: 'z' } })
+        await t.request({ method: 'POST', url: '/posts', headers: a, payload: { title: 'Two', content: 'z' } })
+        await logRead(t)
+        await t.request({ method: 'GET', url: '/posts/1' })
+        assert.equal(t.context.publicCache!.count, kept, `${bytes} bytes`)
+        if (kept === 0) continue
+        await t.request({ method: 'GET', url: '/posts/2' })
+        assert.equal(t.context.publicCache!.count, 1)
+        assert.ok(t.context.publicCache!.bytes <= bytes)
+        const counted = countQueries(t)
+        await t.request({ method: 'GET', url: '/posts/1' })
+        assert.ok(counted.n > 0, 'the oldest was let go')
       }
     })
 
     it('is off with PUBLIC_CACHE_BYTES=0', async () => {
       const t = await buildTestApp(kind, { PUBLIC_CACHE_BYTES: '0' })
-      try {
-        assert.equal(t.context.publicCache, null)
-        const a = await t.auth('alice', ['posts:write'])
-        await t.request({ method: 'POST', url: '/posts', headers: a, payload: { title: 'One', content: 'z' } })
-        await t.request({ method: 'GET', url: '/posts/1' })
-        const counted = countQueries(t)
-        assert.equal((await t.request({ method: 'GET', url: '/posts/1' })).statusCode, 200)
-        assert.ok(counted.n > 0)
-        assert.doesNotMatch(await t.scrape(), /public_cache_hits_total/)
-      } finally {
-        await t.close()
-      }
+      assert.equal(t.context.publicCache, null)
+      const a = await t.auth('alice', ['posts:write'])
+      await t.request({ method: 'POST', url: '/posts', headers: a, payload: { title: 'One', content: 'z' } })
+      await t.request({ method: 'GET', url: '/posts/1' })
+      const counted = countQueries(t)
+      assert.equal((await t.request({ method: 'GET', url: '/posts/1' })).statusCode, 200)
+      assert.ok(counted.n > 0)
+      assert.doesNotMatch(await t.scrape(), /public_cache_hits_total/)
     })
   })
 
