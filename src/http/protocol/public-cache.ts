@@ -22,6 +22,13 @@ const MAX_ENTRY_BYTES = 1024 * 1024
 export const FRESH_MS = 1000
 
 /**
+ * While changes come more often than this on average (a write every few requests), an answer is
+ * kept only once this long has passed since the last: it would be thrown away before it is read
+ * again, and copying it costs more than it saves.
+ */
+export const BUSY_GAP_MS = 50
+
+/**
  * This instance's bounded store of public answers, shared by the API's anonymous reads and the
  * reading site's pages (each under keys of its own), least recently used out first once full.
  * Emptied whole by any change that records an event (`clear`): every kept answer shows posts,
@@ -33,6 +40,9 @@ export class PublicCache {
   private readonly entries = new Map<string, KeptAnswer & { readonly bytes: number }>()
   private size = 0
   private gen = 0
+  private lastClear = -Infinity
+  /** The changes' average gap, in ms (weighted to the last few). */
+  private meanGap = FRESH_MS
   readonly maxEntryBytes: number
 
   /**
@@ -66,6 +76,7 @@ export class PublicCache {
   /** Keeps `entry` under `key` unless it is too large or the cache changed since `generation`; false when not kept. */
   keep (key: string, generation: number, entry: KeptAnswer): boolean {
     if (generation !== this.gen) return false
+    if (this.meanGap < BUSY_GAP_MS && performance.now() - this.lastClear < BUSY_GAP_MS) return false
     // Bytes outside the JavaScript heap: what is kept costs the garbage collector nothing to mark
     // or move, and a hit writes them as they are, with no encoding.
     const body = typeof entry.body === 'string' ? Buffer.from(entry.body) : entry.body
@@ -83,6 +94,9 @@ export class PublicCache {
 
   /** Forgets everything: something any kept answer may have been made from has changed. */
   clear (): void {
+    const now = performance.now()
+    this.meanGap = 0.8 * this.meanGap + 0.2 * Math.min(now - this.lastClear, FRESH_MS)
+    this.lastClear = now
     this.gen++
     this.entries.clear()
     this.size = 0

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { FRESH_MS, PublicCache } from '../../../src/http/protocol/public-cache.ts'
+import { BUSY_GAP_MS, FRESH_MS, PublicCache } from '../../../src/http/protocol/public-cache.ts'
 
 describe('PublicCache', () => {
   const page = (body: string) => ({ status: 200, headers: {}, body, etag: '"e"' })
@@ -42,5 +42,25 @@ describe('PublicCache', () => {
     assert.equal(cache.find('a'), undefined, 'read 1.1 s ago: not answered')
     lastRead = performance.now()
     assert.ok(cache.find('a') !== undefined, 'read again: answered again')
+  })
+})
+
+describe('PublicCache under frequent changes', () => {
+  const page = (body: string) => ({ status: 200, headers: {}, body, etag: '"e"' })
+
+  it('keeps nothing within BUSY_GAP_MS of a change while changes come more often than that, and keeps again once they pause', async () => {
+    const cache = new PublicCache(1024 * 1024, 100, () => performance.now())
+    // A change now and then: an answer made just after one is kept.
+    cache.clear()
+    assert.ok(cache.keep('calm', cache.generation, page('a')))
+    // Changes a millisecond apart, as under a write every few requests.
+    for (let i = 0; i < 30; i++) {
+      cache.clear()
+      await new Promise(resolve => setTimeout(resolve, 1))
+    }
+    assert.equal(cache.keep('busy', cache.generation, page('b')), false, 'just after a change, among many')
+    // Real time on purpose: the rule is the time since the last change.
+    await new Promise(resolve => setTimeout(resolve, BUSY_GAP_MS + 10))
+    assert.ok(cache.keep('busy', cache.generation, page('b')), 'once BUSY_GAP_MS passed with no change')
   })
 })
