@@ -31,8 +31,9 @@ export const BUSY_GAP_MS = 50
 /**
  * This instance's bounded store of public answers, shared by the API's anonymous reads and the
  * reading site's pages (each under keys of its own), least recently used out first once full.
- * Emptied whole by any change that records an event (`clear`): every kept answer shows posts,
- * tags, authors, images or the site's settings, and telling them apart is not worth a stale page.
+ * Emptied whole by any change that records an event (`clear`): a kept answer may show anything
+ * the parts keep (what they publish, its people and images, the site's settings), and telling the
+ * changes apart is not worth a stale page.
  * `clear` moves the generation on, so an answer whose making began before a change is never kept
  * (`keep` with the generation read when its request began).
  */
