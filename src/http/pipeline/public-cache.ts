@@ -85,7 +85,7 @@ export const publicCachePlugin = fp(async function publicCache (app: FastifyInst
 
   app.addHook('onSend', (req: WithSlot, reply, payload, done) => {
     const slot = req[SLOT]
-    if (slot !== undefined && req.method === 'GET' && reply.statusCode === 200 && (typeof payload === 'string' || Buffer.isBuffer(payload))) {
+    if (slot !== undefined && req.method === 'GET' && reply.statusCode === 200 && (typeof payload === 'string' || Buffer.isBuffer(payload)) && cache.admits(slot.generation)) {
       const headers = reply.getHeaders()
       const etag = headers.etag
       const cacheControl = headers['cache-control']

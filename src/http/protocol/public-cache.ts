@@ -75,9 +75,13 @@ export class PublicCache {
   }
 
   /** Keeps `entry` under `key` unless it is too large or the cache changed since `generation`; false when not kept. */
+  /** Whether an answer made since `generation` would be kept now (asked before gathering what to keep). */
+  admits (generation: number): boolean {
+    return generation === this.gen && !(this.meanGap < BUSY_GAP_MS && performance.now() - this.lastClear < BUSY_GAP_MS)
+  }
+
   keep (key: string, generation: number, entry: KeptAnswer): boolean {
-    if (generation !== this.gen) return false
-    if (this.meanGap < BUSY_GAP_MS && performance.now() - this.lastClear < BUSY_GAP_MS) return false
+    if (!this.admits(generation)) return false
     // Bytes outside the JavaScript heap: what is kept costs the garbage collector nothing to mark
     // or move, and a hit writes them as they are, with no encoding.
     const body = typeof entry.body === 'string' ? Buffer.from(entry.body) : entry.body
