@@ -100,9 +100,6 @@ export const publicCachePlugin = fp(async function publicCache (app: FastifyInst
     done(null, payload)
   })
 
-  // A write answered on this instance is seen by the next read here, whatever it wrote (a refused one wrote nothing).
-  app.addHook('onSend', (req, reply, payload, done) => {
-    if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS' && reply.statusCode < 400) cache.clear()
-    done(null, payload)
-  })
+  // A write on this instance is seen by the next read here: the store empties the cache when a unit
+  // of work that recorded events ends (src/context.ts), before the write is answered.
 }, { name: 'public-cache', dependencies: ['auth', 'rate-limit', 'authorization', 'versioning'] })
