@@ -62,7 +62,7 @@ async function create (store: Store, identity: IdentityService, args: string[]):
 
   const password = await readPassword(`Password for ${email}: `).catch((err: unknown) => { throw new Refusal(err instanceof Error ? err.message : String(err), 2) })
   if (password === null || password === '') throw new Refusal('no password was given (type it at the prompt, or pipe one line into standard input)', 2)
-  checkPassword(password, 'password', { email, name })
+  await checkPassword(password, 'password', { email, name })
   const passwordHash = await hashPassword(password)
   const user = await store.transaction(async uow => {
     // Checked again inside the unit, as the set-up does: two at once make one owner.

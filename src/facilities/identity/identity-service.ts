@@ -190,7 +190,7 @@ export class IdentityService {
   async setup (body: { token: string, name: string, email: string, password: string }, client: Client): Promise<SessionStart> {
     if (!await this.needsSetup()) throw new AppError('ALREADY_SET_UP', 'The blog has an owner: set-up is done.')
     if (!safeEqual(body.token, this.setupSecret)) throw new AppError('SETUP_TOKEN_INVALID', 'This is not the set-up link the service printed at start.')
-    checkPassword(body.password, 'password', body)
+    await checkPassword(body.password, 'password', body)
     const hash = await hashPassword(body.password)
     return await this.store.transaction(async uow => {
       // Checked again inside the unit: two set-ups at once make one owner.
@@ -349,7 +349,7 @@ export class IdentityService {
       await this.throttle.failed(user.email ?? user.id, client.address)
       throw new AppError('WRONG_PASSWORD', 'The current password is not right.')
     }
-    checkPassword(body.password, 'password', user)
+    await checkPassword(body.password, 'password', user)
     const hash = await hashPassword(body.password)
     await this.store.transaction(async uow => {
       const after = await uow.identity.updateUser(user, { passwordHash: hash }, this.clock.now())
@@ -374,7 +374,7 @@ export class IdentityService {
       return userId === null ? null : await uow.identity.userById(userId)
     })
     if (pending === null) throw new AppError('RESET_NOT_FOUND', 'This password reset does not exist, was used, or has expired.')
-    checkPassword(body.password, 'password', pending)
+    await checkPassword(body.password, 'password', pending)
     const passwordHash = await hashPassword(body.password)
     await this.store.transaction(async uow => {
       const user = await uow.identity.userById(pending.id)
@@ -472,7 +472,7 @@ export class IdentityService {
     const notFound = () => new AppError('INVITATION_NOT_FOUND', 'This invitation does not exist, was used or revoked, or has expired.')
     const open = await this.store.identity.openInvitation(hash, this.clock.now())
     if (open === null) throw notFound()
-    checkPassword(body.password, 'password', { email: open.email, name: body.name })
+    await checkPassword(body.password, 'password', { email: open.email, name: body.name })
     const passwordHash = await hashPassword(body.password)
     return await this.store.transaction(async uow => {
       const invitation = await uow.identity.acceptInvitation(hash, this.clock.now())

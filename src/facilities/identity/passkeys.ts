@@ -1,6 +1,5 @@
-import {
-  generateAuthenticationOptions, generateRegistrationOptions, verifyAuthenticationResponse, verifyRegistrationResponse,
-  type AuthenticationResponseJSON, type PublicKeyCredentialCreationOptionsJSON, type PublicKeyCredentialRequestOptionsJSON, type RegistrationResponseJSON,
+import type {
+  AuthenticationResponseJSON, PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON, RegistrationResponseJSON,
 } from '@simplewebauthn/server'
 import ipaddr from 'ipaddr.js'
 import type { Clock } from '../../clock.ts'
@@ -29,6 +28,16 @@ export function relyingParty (publicBaseUrl: string, port: number): { id: string
   return { id: 'localhost', origins: [...new Set([url.origin, `http://localhost:${url.port === '' ? port : url.port}`, `http://localhost:${port}`])] }
 }
 
+/**
+ * @simplewebauthn/server, loaded with the first ceremony: it and the ASN.1 and CBOR code it brings
+ * hold ~15 MiB that an instance nobody registers a passkey on never needs.
+ */
+let library: Promise<typeof import('@simplewebauthn/server')> | undefined
+async function webauthn (): Promise<typeof import('@simplewebauthn/server')> {
+  library ??= import('@simplewebauthn/server')
+  return await library
+}
+
 /** WebAuthn through @simplewebauthn/server: the ceremonies' options, their answers checked, single-use challenges in the store. */
 export class Passkeys {
   constructor (private readonly store: Store, private readonly clock: Clock, private readonly rp: { id: string, origins: string[] }) {}
@@ -45,7 +54,7 @@ export class Passkeys {
 
   async registrationOptions (user: UserRecord): Promise<PublicKeyCredentialCreationOptionsJSON> {
     const existing = await this.store.identity.passkeysOf(user.id)
-    const options = await generateRegistrationOptions({
+    const options = await (await webauthn()).generateRegistrationOptions({
       rpName: RP_NAME,
       rpID: this.rp.id,
       userName: user.email ?? user.slug,
@@ -63,7 +72,7 @@ export class Passkeys {
   async register (user: UserRecord, response: RegistrationResponseJSON, name: string | undefined): Promise<PasskeyRecord> {
     let verified
     try {
-      verified = await verifyRegistrationResponse({
+      verified = await (await webauthn()).verifyRegistrationResponse({
         response,
         expectedChallenge: async c => await this.consume(c, 'register', user.id),
         expectedOrigin: this.rp.origins,
@@ -87,7 +96,7 @@ export class Passkeys {
 
   /** A sign-in's options: no `allowCredentials`, so a discoverable passkey chooses the account. */
   async authenticationOptions (): Promise<PublicKeyCredentialRequestOptionsJSON> {
-    const options = await generateAuthenticationOptions({ rpID: this.rp.id, userVerification: 'preferred' })
+    const options = await (await webauthn()).generateAuthenticationOptions({ rpID: this.rp.id, userVerification: 'preferred' })
     await this.store.transaction(async uow => { await uow.identity.addChallenge(options.challenge, null, 'sign-in', this.expiry()) })
     return options
   }
@@ -98,7 +107,7 @@ export class Passkeys {
     if (passkey === null) throw passkeyRejected('no account has this passkey')
     let verified
     try {
-      verified = await verifyAuthenticationResponse({
+      verified = await (await webauthn()).verifyAuthenticationResponse({
         response,
         expectedChallenge: async c => await this.consume(c, 'sign-in', null),
         expectedOrigin: this.rp.origins,

@@ -1,5 +1,4 @@
 import { hash, verify } from '@node-rs/argon2'
-import { dictionary } from '@zxcvbn-ts/language-common'
 import { AppError, fieldError } from '../../errors.ts'
 
 export const PASSWORD_MIN = 12
@@ -10,14 +9,22 @@ export const PASSWORD_MAX = 256
  */
 const ARGON2 = { memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const
 
-/** The 10 000 most common passwords (the list is ordered by frequency). */
-const COMMON: ReadonlySet<string> = new Set((dictionary['passwords-common'] as readonly string[]).slice(0, 10_000))
+/**
+ * The 10 000 most common passwords (the list is ordered by frequency), loaded with the first
+ * password checked: the word lists hold a few MiB that an instance nobody sets a password on
+ * never needs.
+ */
+let common: Promise<ReadonlySet<string>> | undefined
+async function commonPasswords (): Promise<ReadonlySet<string>> {
+  common ??= import('@zxcvbn-ts/language-common').then(({ dictionary }) => new Set((dictionary['passwords-common'] as readonly string[]).slice(0, 10_000)))
+  return await common
+}
 
 /**
  * Refuses a password the rules do not allow (422, as a field error on `field`): 12–256
  * characters, no composition rule, not one of the 10 000 most common, not the email or name.
  */
-export function checkPassword (password: string, field: string, person: { email?: string | null, name?: string | null }): void {
+export async function checkPassword (password: string, field: string, person: { email?: string | null, name?: string | null }): Promise<void> {
   const length = [...password].length
   const fail = (code: 'PASSWORD_TOO_SHORT' | 'PASSWORD_TOO_LONG' | 'PASSWORD_TOO_COMMON', detail: string) =>
     new AppError(code, detail, { errors: [fieldError(field, code, detail)] })
@@ -25,7 +32,7 @@ export function checkPassword (password: string, field: string, person: { email?
   if (length > PASSWORD_MAX) throw fail('PASSWORD_TOO_LONG', `A password has at most ${PASSWORD_MAX} characters.`)
   const folded = password.toLowerCase()
   const own = [person.email, person.email?.split('@')[0], person.name].filter((s): s is string => typeof s === 'string' && s !== '').map(s => s.toLowerCase())
-  if (COMMON.has(folded) || own.includes(folded)) throw fail('PASSWORD_TOO_COMMON', 'This password is too common, or is your email or name: choose another.')
+  if ((await commonPasswords()).has(folded) || own.includes(folded)) throw fail('PASSWORD_TOO_COMMON', 'This password is too common, or is your email or name: choose another.')
 }
 
 export async function hashPassword (password: string): Promise<string> {
