@@ -2,6 +2,7 @@
 --   read <n>                 GET /posts/<random id in 1..n>
 --   readas <n> <authorization>  the same, with that Authorization header
 --   path <path>              GET <path> (a list page)
+--   pathas <path> <authorization>  the same, with that Authorization header
 --   mixed <n> <token>        90% GET /posts/<random id>, 10% PUT of a whole post
 --   create <token> [title]   POST /posts (with that title, else a random one of a million)
 -- done() prints one JSON line that bench/throughput.ts reads.
@@ -13,6 +14,7 @@ function init (args)
   if mode == "read" then n = tonumber(args[2])
   elseif mode == "readas" then n = tonumber(args[2]); authorization = args[3]
   elseif mode == "path" then path = args[2]
+  elseif mode == "pathas" then path = args[2]; authorization = args[3]
   elseif mode == "mixed" then n = tonumber(args[2]); token = args[3]
   elseif mode == "create" then token = args[2]; title = args[3]
   end
@@ -30,6 +32,8 @@ function request ()
     return wrk.format("GET", "/posts/" .. math.random(1, n), { ["Authorization"] = authorization })
   elseif mode == "path" then
     return wrk.format("GET", path)
+  elseif mode == "pathas" then
+    return wrk.format("GET", path, { ["Authorization"] = authorization })
   elseif mode == "mixed" then
     local id = math.random(1, n)
     if math.random(1, 10) == 1 then
