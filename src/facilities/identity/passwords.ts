@@ -1,4 +1,3 @@
-import { hash, verify } from '@node-rs/argon2'
 import { AppError, fieldError } from '../../errors.ts'
 
 export const PASSWORD_MIN = 12
@@ -8,6 +7,13 @@ export const PASSWORD_MAX = 256
  * one lane. Hashed on libuv's threads, never on the event loop.
  */
 const ARGON2 = { memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const
+
+/** The argon2 addon, loaded with the first hash: a native library an instance without passwords never needs. */
+let addon: Promise<typeof import('@node-rs/argon2')> | undefined
+async function argon2 (): Promise<typeof import('@node-rs/argon2')> {
+  addon ??= import('@node-rs/argon2')
+  return await addon
+}
 
 /**
  * The 10 000 most common passwords (the list is ordered by frequency), loaded with the first
@@ -36,7 +42,7 @@ export async function checkPassword (password: string, field: string, person: { 
 }
 
 export async function hashPassword (password: string): Promise<string> {
-  return await hash(password, ARGON2)
+  return await (await argon2()).hash(password, ARGON2)
 }
 
 /**
@@ -46,11 +52,11 @@ export async function hashPassword (password: string): Promise<string> {
  */
 export async function passwordMatches (stored: string | null, password: string): Promise<boolean> {
   if (stored === null) {
-    await verify(await decoy(), password).catch(() => false)
+    await (await argon2()).verify(await decoy(), password).catch(() => false)
     return false
   }
   try {
-    return await verify(stored, password)
+    return await (await argon2()).verify(stored, password)
   } catch {
     return false
   }
@@ -59,6 +65,6 @@ export async function passwordMatches (stored: string | null, password: string):
 let decoyHash: Promise<string> | undefined
 /** A hash made once per process with the same cost, of a random secret. */
 async function decoy (): Promise<string> {
-  decoyHash ??= hash(crypto.randomUUID(), ARGON2)
+  decoyHash ??= argon2().then(async a => await a.hash(crypto.randomUUID(), ARGON2))
   return await decoyHash
 }
