@@ -8,6 +8,10 @@
  * many got no answer within 10 s; and whether the targets are met: goodput ≥ 0.8× the capacity,
  * answered p99 ≤ 1 s, nothing unanswered, and nothing shed in the closed loop.
  *
+ * The request is signed in (a bearer JWT): the public answers cache keeps an anonymous list and
+ * answers it again in microseconds, and what overloads a service is work, which a signed-in list is
+ * every time (OVERLOAD_ANONYMOUS=1 sends it without the header).
+ *
  *   npm run build && npm run bench:overload
  *   OVERLOAD_PATH='/posts/5' OVERLOAD_SECONDS=10 npm run bench:overload
  *   BENCH_BASELINE=../before npm run bench:overload     # an earlier build, in the same run
@@ -21,12 +25,15 @@ import Database from 'better-sqlite3'
 import { type OpenLoopResult, quantile } from '../test/raw-http.ts'
 import { freePort } from './net.ts'
 import { pin, pinned } from './cores.ts'
+import { JWT_SECRET, writerToken } from './seed.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const PATH = process.env.OVERLOAD_PATH ?? '/posts?limit=100&fields=id,title,content'
 const SECONDS = Number(process.env.OVERLOAD_SECONDS ?? 8)
 const MULTIPLES = (process.env.OVERLOAD_MULTIPLES ?? '2,5').split(',').map(Number)
 const BASELINE = process.env.BENCH_BASELINE === undefined || process.env.BENCH_BASELINE === '' ? undefined : path.resolve(process.env.BENCH_BASELINE)
+/** The Authorization header of every request ('' with OVERLOAD_ANONYMOUS=1). */
+const AUTHORIZATION = process.env.OVERLOAD_ANONYMOUS === '1' ? '' : `Bearer ${await writerToken()}`
 const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(36)
 
 /**
@@ -38,8 +45,8 @@ const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repea
  */
 const OPEN_LOOP = `
 const net = require('node:net')
-const [port, rate, durationMs, path, timeoutMs] = [Number(process.argv[1]), Number(process.argv[2]), Number(process.argv[3]), process.argv[4], Number(process.argv[5])]
-const request = Buffer.from('GET ' + path + ' HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')
+const [port, rate, durationMs, path, timeoutMs, authorization] = [Number(process.argv[1]), Number(process.argv[2]), Number(process.argv[3]), process.argv[4], Number(process.argv[5]), process.argv[6]]
+const request = Buffer.from('GET ' + path + ' HTTP/1.1\\r\\nHost: x\\r\\n' + (authorization === '' ? '' : 'Authorization: ' + authorization + '\\r\\n') + '\\r\\n')
 const statuses = {}, times = {}
 let timedOut = 0, sent = 0, done = 0
 const free = []
@@ -115,7 +122,7 @@ const check = setInterval(() => {
 
 async function openLoop (port: number, rate: number, durationMs: number, path: string, timeoutMs = 10_000): Promise<OpenLoopResult> {
   return await new Promise((resolve, reject) => {
-    execFile(process.execPath, ['-e', OPEN_LOOP, String(port), String(rate), String(durationMs), path, String(timeoutMs)], { maxBuffer: 256 * 1024 * 1024 }, (err, stdout) => {
+    execFile(process.execPath, ['-e', OPEN_LOOP, String(port), String(rate), String(durationMs), path, String(timeoutMs), AUTHORIZATION], { maxBuffer: 256 * 1024 * 1024 }, (err, stdout) => {
       if (err) reject(err)
       else resolve(JSON.parse(stdout) as OpenLoopResult)
     })
@@ -149,7 +156,7 @@ async function start (root: string, dir: string, name: string): Promise<Server> 
   const [cmd, args] = pin(0, 'sh', ['-c', `exec ${script}`])
   const child = spawn(cmd, args, {
     cwd: root,
-    env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite:${file}`, DATA_DIR: dir, RATE_LIMIT_MAX: '1000000000', BOOTSTRAP_ADMIN_KEY: 'false' },
+    env: { ...process.env, PORT: String(port), SITE_PORT: String(await freePort()), DATABASE_URL: `sqlite:${file}`, DATA_DIR: dir, RATE_LIMIT_MAX: '1000000000', BOOTSTRAP_ADMIN_KEY: 'false', AUTH_JWT_SECRET: JWT_SECRET },
     stdio: ['ignore', out, 'inherit'],
   })
   fs.closeSync(out)
@@ -165,7 +172,7 @@ async function start (root: string, dir: string, name: string): Promise<Server> 
 /** Closed loop with wrk (64 connections, kept alive): the capacity, and how many answers were not 200. */
 function capacity (port: number, seconds: number): { rate: number, errors: number } {
   const script = path.join(dir0, 'count.lua')
-  const [cmd, args] = pin(1, 'wrk', ['-t1', '-c64', `-d${seconds}s`, '--timeout', '10s', '-s', script, `http://127.0.0.1:${port}${PATH}`])
+  const [cmd, args] = pin(1, 'wrk', ['-t1', '-c64', `-d${seconds}s`, '--timeout', '10s', '-s', script, ...(AUTHORIZATION === '' ? [] : ['-H', `Authorization: ${AUTHORIZATION}`]), `http://127.0.0.1:${port}${PATH}`])
   const out = execFileSync(cmd, args, { encoding: 'utf8' })
   const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0)
   const errors = Number(/"errors":(\d+)/.exec(out)?.[1] ?? 0)

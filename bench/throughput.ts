@@ -609,8 +609,12 @@ async function main (): Promise<void> {
         say(`### ${sc.name}\n\n| server | req/s | p50 ms | p99 ms | errors | server CPU | CPU µs/req | peak RSS MiB | × own at ${POSTS.toLocaleString('en')} (req/s) | (CPU/req) |\n` +
           '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
         for (const kind of ['ceiling', 'service'] as const) say(row(LABEL[kind], bigResults.get(`${sc.name}|${kind}`)!, results.get(`${sc.name}|${kind}`)))
-        say('')
-        if (!ran(sc.name)) continue
+        // At 10 000 posts read one measures kept answers (primed); here, among 1 000 000, mostly
+        // answers made and then kept: the two are not the same work, and no target holds one to the other.
+        const primedSmall = list.find(x => x.name === sc.name)?.prime !== undefined
+        if (primedSmall && sc.prime === undefined) say(`Not held to its figure at ${POSTS.toLocaleString('en')}, where every post was read once before each run (kept answers); here most are made (read one, signed in, is the comparable one).\n`)
+        else say('')
+        if (!ran(sc.name) || (primedSmall && sc.prime === undefined)) continue
         const own = rps(bigResults.get(`${sc.name}|service`)!) / rps(svc(sc.name))
         const ownCpu = cpuPerRequest(svc(sc.name)) / cpuPerRequest(bigResults.get(`${sc.name}|service`)!)
         target(`${sc.name} at ${BIG_POSTS.toLocaleString('en')} ≥ 0.75× its figure at ${POSTS.toLocaleString('en')}`, own >= 0.75,
