@@ -3,6 +3,7 @@ import type {
 } from '@simplewebauthn/server'
 import ipaddr from 'ipaddr.js'
 import type { Clock } from '../../clock.ts'
+import { loadOnce } from '../../load-once.ts'
 import { AppError } from '../../errors.ts'
 import type { Store } from '../../store/store.ts'
 import type { PasskeyRecord, UserRecord } from './store.ts'
@@ -33,11 +34,7 @@ export function relyingParty (publicBaseUrl: string, port: number): { id: string
  * are memory (with the common-password lists, 1.5 MiB of the resident set at start) that an
  * instance nobody registers a passkey on never needs.
  */
-let library: Promise<typeof import('@simplewebauthn/server')> | undefined
-async function webauthn (): Promise<typeof import('@simplewebauthn/server')> {
-  library ??= import('@simplewebauthn/server')
-  return await library
-}
+const webauthn = loadOnce(async () => await import('@simplewebauthn/server'))
 
 /** WebAuthn through @simplewebauthn/server: the ceremonies' options, their answers checked, single-use challenges in the store. */
 export class Passkeys {

@@ -1,4 +1,5 @@
 import { AppError, fieldError } from '../../errors.ts'
+import { loadOnce } from '../../load-once.ts'
 
 export const PASSWORD_MIN = 12
 export const PASSWORD_MAX = 256
@@ -9,22 +10,17 @@ export const PASSWORD_MAX = 256
 const ARGON2 = { memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const
 
 /** The argon2 addon, loaded with the first hash: a native library an instance without passwords never needs. */
-let addon: Promise<typeof import('@node-rs/argon2')> | undefined
-async function argon2 (): Promise<typeof import('@node-rs/argon2')> {
-  addon ??= import('@node-rs/argon2')
-  return await addon
-}
+const argon2 = loadOnce(async () => await import('@node-rs/argon2'))
 
 /**
  * The 10 000 most common passwords (the list is ordered by frequency), loaded with the first
  * password checked: memory (with WebAuthn's library, 1.5 MiB of the resident set at start)
  * that an instance nobody sets a password on never needs.
  */
-let common: Promise<ReadonlySet<string>> | undefined
-async function commonPasswords (): Promise<ReadonlySet<string>> {
-  common ??= import('@zxcvbn-ts/language-common').then(({ dictionary }) => new Set((dictionary['passwords-common'] as readonly string[]).slice(0, 10_000)))
-  return await common
-}
+const commonPasswords = loadOnce(async (): Promise<ReadonlySet<string>> => {
+  const { dictionary } = await import('@zxcvbn-ts/language-common')
+  return new Set((dictionary['passwords-common'] as readonly string[]).slice(0, 10_000))
+})
 
 /**
  * Refuses a password the rules do not allow (422, as a field error on `field`): 12–256
@@ -62,9 +58,5 @@ export async function passwordMatches (stored: string | null, password: string):
   }
 }
 
-let decoyHash: Promise<string> | undefined
 /** A hash made once per process with the same cost, of a random secret. */
-async function decoy (): Promise<string> {
-  decoyHash ??= argon2().then(async a => await a.hash(crypto.randomUUID(), ARGON2))
-  return await decoyHash
-}
+const decoy = loadOnce(async () => await (await argon2()).hash(crypto.randomUUID(), ARGON2))

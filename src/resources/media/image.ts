@@ -5,6 +5,7 @@ import { fileTypeFromBuffer } from 'file-type'
 import type { Metadata, OutputInfo, Sharp } from 'sharp'
 import { rgbaToThumbHash, thumbHashToRGBA } from 'thumbhash'
 import { AppError } from '../../errors.ts'
+import { loadOnce } from '../../load-once.ts'
 
 /** What the service stores and serves: judged by the bytes, never by a declared type or a name. */
 export const FORMATS = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp', avif: 'image/avif', gif: 'image/gif' } as const
@@ -23,21 +24,16 @@ export const MAX_PLACEHOLDER = 2000
  */
 export const IMAGE_CONCURRENCY = Math.max(1, Math.floor(os.availableParallelism() / 2))
 
-type SharpLibrary = typeof import('sharp')['default']
-let library: Promise<SharpLibrary> | undefined
-
 /**
  * sharp (libvips), loaded at the first image rather than at start-up: an instance that serves no
  * image work (most requests, every instance of a blog without uploads) does not hold its memory.
  */
-async function sharpLibrary (): Promise<SharpLibrary> {
-  library ??= import('sharp').then(m => {
-    // Each image is read once: libvips' operation cache would only hold memory.
-    m.default.cache(false)
-    return m.default
-  })
-  return await library
-}
+const sharpLibrary = loadOnce(async () => {
+  const { default: sharp } = await import('sharp')
+  // Each image is read once: libvips' operation cache would only hold memory.
+  sharp.cache(false)
+  return sharp
+})
 
 /** How often, while images are worked on, libvips' new threads are looked for to lower their priority. */
 const LOWER_EVERY_MS = 10
