@@ -382,8 +382,12 @@ function positionAt (count: number, depth: number): [string, number] {
   return [new Date((1577836800 + id) * 1000).toISOString(), id]
 }
 
+/** This service, or the baseline build of it (BENCH_BASELINE). */
+function isService (s: Server): boolean {
+  return s.kind === 'service' || s.kind === 'baseline'
+}
+
 function scenarios (count: number, token: string, deep: Map<ServerKind, string>): Scenario[] {
-  const isService = (s: Server) => s.kind === 'service' || s.kind === 'baseline'
   const list = (s: Server) => isService(s) ? '/posts?limit=20' : '/posts'
   const signedIn = `Bearer ${token}`
   const all: Scenario[] = [
@@ -415,7 +419,7 @@ function scenarios (count: number, token: string, deep: Map<ServerKind, string>)
  */
 function drive (servers: Server[], list: Scenario[]): Map<string, Run> {
   const warm = Math.min(2, SECONDS)
-  const primed = (sc: Scenario, s: Server) => { if (sc.prime !== undefined && s.metricsPort !== undefined) prime(s, sc.prime) }
+  const primed = (sc: Scenario, s: Server) => { if (sc.prime !== undefined && isService(s)) prime(s, sc.prime) }
   for (const sc of list) for (const s of servers) { primed(sc, s); wrk(s, sc.args(s), warm) }
   const runs = new Map<string, Run[]>()
   for (let round = 1; round <= ROUNDS; round++) {
