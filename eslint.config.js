@@ -6,7 +6,7 @@ import neostandard from 'neostandard'
  * (STYLE.md: config/errors ← domain ← store ← jobs ← http ← resources ← registry ← app ← server/cli).
  */
 const LAYERS = [
-  ['./src/config.ts', './src/errors.ts', './src/errors-i18n.ts', './src/messages.ts', './src/catalogue.ts', './src/loop-stalls.ts', './src/clock.ts'],
+  ['./src/config.ts', './src/errors.ts', './src/errors-i18n.ts', './src/messages.ts', './src/catalogue.ts', './src/loop-stalls.ts', './src/clock.ts', './src/load-once.ts'],
   ['./src/domain'],
   ['./src/store', './src/storage'],
   ['./src/jobs'],
